@@ -1,0 +1,44 @@
+# inferd: `make serve` runs the server, `make test` runs every test. Both set up what they need.
+SWIFT_FLAGS ?= -c release -Xswiftc -enable-testing
+MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
+ARGS ?=
+
+.PHONY: all deps model build serve test swift-test lint format tsan coverage bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+model:
+	@./scripts/fetch-model.sh
+
+build: deps
+	swift build $(SWIFT_FLAGS)
+
+serve: deps model build
+	$(BIN) serve --model $(MODEL) $(ARGS)
+
+# Tests run against an optimized build: numeric code in a debug build is tens of times slower.
+test: deps model lint
+	swift build $(SWIFT_FLAGS)
+	swift test $(SWIFT_FLAGS)
+
+lint:
+	swift format lint --strict --recursive Sources Tests Package.swift
+
+format:
+	swift format --in-place --recursive Sources Tests Package.swift
+
+tsan: deps model
+	swift test --sanitize=thread
+
+coverage: deps model
+	swift test --enable-code-coverage
+
+bench: deps model build
+	$(BIN) bench --model $(MODEL) $(ARGS)
+
+clean:
+	rm -rf .build

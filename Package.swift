@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "inferd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "inferd", targets: ["inferd"])
+    ],
+    targets: [
+        // libmicrohttpd from Debian's libmicrohttpd-dev, plus the one thin shim header.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
+        .target(name: "CKernels"),
+        // Fixed-message, key=value structured logging shared by every layer.
+        .target(name: "Log"),
+        // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Log"]),
+        // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
+        .target(name: "Engine", dependencies: ["CKernels", "Log"]),
+        // Configuration, routes and commands: the part that ties HTTP to the engine.
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Log"]),
+        .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "EngineTests", dependencies: ["Engine"]),
+        .testTarget(name: "InferdServerTests", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

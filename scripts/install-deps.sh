@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages inferd builds against, only when one is missing,
+# so `make serve` and `make test` work on a fresh machine and cost nothing after.
+set -euo pipefail
+pkgs=(libmicrohttpd-dev libsqlite3-dev pkg-config)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
