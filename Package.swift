@@ -17,13 +17,13 @@ let package = Package(
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
-        .target(name: "Log"),
+        .target(name: "Telemetry"),
         // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Log"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Telemetry"]),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
-        .target(name: "Engine", dependencies: ["CKernels", "Log"]),
+        .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Log"]),
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine"]),

@@ -1,1 +1,1 @@
-import Log
+import Telemetry
