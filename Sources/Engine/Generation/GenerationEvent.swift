@@ -1,0 +1,42 @@
+/// What generation reports while it runs. Text events carry the whole answer so far
+/// (a snapshot), never a piece to append.
+public enum GenerationEvent: Sendable {
+    /// The prompt is in the cache; the first token comes next.
+    case promptProcessed(promptTokens: Int, cachedTokens: Int)
+    /// The visible answer grew. `content` is all of it so far.
+    case snapshot(content: String, completionTokens: Int)
+}
+
+public enum FinishReason: String, Sendable, Codable {
+    /// An end-of-generation token or a stop string.
+    case stop
+    /// `maxTokens` reached.
+    case length
+    /// The caller cancelled; not an error.
+    case cancelled
+}
+
+public struct GenerationUsage: Sendable, Equatable, Codable {
+    public var promptTokens: Int
+    public var completionTokens: Int
+    /// Prompt tokens taken from the sequence's cache instead of being computed.
+    public var cachedTokens: Int
+}
+
+public struct GenerationTimings: Sendable, Equatable, Codable {
+    public var promptMilliseconds: Double
+    public var generationMilliseconds: Double
+    public var promptTokensPerSecond: Double
+    public var generationTokensPerSecond: Double
+}
+
+public struct GenerationResult: Sendable {
+    public var content: String
+    public var finishReason: FinishReason
+    public var usage: GenerationUsage
+    public var timings: GenerationTimings
+    /// The generated ids, end-of-generation token included when it ended the answer.
+    public var tokens: [Int32]
+    /// Steps (prompt chunks or tokens) computed after cancellation was requested.
+    public var stepsAfterCancel: Int
+}

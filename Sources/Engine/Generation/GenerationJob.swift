@@ -1,0 +1,198 @@
+import Foundation
+import Synchronization
+
+/// Turns token ids into text as they arrive, holding back incomplete UTF-8.
+public protocol IncrementalTextDecoder: Sendable {
+    /// The text completed by this token ("" while a character is still incomplete).
+    mutating func append(_ id: Int32) -> String
+}
+
+/// One generation in progress on the engine's worker thread.
+///
+/// Everything but `cancelRequested` is touched only by the worker thread, one step at a time:
+/// a step is one prompt chunk or one decoded token, and cancellation is checked before each.
+final class GenerationJob: @unchecked Sendable {
+    static let promptChunk = 64
+
+    enum Phase {
+        case waiting
+        case prompt(next: Int)
+        case decode(lastToken: Int32)
+        case done
+    }
+
+    let request: GenerationRequest
+    let endOfGeneration: Set<Int32>
+    let onEvent: @Sendable (GenerationEvent) -> Void
+    let onFinish: @Sendable (Result<GenerationResult, GenerationError>) -> Void
+    let cancelRequested = Atomic<Bool>(false)
+    let cancelRequestedAt = Mutex<ContinuousClock.Instant?>(nil)
+
+    var phase: Phase = .waiting
+    var sequence: (any PredictorSequence)!
+    var sampler: Sampler
+    var decoder: any IncrementalTextDecoder
+    let matcher: StopStringMatcher
+    var decodedText = ""
+    var visibleCount = 0
+    var generated: [Int32] = []
+    var cachedTokens = 0
+    var stepsAfterCancel = 0
+    var startedAt = ContinuousClock.now
+    var promptDoneAt: ContinuousClock.Instant?
+
+    init(
+        request: GenerationRequest, decoder: any IncrementalTextDecoder, endOfGeneration: Set<Int32>,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void,
+        onFinish: @escaping @Sendable (Result<GenerationResult, GenerationError>) -> Void
+    ) {
+        self.request = request
+        self.decoder = decoder
+        self.endOfGeneration = endOfGeneration
+        self.onEvent = onEvent
+        self.onFinish = onFinish
+        self.sampler = Sampler(options: request.sampling)
+        self.matcher = StopStringMatcher(stops: request.stop)
+    }
+
+    func cancel() {
+        if !cancelRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            cancelRequestedAt.withLock { $0 = .now }
+        }
+    }
+
+    var isCancelled: Bool { cancelRequested.load(ordering: .acquiring) }
+    var isDone: Bool {
+        if case .done = phase { return true }
+        return false
+    }
+
+    /// Runs one step. `logits` is the worker's scratch buffer (vocabulary-sized).
+    func step(predictor: any TokenPredictor, logits: UnsafeMutableBufferPointer<Float>) {
+        if isCancelled {
+            finish(.cancelled)
+            return
+        }
+        do {
+            switch phase {
+            case .waiting:
+                try start(predictor: predictor)
+            case .prompt(let next):
+                let end = min(next + Self.promptChunk, request.promptTokens.count)
+                let chunk = Array(request.promptTokens[next..<end])
+                try predictor.predict(tokens: chunk, sequence: sequence, logits: logits)
+                if end < request.promptTokens.count {
+                    phase = .prompt(next: end)
+                } else {
+                    promptDoneAt = .now
+                    onEvent(.promptProcessed(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
+                    accept(sampleNext(logits: logits))
+                }
+            case .decode(let last):
+                try predictor.predict(tokens: [last], sequence: sequence, logits: logits)
+                accept(sampleNext(logits: logits))
+            case .done:
+                return
+            }
+        } catch let error as GenerationError {
+            fail(error)
+        } catch {
+            fail(.computeFailed("\(error)"))
+        }
+        if isCancelled && !isDone { stepsAfterCancel += 1 }
+    }
+
+    private func start(predictor: any TokenPredictor) throws(GenerationError) {
+        let prompt = request.promptTokens
+        guard !prompt.isEmpty else { throw .emptyPrompt }
+        guard request.maxTokens >= 1, prompt.count + request.maxTokens <= predictor.contextLength else {
+            throw .contextOverflow(
+                promptTokens: prompt.count, maxTokens: request.maxTokens, contextLength: predictor.contextLength)
+        }
+        try request.sampling.validate()
+        startedAt = .now
+        let needed = prompt.count + request.maxTokens
+        if let existing = request.sequence, existing.capacity >= needed {
+            // Reuse the longest shared prefix, but always recompute at least the last prompt
+            // token: its logits are what the first generated token is sampled from.
+            let shared = zip(existing.tokens, prompt).prefix { $0 == $1 }.count
+            cachedTokens = min(shared, prompt.count - 1)
+            existing.truncate(to: cachedTokens)
+            sequence = existing
+        } else {
+            request.sequence?.truncate(to: 0)
+            sequence = predictor.makeSequence(capacity: needed)
+        }
+        phase = .prompt(next: cachedTokens)
+    }
+
+    private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {
+        let recent = request.promptTokens + generated
+        return sampler.sample(logits: logits, recent: recent[...])
+    }
+
+    private func accept(_ token: Int32) {
+        generated.append(token)
+        if endOfGeneration.contains(token) {
+            finish(.stop)
+            return
+        }
+        let piece = decoder.append(token)
+        if !piece.isEmpty {
+            decodedText += piece
+            switch matcher.check(decodedText) {
+            case .stopped(let at):
+                decodedText = String(decodedText.prefix(at))
+                visibleCount = at
+                finish(.stop)
+                return
+            case .visible(let n):
+                if n != visibleCount {
+                    visibleCount = n
+                    onEvent(.snapshot(content: String(decodedText.prefix(n)), completionTokens: generated.count))
+                }
+            }
+        }
+        if generated.count >= request.maxTokens {
+            finish(.length)
+        } else {
+            phase = .decode(lastToken: token)
+        }
+    }
+
+    private func finish(_ reason: FinishReason) {
+        guard !isDone else { return }
+        phase = .done
+        let now = ContinuousClock.now
+        let promptEnd = promptDoneAt ?? now
+        let promptMS = (promptEnd - startedAt).milliseconds
+        let genMS = promptDoneAt.map { (now - $0).milliseconds } ?? 0
+        let computed = request.promptTokens.count - cachedTokens
+        // A stopped answer shows everything decoded; held-back text was never a stop string.
+        let content = reason == .cancelled ? String(decodedText.prefix(visibleCount)) : decodedText
+        let result = GenerationResult(
+            content: content, finishReason: reason,
+            usage: GenerationUsage(
+                promptTokens: request.promptTokens.count, completionTokens: generated.count,
+                cachedTokens: cachedTokens),
+            timings: GenerationTimings(
+                promptMilliseconds: promptMS, generationMilliseconds: genMS,
+                promptTokensPerSecond: promptMS > 0 ? Double(computed) / promptMS * 1000 : 0,
+                generationTokensPerSecond: genMS > 0 ? Double(max(generated.count - 1, 0)) / genMS * 1000 : 0),
+            tokens: generated, stepsAfterCancel: stepsAfterCancel)
+        onFinish(.success(result))
+    }
+
+    private func fail(_ error: GenerationError) {
+        guard !isDone else { return }
+        phase = .done
+        onFinish(.failure(error))
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let c = components
+        return Double(c.seconds) * 1000 + Double(c.attoseconds) / 1e15
+    }
+}

@@ -1,0 +1,25 @@
+/// One generation: the prompt as token ids, how to sample, when to stop.
+public struct GenerationRequest: Sendable {
+    public var promptTokens: [Int32]
+    public var maxTokens: Int
+    public var sampling: SamplingOptions
+    /// Generation ends before any of these strings; the string itself is not returned.
+    public var stop: [String]
+    /// A sequence to continue (a session's KV cache): its tokens that match the start of
+    /// `promptTokens` are reused, the rest is cut off and recomputed. Nil starts fresh.
+    public var sequence: (any PredictorSequence)?
+    /// An identifier for logs (the request id).
+    public var label: String
+
+    public init(
+        promptTokens: [Int32], maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],
+        sequence: (any PredictorSequence)? = nil, label: String = ""
+    ) {
+        self.promptTokens = promptTokens
+        self.maxTokens = maxTokens
+        self.sampling = sampling
+        self.stop = stop
+        self.sequence = sequence
+        self.label = label
+    }
+}

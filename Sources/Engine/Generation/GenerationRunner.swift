@@ -1,0 +1,80 @@
+import Synchronization
+
+/// Runs generations for one predictor on its worker thread.
+///
+/// `generate` is the whole contract with callers: it returns when the engine has really
+/// stopped working on the request. If the calling Task is cancelled, generation stops within
+/// one step and `generate` still waits for that step to end, then returns the partial result
+/// with `finishReason == .cancelled`: cancellation is a stop, not an error.
+public final class GenerationRunner: Sendable {
+    public let predictor: any TokenPredictor
+    private let worker: GenerationWorker
+    private let makeDecoder: @Sendable () -> any IncrementalTextDecoder
+    private let endOfGeneration: Set<Int32>
+
+    public init(
+        predictor: any TokenPredictor, endOfGeneration: Set<Int32>,
+        makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder
+    ) {
+        self.predictor = predictor
+        self.worker = GenerationWorker(predictor: predictor)
+        self.makeDecoder = makeDecoder
+        self.endOfGeneration = endOfGeneration
+    }
+
+    /// Generates an answer, reporting snapshots through `onEvent` (called on the engine's
+    /// thread: keep it quick and non-blocking).
+    public func generate(
+        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) async throws(GenerationError) -> GenerationResult {
+        let jobBox = Mutex<GenerationJob?>(nil)
+        let result: Result<GenerationResult, GenerationError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let job = GenerationJob(
+                    request: request, decoder: makeDecoder(), endOfGeneration: endOfGeneration,
+                    onEvent: onEvent, onFinish: { continuation.resume(returning: $0) })
+                jobBox.withLock { $0 = job }
+                if Task.isCancelled { job.cancel() }
+                worker.submit(job)
+            }
+        } onCancel: {
+            jobBox.withLock { $0 }?.cancel()
+            worker.poke()
+        }
+        return try result.get()
+    }
+
+    /// The same generation as an async sequence of events ending with `.finished`.
+    /// Ending the iteration early (or cancelling the iterating Task) cancels the generation.
+    public func events(_ request: GenerationRequest) -> AsyncThrowingStream<GenerationStreamElement, Error> {
+        let (stream, continuation) = AsyncThrowingStream<GenerationStreamElement, Error>.makeStream()
+        let job = GenerationJob(
+            request: request, decoder: makeDecoder(), endOfGeneration: endOfGeneration,
+            onEvent: { continuation.yield(.event($0)) },
+            onFinish: { result in
+                switch result {
+                case .success(let r):
+                    continuation.yield(.finished(r))
+                    continuation.finish()
+                case .failure(let e):
+                    continuation.finish(throwing: e)
+                }
+            })
+        continuation.onTermination = { [worker] _ in
+            job.cancel()
+            worker.poke()
+        }
+        worker.submit(job)
+        return stream
+    }
+
+    /// Stops the worker thread; jobs still running finish as cancelled.
+    public func shutdown() {
+        worker.stop()
+    }
+}
+
+public enum GenerationStreamElement: Sendable {
+    case event(GenerationEvent)
+    case finished(GenerationResult)
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// The engine's own thread: runs generation jobs step by step, round-robin, so compute never
+/// blocks Swift's cooperative pool and several requests make progress together.
+///
+/// Each job is stepped once per turn (one prompt chunk or one token), and cancellation is
+/// checked before every step, so a cancelled job stops within one step of its request.
+final class GenerationWorker: @unchecked Sendable {
+    private let predictor: any TokenPredictor
+    private let condition = NSCondition()
+    private var incoming: [GenerationJob] = []
+    private var stopping = false
+    private var thread: Thread?
+    /// Scratch logits buffer, used only by the worker thread. Shape: [vocabularySize].
+    private let logits: UnsafeMutableBufferPointer<Float>
+
+    init(predictor: any TokenPredictor, name: String = "inferd-generation") {
+        self.predictor = predictor
+        self.logits = .allocate(capacity: predictor.vocabularySize)
+        logits.initialize(repeating: 0)
+        let thread = Thread { [unowned self] in self.run() }
+        thread.name = name
+        thread.stackSize = 8 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    deinit {
+        logits.deallocate()
+    }
+
+    func submit(_ job: GenerationJob) {
+        condition.lock()
+        if stopping {
+            condition.unlock()
+            job.onFinish(.failure(.shuttingDown))
+            return
+        }
+        incoming.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Wakes the worker so it notices a cancelled job even while it has nothing else to do.
+    func poke() {
+        condition.lock()
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Finishes every job as cancelled and ends the thread.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        var active: [GenerationJob] = []
+        while true {
+            condition.lock()
+            while incoming.isEmpty && active.isEmpty && !stopping {
+                condition.wait()
+            }
+            active.append(contentsOf: incoming)
+            incoming.removeAll()
+            let stop = stopping
+            condition.unlock()
+            if stop {
+                for job in active { job.cancel() }
+            }
+            for job in active {
+                job.step(predictor: predictor, logits: logits)
+            }
+            active.removeAll { $0.isDone }
+            if stop && active.isEmpty { return }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+
+extension Float {
+    fileprivate var exponential: Float { Foundation.exp(self) }
+}
+
+/// Chooses the next token from logits: repetition penalty, then greedy or
+/// top-k → top-p → min-p → temperature → a draw from the seeded generator
+/// (the order llama.cpp's default chain uses, so options mean the same thing there and here).
+///
+/// Owns its scratch buffers: sampling allocates nothing per token after the first.
+public struct Sampler: Sendable {
+    public let options: SamplingOptions
+    public let seed: UInt64
+    private var rng: SeededGenerator
+    private var candidates: [Candidate] = []
+
+    struct Candidate {
+        var id: Int32
+        var logit: Float
+        var p: Float = 0
+    }
+
+    public init(options: SamplingOptions) {
+        self.options = options
+        self.seed = options.seed ?? UInt64.random(in: 0...UInt64.max)
+        self.rng = SeededGenerator(seed: seed)
+    }
+
+    /// Picks a token. `logits` is modified in place by the repetition penalty.
+    /// `recent` holds the sequence so far (prompt and generated), newest last.
+    public mutating func sample(logits: UnsafeMutableBufferPointer<Float>, recent: ArraySlice<Int32>) -> Int32 {
+        applyRepeatPenalty(logits: logits, recent: recent)
+        if options.temperature <= 0 {
+            return Self.argmax(UnsafeBufferPointer(logits))
+        }
+        candidates.removeAll(keepingCapacity: true)
+        candidates.reserveCapacity(logits.count)
+        for (i, l) in logits.enumerated() where !l.isNaN {
+            candidates.append(Candidate(id: Int32(i), logit: l))
+        }
+        guard !candidates.isEmpty else { return 0 }
+        applyTopK()
+        softmax()
+        applyTopP()
+        applyMinP()
+        return draw()
+    }
+
+    /// The highest logit; ties go to the lowest id, as in llama.cpp.
+    public static func argmax(_ logits: UnsafeBufferPointer<Float>) -> Int32 {
+        var best = 0
+        var bestValue = -Float.infinity
+        for i in 0..<logits.count where logits[i] > bestValue {
+            bestValue = logits[i]
+            best = i
+        }
+        return Int32(best)
+    }
+
+    mutating func applyRepeatPenalty(logits: UnsafeMutableBufferPointer<Float>, recent: ArraySlice<Int32>) {
+        guard options.repeatPenalty != 1, options.repeatLastN > 0 else { return }
+        var seen = Set<Int32>()
+        for id in recent.suffix(options.repeatLastN) where Int(id) < logits.count && seen.insert(id).inserted {
+            let l = logits[Int(id)]
+            logits[Int(id)] = l > 0 ? l / options.repeatPenalty : l * options.repeatPenalty
+        }
+    }
+
+    /// Keeps the k highest logits, sorted descending (ties: lower id first).
+    mutating func applyTopK() {
+        let k = options.topK > 0 ? min(options.topK, candidates.count) : candidates.count
+        let before: (Candidate, Candidate) -> Bool = { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+        if k < candidates.count {
+            // Selection with a threshold: one pass keeps anything that could be in the top k,
+            // so only a handful of candidates get sorted instead of the whole vocabulary.
+            var kept = Array(candidates[0..<k])
+            kept.sort(by: before)
+            for c in candidates[k...] where before(c, kept[k - 1]) {
+                var i = k - 1
+                while i > 0 && before(c, kept[i - 1]) {
+                    kept[i] = kept[i - 1]
+                    i -= 1
+                }
+                kept[i] = c
+            }
+            candidates = kept
+        } else {
+            candidates.sort(by: before)
+        }
+    }
+
+    /// Probabilities of the untempered logits (candidates are sorted descending).
+    mutating func softmax() {
+        let maxLogit = candidates[0].logit
+        var sum: Float = 0
+        for i in candidates.indices {
+            let e = (candidates[i].logit - maxLogit).exponential
+            candidates[i].p = e
+            sum += e
+        }
+        for i in candidates.indices { candidates[i].p /= sum }
+    }
+
+    mutating func applyTopP() {
+        guard options.topP < 1 else { return }
+        var cumulative: Float = 0
+        for i in candidates.indices {
+            cumulative += candidates[i].p
+            if cumulative >= options.topP {
+                candidates.removeSubrange((i + 1)...)
+                return
+            }
+        }
+    }
+
+    mutating func applyMinP() {
+        guard options.minP > 0 else { return }
+        let threshold = candidates[0].p * options.minP
+        if let cut = candidates.firstIndex(where: { $0.p < threshold }), cut > 0 {
+            candidates.removeSubrange(cut...)
+        }
+    }
+
+    /// Softmax of the survivors at the requested temperature, then one draw.
+    mutating func draw() -> Int32 {
+        let t = options.temperature
+        let maxLogit = candidates[0].logit
+        var sum: Float = 0
+        for i in candidates.indices {
+            let e = ((candidates[i].logit - maxLogit) / t).exponential
+            candidates[i].p = e
+            sum += e
+        }
+        var r = rng.nextUnitFloat() * sum
+        for c in candidates {
+            r -= c.p
+            if r < 0 { return c.id }
+        }
+        return candidates[candidates.count - 1].id
+    }
+}

@@ -1,0 +1,23 @@
+/// The numeric model as generation sees it: tokens in, next-token logits out.
+///
+/// `LlamaModel` is the production predictor; tests can supply a tiny deterministic one to
+/// exercise generation, stop handling and cancellation without a model file.
+public protocol TokenPredictor: AnyObject, Sendable {
+    var vocabularySize: Int { get }
+    var contextLength: Int { get }
+    /// A new, empty per-sequence state (the KV cache) holding up to `capacity` tokens.
+    func makeSequence(capacity: Int) -> any PredictorSequence
+    /// Appends `tokens` to `sequence` and writes the logits after the last one into `logits`.
+    /// Synchronous and compute-bound: call it only from the engine's own threads.
+    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws
+}
+
+/// One sequence's state inside a predictor (its KV cache): the tokens it has seen.
+public protocol PredictorSequence: AnyObject, Sendable {
+    var count: Int { get }
+    var capacity: Int { get }
+    var tokens: [Int32] { get }
+    /// Forgets everything after the first `length` tokens (rolls back a cancelled turn,
+    /// or keeps the shared prefix of the next prompt).
+    func truncate(to length: Int)
+}
