@@ -1,0 +1,125 @@
+import Foundation
+
+/// Every setting of `inferd serve`. Each has one name in three spellings: key `snake_case`
+/// (config file), flag `--kebab-case`, environment `INFERD_UPPER_SNAKE`.
+/// Precedence: flags > environment > file > built-in defaults.
+public struct ServerConfiguration: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var model = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    public var threads = ProcessInfo.processInfo.activeProcessorCount
+    public var dataDir = "data"
+    public var logFormat = "text"
+    public var logLevel = "info"
+    public var maxBodyBytes = 1 << 20
+    public var heartbeatSeconds = 10.0
+    public var drainSeconds = 10.0
+    public var connectionLimit = 512
+    public var perIPConnectionLimit = 0
+    public var connectionTimeoutSeconds = 30
+    public var headerMemoryLimitBytes = 32 << 10
+    public var defaultMaxTokens = 512
+
+    public init() {}
+}
+
+/// A configuration problem, naming the setting and where its bad value came from.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension ServerConfiguration {
+    /// How one setting is named, checked and stored.
+    struct Setting: Sendable {
+        enum Kind: Sendable {
+            case string, int, double
+            case choice([String])
+        }
+        let key: String
+        let kind: Kind
+        let help: String
+        let minimum: Double?
+        let apply: @Sendable (inout ServerConfiguration, Value) -> Void
+        let read: @Sendable (ServerConfiguration) -> Value
+
+        var flag: String { "--" + key.replacingOccurrences(of: "_", with: "-") }
+        var environment: String { "INFERD_" + key.uppercased() }
+    }
+
+    enum Value: Sendable, Equatable, CustomStringConvertible {
+        case string(String), int(Int), double(Double)
+        var description: String {
+            switch self {
+            case .string(let s): s
+            case .int(let i): "\(i)"
+            case .double(let d): "\(d)"
+            }
+        }
+    }
+
+    static let settings: [Setting] = [
+        str("host", "Address to listen on.", \.host),
+        int("port", "TCP port; 0 picks a free one and logs it.", \.port, min: 0),
+        str("model", "Path to the GGUF model file.", \.model),
+        int("threads", "Compute threads for the model (default: number of cores).", \.threads, min: 1),
+        str("data_dir", "Folder for server state.", \.dataDir),
+        choice("log_format", "Log line format.", ["text", "json"], \.logFormat),
+        choice("log_level", "Lowest level logged.", ["debug", "info", "warning", "error"], \.logLevel),
+        int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
+        dbl(
+            "heartbeat_seconds", "Seconds of silence before an SSE stream sends a ': ping' comment.", \.heartbeatSeconds
+        ),
+        dbl(
+            "drain_seconds", "On SIGTERM/SIGINT, how long in-flight requests may finish before being cancelled.",
+            \.drainSeconds),
+        int("connection_limit", "Most connections open at once.", \.connectionLimit, min: 1),
+        int(
+            "per_ip_connection_limit", "Most connections from one IP address (0: no limit).", \.perIPConnectionLimit,
+            min: 0),
+        int(
+            "connection_timeout_seconds", "Idle or half-sent connections are closed after this long.",
+            \.connectionTimeoutSeconds, min: 1),
+        int(
+            "header_memory_limit_bytes", "Memory for one request's line and headers; more is refused.",
+            \.headerMemoryLimitBytes, min: 1024),
+        int("default_max_tokens", "max_tokens when a request gives none.", \.defaultMaxTokens, min: 1),
+    ]
+
+    private static func str(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, String> & Sendable
+    ) -> Setting {
+        Setting(
+            key: key, kind: .string, help: help, minimum: nil,
+            apply: { c, v in if case .string(let s) = v { c[keyPath: path] = s } },
+            read: { .string($0[keyPath: path]) })
+    }
+
+    private static func choice(
+        _ key: String, _ help: String, _ options: [String],
+        _ path: WritableKeyPath<ServerConfiguration, String> & Sendable
+    ) -> Setting {
+        Setting(
+            key: key, kind: .choice(options), help: help, minimum: nil,
+            apply: { c, v in if case .string(let s) = v { c[keyPath: path] = s } },
+            read: { .string($0[keyPath: path]) })
+    }
+
+    private static func int(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Int> & Sendable, min: Int
+    ) -> Setting {
+        Setting(
+            key: key, kind: .int, help: help, minimum: Double(min),
+            apply: { c, v in if case .int(let i) = v { c[keyPath: path] = i } },
+            read: { .int($0[keyPath: path]) })
+    }
+
+    private static func dbl(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Double> & Sendable
+    ) -> Setting {
+        Setting(
+            key: key, kind: .double, help: help, minimum: 0,
+            apply: { c, v in if case .double(let d) = v { c[keyPath: path] = d } },
+            read: { .double($0[keyPath: path]) })
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+@testable import InferdServer
+
+@Suite struct ServerConfigurationTests {
+    func file(_ json: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-\(UUID().uuidString).json")
+            .path
+        try json.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func error(_ body: () throws -> Void) -> String {
+        do {
+            try body()
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func defaultsWithoutAnything() throws {
+        let c = try ServerConfiguration.load(arguments: [], environment: [:], defaultFile: "/nonexistent.json")
+        #expect(c == ServerConfiguration())
+        #expect(c.port == 8080 && c.host == "127.0.0.1" && c.maxBodyBytes == 1 << 20)
+    }
+
+    @Test func precedenceIsFlagsThenEnvironmentThenFileThenDefaults() throws {
+        let path = try file(#"{"port": 9000, "host": "0.0.0.0", "drain_seconds": 3, "threads": 1}"#)
+        let env = ["INFERD_PORT": "9100", "INFERD_DRAIN_SECONDS": "4.5"]
+        let c = try ServerConfiguration.load(arguments: ["--config", path, "--port", "9200"], environment: env)
+        #expect(c.port == 9200)
+        #expect(c.drainSeconds == 4.5)
+        #expect(c.host == "0.0.0.0")
+        #expect(c.threads == 1)
+        #expect(c.heartbeatSeconds == 10)
+    }
+
+    @Test func everySettingHasThreeSpellings() throws {
+        for s in ServerConfiguration.settings {
+            #expect(s.flag == "--" + s.key.replacingOccurrences(of: "_", with: "-"))
+            #expect(s.environment == "INFERD_" + s.key.uppercased())
+        }
+        let c = try ServerConfiguration.load(
+            arguments: ["--data-dir=/tmp/x", "--per-ip-connection-limit", "4"],
+            environment: ["INFERD_LOG_FORMAT": "json"], defaultFile: "/nonexistent.json")
+        #expect(c.dataDir == "/tmp/x" && c.perIPConnectionLimit == 4 && c.logFormat == "json")
+    }
+
+    @Test func theShippedFileIsValidAndDocumentsEveryKey() throws {
+        let path = TestPaths.packageRoot.appendingPathComponent("config/inferd.json").path
+        let c = try ServerConfiguration.load(arguments: ["--config", path], environment: [:])
+        var expected = ServerConfiguration()
+        expected.threads = c.threads
+        #expect(c == expected, "config/inferd.json must hold the built-in defaults")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for s in ServerConfiguration.settings {
+            #expect(text.contains("\"// \(s.key)\""), "config/inferd.json does not document \(s.key)")
+        }
+    }
+
+    @Test func unknownKeyNamesIt() throws {
+        let path = try file(#"{"prot": 9000}"#)
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--config", path], environment: [:], defaultFile: "/nonexistent.json")
+            }
+            .contains("unknown key \"prot\""))
+    }
+
+    @Test func badValuesNameTheSettingAndTheSource() throws {
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--port", "eighty"], environment: [:], defaultFile: "/nonexistent.json")
+            }
+                == "flag --port is \"eighty\", expected an integer")
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: [], environment: ["INFERD_LOG_FORMAT": "xml"], defaultFile: "/nonexistent.json")
+            }
+                == "environment variable INFERD_LOG_FORMAT is \"xml\", expected one of text, json")
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--threads", "0"], environment: [:], defaultFile: "/nonexistent.json")
+            }
+                == "flag --threads is 0, must be at least 1")
+        let path = try file(#"{"port": true}"#)
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--config", path], environment: [:], defaultFile: "/nonexistent.json")
+            }
+            .contains("wrong type"))
+        let broken = try file(#"{"port": 9"#)
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--config", broken], environment: [:], defaultFile: "/nonexistent.json")
+            }
+            .contains("not valid JSON"))
+    }
+
+    @Test func unknownFlagAndMissingValue() {
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--prot", "1"], environment: [:], defaultFile: "/nonexistent.json")
+            }
+                == "unknown flag --prot")
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--port"], environment: [:], defaultFile: "/nonexistent.json")
+            }
+                == "flag --port needs a value")
+    }
+}
+
+enum TestPaths {
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+}
