@@ -2,9 +2,114 @@
 // reach the corresponding libmicrohttpd facility directly; each says why.
 #ifndef INFERD_CMICROHTTPD_SHIM_H
 #define INFERD_CMICROHTTPD_SHIM_H
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
-#include <sys/types.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <microhttpd.h>
+
+/// Everything `inferd_mhd_start` needs. A plain struct because `MHD_start_daemon` takes its
+/// options as C varargs, which Swift cannot call.
+typedef struct inferd_mhd_config {
+    unsigned int flags;
+    const char *host; /* numeric IPv4 or IPv6 address */
+    uint16_t port;    /* 0 = let the kernel pick */
+    unsigned int connection_limit;
+    unsigned int per_ip_connection_limit; /* 0 = none */
+    unsigned int connection_timeout_seconds;
+    size_t connection_memory_limit;
+    MHD_AccessHandlerCallback access_handler;
+    void *access_handler_cls;
+    MHD_RequestCompletedCallback completed;
+    void *completed_cls;
+    MHD_NotifyConnectionCallback notify_connection;
+    void *notify_connection_cls;
+} inferd_mhd_config;
+
+/// Starts a daemon. Exists because `MHD_start_daemon` is variadic and does not import into Swift.
+/// Returns NULL on failure with `*error_out` set to an errno-style code (EINVAL for a bad host,
+/// otherwise whatever errno the failed bind/listen left, or 0 when libmicrohttpd gave none).
+static inline struct MHD_Daemon *inferd_mhd_start(const inferd_mhd_config *c, int *error_out) {
+    struct sockaddr_in addr4;
+    struct sockaddr_in6 addr6;
+    const struct sockaddr *addr;
+    unsigned int flags = c->flags;
+    memset(&addr4, 0, sizeof addr4);
+    memset(&addr6, 0, sizeof addr6);
+    if (inet_pton(AF_INET, c->host, &addr4.sin_addr) == 1) {
+        addr4.sin_family = AF_INET;
+        addr4.sin_port = htons(c->port);
+        addr = (const struct sockaddr *)&addr4;
+    } else if (inet_pton(AF_INET6, c->host, &addr6.sin6_addr) == 1) {
+        addr6.sin6_family = AF_INET6;
+        addr6.sin6_port = htons(c->port);
+        addr = (const struct sockaddr *)&addr6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        *error_out = EINVAL;
+        return NULL;
+    }
+    errno = 0;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, c->port, NULL, NULL, c->access_handler, c->access_handler_cls,
+        MHD_OPTION_SOCK_ADDR, addr,
+        MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_seconds,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
+        MHD_OPTION_NOTIFY_COMPLETED, c->completed, c->completed_cls,
+        MHD_OPTION_NOTIFY_CONNECTION, c->notify_connection, c->notify_connection_cls,
+        MHD_OPTION_END);
+    *error_out = (d == NULL) ? errno : 0;
+    return d;
+}
+
+/// The port the daemon really listens on. Exists because `MHD_get_daemon_info` is variadic.
+static inline int inferd_mhd_bound_port(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? -1 : (int)info->port;
+}
+
+/// The connection's socket, for the hang-up watcher. Exists because `MHD_get_connection_info`
+/// is variadic and returns a union pointer.
+static inline int inferd_mhd_connection_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
+
+/// The peer's address as text into `buf`. Exists because `MHD_get_connection_info` is variadic and
+/// the sockaddr family switch is simpler in C. Writes "" when unknown.
+static inline void inferd_mhd_client_address(struct MHD_Connection *c, char *buf, size_t len) {
+    buf[0] = 0;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return;
+    const struct sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+    } else if (sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+    }
+}
+
+/// `MHD_SIZE_UNKNOWN` is a macro over `((uint64_t) -1LL)` that Swift does not import.
+static inline uint64_t inferd_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+
+/// `MHD_CONTENT_READER_END_OF_STREAM` / `_END_WITH_ERROR` are casts Swift does not import.
+static inline ssize_t inferd_mhd_reader_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
+static inline ssize_t inferd_mhd_reader_end_with_error(void) { return MHD_CONTENT_READER_END_WITH_ERROR; }
+
+/// `POLLRDHUP` needs `_GNU_SOURCE` and is not exported by Swift's Glibc module; the value is
+/// the Linux one (0x2000).
+static inline short inferd_mhd_pollrdhup(void) {
+#ifdef POLLRDHUP
+    return POLLRDHUP;
+#else
+    return 0x2000;
+#endif
+}
 
 #endif
