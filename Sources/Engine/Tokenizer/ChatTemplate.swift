@@ -61,7 +61,9 @@ public struct ChatTemplate: Sendable {
     }
 
     /// The prompt for `messages`: special tokens as `.special`, everything else as `.text`.
-    /// With `addGenerationPrompt`, it ends with the opening of an assistant turn.
+    /// With `addGenerationPrompt`, it ends with the opening of an assistant turn. The default
+    /// system message goes before a non-empty conversation whose first message is not a system
+    /// message (as SmolLM2's template does it, inside its message loop).
     public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) -> [PromptPiece] {
         var pieces: [PromptPiece] = []
         if let defaultSystemMessage, let first = messages.first, first.role != .system {
