@@ -1,0 +1,96 @@
+/// Splits text into the words that byte-level BPE merges within, following llama.cpp's
+/// pre-tokenizer for each `tokenizer.ggml.pre` value that is implemented.
+///
+/// `gpt2` is the GPT-2 pattern
+/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+/// (a whitespace run followed by more text leaves its last character to start the next word).
+/// `smollm` first cuts out every `\p{N}` code point as a word of its own, then applies the GPT-2
+/// pattern to each remaining stretch separately.
+enum PreTokenizer: Sendable, Equatable {
+    case gpt2
+    case smollm
+
+    static let supportedNames = ["gpt-2", "smollm"]
+
+    init?(name: String) {
+        switch name {
+        case "gpt-2", "gpt2": self = .gpt2
+        case "smollm": self = .smollm
+        default: return nil
+        }
+    }
+
+    /// Appends to `words` the ranges (indices into `scalars`) of the words of `scalars`.
+    func split(_ scalars: UnsafeBufferPointer<UInt32>, into words: inout [Range<Int>]) {
+        switch self {
+        case .gpt2:
+            Self.splitGPT2(scalars, 0, scalars.count, into: &words)
+        case .smollm:
+            var start = 0
+            for index in 0..<scalars.count where ScalarClass.of(scalars[index]) == .number {
+                Self.splitGPT2(scalars, start, index, into: &words)
+                words.append(index..<(index + 1))
+                start = index + 1
+            }
+            Self.splitGPT2(scalars, start, scalars.count, into: &words)
+        }
+    }
+
+    private static func splitGPT2(
+        _ scalars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int, into words: inout [Range<Int>]
+    ) {
+        @inline(__always) func scalarClass(_ index: Int) -> ScalarClass {
+            index < end ? ScalarClass.of(scalars[index]) : .none
+        }
+        @inline(__always) func isASCII(_ index: Int, _ character: Unicode.Scalar) -> Bool {
+            index < end && scalars[index] == character.value
+        }
+        let space = UInt32(0x20)
+        var position = start
+        while position < end {
+            let scalar = scalars[position]
+            // 's|'t|'re|'ve|'m|'ll|'d (case-sensitive, as in the GPT-2 pattern)
+            if scalar == 0x27 && position + 1 < end {
+                let next = scalars[position + 1]
+                if next == 0x73 || next == 0x74 || next == 0x6D || next == 0x64 {
+                    words.append(position..<(position + 2))
+                    position += 2
+                    continue
+                }
+                if (next == 0x72 && isASCII(position + 2, "e")) || (next == 0x76 && isASCII(position + 2, "e"))
+                    || (next == 0x6C && isASCII(position + 2, "l"))
+                {
+                    words.append(position..<(position + 3))
+                    position += 3
+                    continue
+                }
+            }
+            // ' ?' takes one leading ASCII space into a letter, number or punctuation run.
+            let leadingSpace = scalar == space ? 1 : 0
+            let runClass = scalarClass(position + leadingSpace)
+            if runClass == .letter || runClass == .number || runClass == .other {
+                var cursor = position + leadingSpace + 1
+                while scalarClass(cursor) == runClass { cursor += 1 }
+                words.append(position..<cursor)
+                position = cursor
+                continue
+            }
+            var whitespaceCount = 0
+            while scalarClass(position + whitespaceCount) == .whitespace { whitespaceCount += 1 }
+            if whitespaceCount > 1 && position + whitespaceCount < end {
+                // \s+(?!\S): the last whitespace character stays for the word that follows.
+                words.append(position..<(position + whitespaceCount - 1))
+                position += whitespaceCount - 1
+                continue
+            }
+            if whitespaceCount > 0 {
+                words.append(position..<(position + whitespaceCount))
+                position += whitespaceCount
+                continue
+            }
+            // An unassigned code point matches nothing and stands alone.
+            words.append(position..<(position + 1))
+            position += 1
+        }
+    }
+}
