@@ -190,6 +190,38 @@ void ck_quantize_row_q8_0(const float *x, ck_block_q8_0 *y, int k) {
     }
 }
 
+void ck_dequantize_row(int type, const void *src, float *dst, int k) {
+    switch (type) {
+    case CK_TYPE_F32:
+        for (int i = 0; i < k; i++) dst[i] = ((const float *)src)[i];
+        break;
+    case CK_TYPE_F16:
+        ck_fp16_to_fp32_row((const uint16_t *)src, dst, (size_t)k);
+        break;
+    case CK_TYPE_Q4_1: {
+        const ck_block_q4_1 *b = (const ck_block_q4_1 *)src;
+        for (int i = 0; i < k / CK_QK; i++) {
+            const float d = ck_fp16_to_fp32(b[i].d), m = ck_fp16_to_fp32(b[i].m);
+            for (int j = 0; j < 16; j++) {
+                dst[i * CK_QK + j] = d * (float)(b[i].qs[j] & 0x0f) + m;
+                dst[i * CK_QK + j + 16] = d * (float)(b[i].qs[j] >> 4) + m;
+            }
+        }
+        break;
+    }
+    case CK_TYPE_Q8_0: {
+        const ck_block_q8_0 *b = (const ck_block_q8_0 *)src;
+        for (int i = 0; i < k / CK_QK; i++) {
+            const float d = ck_fp16_to_fp32(b[i].d);
+            for (int j = 0; j < CK_QK; j++) dst[i * CK_QK + j] = d * (float)b[i].qs[j];
+        }
+        break;
+    }
+    default:
+        for (int i = 0; i < k; i++) dst[i] = 0.0f;
+    }
+}
+
 // MARK: - Dot products, portable
 
 static float dot_q4_1_q8_1_portable(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a) {

@@ -57,6 +57,9 @@ void ck_fp32_to_fp16_row(const float *x, uint16_t *y, size_t n);
 void ck_quantize_row_q8_1(const float *x, ck_block_q8_1 *y, int k);
 void ck_quantize_row_q8_0(const float *x, ck_block_q8_0 *y, int k);
 
+/// Dequantizes one row of k elements of a CK_TYPE_* tensor into f32.
+void ck_dequantize_row(int type, const void *src, float *dst, int k);
+
 // MARK: - Dot products (k elements)
 
 float ck_dot_q4_1_q8_1(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a);
