@@ -1,5 +1,9 @@
 // Hot loops for the engine. Each fast kernel has a plain Swift reference beside it
 // (Sources/Engine/Kernels) and a test comparing the two on random data.
+//
+// Every kernel has a portable C path and, where it pays, an AVX2/FMA/F16C path compiled with
+// `__attribute__((target(...)))` and chosen at run time, so a CPU without AVX2 never sees those
+// instructions.
 #ifndef INFERD_CKERNELS_H
 #define INFERD_CKERNELS_H
 #include <stddef.h>
@@ -7,5 +11,140 @@
 
 /// 1 when this CPU runs the AVX2/FMA/F16C paths, 0 when the portable paths must be used.
 int ck_cpu_has_avx2_fma(void);
+
+/// 1 when the fast paths are in use (CPU supports them and they were not turned off).
+int ck_fast_paths_enabled(void);
+/// Turns the fast paths off (0) or back on (1, only if the CPU supports them). For tests.
+void ck_set_fast_paths(int enabled);
+
+// MARK: - Formats (ggml layouts)
+
+enum {
+    CK_TYPE_F32 = 0,
+    CK_TYPE_F16 = 1,
+    CK_TYPE_Q4_1 = 3,
+    CK_TYPE_Q8_0 = 8,
+};
+
+#define CK_QK 32
+/// 32 weights: value = d * q + m, q in 0...15; element j < 16 is the low nibble of qs[j],
+/// element j + 16 its high nibble.
+typedef struct {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qs[16];
+} ck_block_q4_1;
+/// 32 values: value = d * q.
+typedef struct {
+    uint16_t d;
+    int8_t qs[32];
+} ck_block_q8_0;
+/// 32 activations: value = d * q; s = fp16(d * sum(q)).
+typedef struct {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[32];
+} ck_block_q8_1;
+
+// MARK: - Conversions and quantization
+
+float ck_fp16_to_fp32(uint16_t h);
+uint16_t ck_fp32_to_fp16(float f);
+void ck_fp16_to_fp32_row(const uint16_t *x, float *y, size_t n);
+void ck_fp32_to_fp16_row(const float *x, uint16_t *y, size_t n);
+
+/// k must be a multiple of 32.
+void ck_quantize_row_q8_1(const float *x, ck_block_q8_1 *y, int k);
+void ck_quantize_row_q8_0(const float *x, ck_block_q8_0 *y, int k);
+
+/// Dequantizes one row of k elements of a CK_TYPE_* tensor into f32.
+void ck_dequantize_row(int type, const void *src, float *dst, int k);
+
+// MARK: - Dot products (k elements)
+
+float ck_dot_q4_1_q8_1(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a);
+float ck_dot_q8_0_q8_0(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a);
+float ck_dot_f32(int k, const float *w, const float *a);
+float ck_dot_f16_f32(int k, const uint16_t *w, const float *a);
+
+// MARK: - Thread pool
+
+typedef struct ck_pool ck_pool;
+/// A task body: run share `ith` of `nth`.
+typedef void (*ck_task_fn)(void *ctx, int ith, int nth);
+/// A pool of `n_threads` workers in total, the calling thread included (n_threads - 1 are spawned).
+ck_pool *ck_pool_create(int n_threads);
+void ck_pool_destroy(ck_pool *pool);
+int ck_pool_size(const ck_pool *pool);
+/// Runs fn(ctx, i, n) for i in 0..<n on the pool (i = 0 on the caller) and returns when all are done.
+/// Not reentrant: one caller at a time.
+void ck_pool_run(ck_pool *pool, ck_task_fn fn, void *ctx);
+
+// MARK: - Matrix multiplication
+
+/// Y[t * ldy + r] = dot(W row r, X row t) for r in 0..<rows, t in 0..<n.
+/// X rows hold activations in the form the weight type wants: Q8_1 blocks for Q4_1 weights,
+/// Q8_0 blocks for Q8_0 weights, f32 for F32 and F16 weights.
+typedef struct {
+    int type;
+    const void *w;
+    size_t w_row_bytes;
+    int rows;
+    int k;
+    const void *x;
+    size_t x_row_bytes;
+    int n;
+    float *y;
+    int ldy;
+} ck_matmul_args;
+
+/// Rows r0..<r1, every token, on the calling thread.
+void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
+/// All rows, split over the pool (pool may be NULL: caller only).
+void ck_matmul(ck_pool *pool, const ck_matmul_args *args);
+
+// MARK: - Attention
+
+/// Causal attention with an f16 KV cache laid out [position][kv_head][head_dim].
+/// Token t (0..<n_tokens) sits at position pos0 + t and attends positions 0...pos0 + t.
+/// q: [n_tokens][n_head * head_dim] f32; out: same shape.
+/// The query is rounded to f16, scores accumulate in f32 and are scaled, softmax in f32,
+/// then the weights are rounded to f16 before the weighted sum of V.
+/// scratch: n_threads * scratch_stride floats, scratch_stride >= pos0 + n_tokens.
+typedef struct {
+    const float *q;
+    int q_stride;
+    const uint16_t *k_cache;
+    const uint16_t *v_cache;
+    int kv_stride;  // elements between positions (n_kv_head * head_dim)
+    int n_head;
+    int n_kv_head;
+    int head_dim;
+    int n_tokens;
+    int pos0;
+    float scale;
+    float *out;
+    int out_stride;
+    float *scratch;
+    int scratch_stride;
+} ck_attention_args;
+
+/// Units u in u0..<u1 (u = t * n_head + h) using scratch row `slot`.
+void ck_attention_units(const ck_attention_args *args, int u0, int u1, int slot);
+void ck_attention(ck_pool *pool, const ck_attention_args *args);
+
+// MARK: - Element-wise
+
+/// y = x / sqrt(mean(x^2) + eps) * w
+void ck_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
+/// In place, "normal" (adjacent pairs) RoPE on n_heads heads of head_dim at position pos,
+/// rotating the first n_rot dims: theta_i = pos * base^(-2i/n_rot).
+void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base);
+/// In place softmax over n values.
+void ck_softmax(float *x, int n);
+/// out = silu(gate) * up
+void ck_silu_mul(const float *gate, const float *up, float *out, int n);
+/// y += x
+void ck_add(float *y, const float *x, int n);
 
 #endif

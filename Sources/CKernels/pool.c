@@ -1,0 +1,153 @@
+// A fixed pool of compute threads. The caller publishes a task by bumping a generation counter;
+// workers spin briefly on it (tasks inside one forward pass follow each other within
+// microseconds), then sleep on a futex. The caller runs share 0 itself and spins until the
+// workers are done. No allocation after creation.
+#define _GNU_SOURCE
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CK_HAVE_FUTEX 1
+#else
+#define CK_HAVE_FUTEX 0
+#endif
+
+typedef struct {
+    ck_pool *pool;
+    int index;
+} ck_worker;
+
+struct ck_pool {
+    int n;
+    pthread_t *threads;
+    ck_worker *workers;
+    ck_task_fn fn;
+    void *ctx;
+    _Atomic uint32_t generation;
+    _Atomic int pending;
+    _Atomic int sleepers;
+    _Atomic int stop;
+#if !CK_HAVE_FUTEX
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+#endif
+};
+
+// About 100-300 microseconds of spinning before a worker goes to sleep.
+#define CK_SPIN_ITERS 20000
+
+static void pool_wait(ck_pool *pool, uint32_t seen) {
+#if CK_HAVE_FUTEX
+    syscall(SYS_futex, (uint32_t *)&pool->generation, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+#else
+    pthread_mutex_lock(&pool->mutex);
+    while (atomic_load(&pool->generation) == seen) pthread_cond_wait(&pool->cond, &pool->mutex);
+    pthread_mutex_unlock(&pool->mutex);
+#endif
+}
+
+static void pool_wake_all(ck_pool *pool) {
+#if CK_HAVE_FUTEX
+    syscall(SYS_futex, (uint32_t *)&pool->generation, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+    pthread_mutex_lock(&pool->mutex);
+    pthread_cond_broadcast(&pool->cond);
+    pthread_mutex_unlock(&pool->mutex);
+#endif
+}
+
+static void *worker_main(void *arg) {
+    ck_worker *w = (ck_worker *)arg;
+    ck_pool *pool = w->pool;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        for (int i = 0; g == seen && i < CK_SPIN_ITERS; i++) {
+            ck_cpu_relax();
+            g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        }
+        while (g == seen) {
+            atomic_fetch_add(&pool->sleepers, 1);
+            pool_wait(pool, seen);
+            atomic_fetch_sub(&pool->sleepers, 1);
+            g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        }
+        seen = g;
+        if (atomic_load_explicit(&pool->stop, memory_order_acquire)) break;
+        pool->fn(pool->ctx, w->index, pool->n);
+        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+ck_pool *ck_pool_create(int n_threads) {
+    if (n_threads < 1) n_threads = 1;
+    ck_pool *pool = (ck_pool *)calloc(1, sizeof(ck_pool));
+    if (!pool) return NULL;
+    pool->n = n_threads;
+    atomic_init(&pool->generation, 0);
+    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->sleepers, 0);
+    atomic_init(&pool->stop, 0);
+#if !CK_HAVE_FUTEX
+    pthread_mutex_init(&pool->mutex, NULL);
+    pthread_cond_init(&pool->cond, NULL);
+#endif
+    if (n_threads > 1) {
+        pool->threads = (pthread_t *)calloc((size_t)n_threads, sizeof(pthread_t));
+        pool->workers = (ck_worker *)calloc((size_t)n_threads, sizeof(ck_worker));
+        for (int i = 1; i < n_threads; i++) {
+            pool->workers[i].pool = pool;
+            pool->workers[i].index = i;
+            pthread_create(&pool->threads[i], NULL, worker_main, &pool->workers[i]);
+        }
+    }
+    return pool;
+}
+
+int ck_pool_size(const ck_pool *pool) { return pool ? pool->n : 1; }
+
+static void pool_publish(ck_pool *pool) {
+    atomic_fetch_add(&pool->generation, 1);  // seq_cst: ordered before the sleepers load
+    if (atomic_load(&pool->sleepers) > 0) pool_wake_all(pool);
+}
+
+void ck_pool_run(ck_pool *pool, ck_task_fn fn, void *ctx) {
+    if (!pool || pool->n <= 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pool->fn = fn;
+    pool->ctx = ctx;
+    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    pool_publish(pool);
+    fn(ctx, 0, pool->n);
+    int spins = 0;
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
+        ck_cpu_relax();
+        if (++spins > 4096) {
+            sched_yield();  // a worker may have been descheduled by another process
+            spins = 0;
+        }
+    }
+}
+
+void ck_pool_destroy(ck_pool *pool) {
+    if (!pool) return;
+    if (pool->n > 1) {
+        atomic_store(&pool->stop, 1);
+        pool_publish(pool);
+        pool_wake_all(pool);
+        for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
+    }
+    free(pool->threads);
+    free(pool->workers);
+    free(pool);
+}
