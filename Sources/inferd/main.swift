@@ -1,1 +1,7 @@
+import Foundation
 import InferdServer
+
+// Everything lives in InferdServer: @convention(c) callbacks must never be declared here,
+// where Swift 6 makes top-level code MainActor-isolated.
+let status = await InferdCLI.run(Array(CommandLine.arguments.dropFirst()))
+exit(status)

@@ -13,7 +13,9 @@ struct ModelGoldenTests {
     }
 
     /// Feeds `prompt` in chunks of at most 64 tokens.
-    static func prefill(_ model: LlamaModel, _ prompt: [Int32], _ cache: KVCache, _ logits: UnsafeMutableBufferPointer<Float>)
+    static func prefill(
+        _ model: LlamaModel, _ prompt: [Int32], _ cache: KVCache, _ logits: UnsafeMutableBufferPointer<Float>
+    )
         throws
     {
         var start = 0
@@ -47,10 +49,14 @@ struct ModelGoldenTests {
                 if next == 2 { break }
                 try model.forward(tokens: [Int32(next)], cache: cache, logits: logits)
             }
-            let firstDiff = zip(generated, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(generated.count, expected.count)
+            let firstDiff =
+                zip(generated, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(generated.count, expected.count)
             let same = generated == expected
             if same { fullMatches += 1 }
-            print("golden \(name): \(same ? "identical" : "first difference at \(firstDiff)") (\(generated.count) tokens)")
+            print(
+                "golden \(name): \(same ? "identical" : "first difference at \(firstDiff)") (\(generated.count) tokens)"
+            )
             if !same { print("  got      \(generated)\n  expected \(expected)") }
             #expect(Array(generated.prefix(16)) == Array(expected.prefix(16)), "case \(name): first 16 tokens differ")
         }

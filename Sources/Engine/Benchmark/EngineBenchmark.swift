@@ -1,0 +1,114 @@
+import CKernels
+import Foundation
+import Synchronization
+
+/// llama-bench-style measurements of the forward pass: prompt processing (`ppN`: N tokens
+/// into an empty cache, in the engine's prompt chunks) and generation (`tgN`: N single-token
+/// steps), plus a memory-read probe so decode's weight bandwidth can be put against the
+/// machine's own limit.
+public enum EngineBenchmark {
+    public enum Test: Sendable, Equatable, CustomStringConvertible {
+        case prompt(Int)
+        case generation(Int)
+
+        public var description: String {
+            switch self {
+            case .prompt(let n): "pp\(n)"
+            case .generation(let n): "tg\(n)"
+            }
+        }
+
+        public var tokens: Int {
+            switch self {
+            case .prompt(let n), .generation(let n): n
+            }
+        }
+    }
+
+    public struct Result: Sendable {
+        public var test: Test
+        public var threads: Int
+        /// Tokens per second of each repetition.
+        public var samples: [Double]
+        public var mean: Double { samples.reduce(0, +) / Double(max(samples.count, 1)) }
+        public var median: Double {
+            let s = samples.sorted()
+            guard !s.isEmpty else { return 0 }
+            return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+        }
+        public var standardDeviation: Double {
+            guard samples.count > 1 else { return 0 }
+            let m = mean
+            return (samples.map { ($0 - m) * ($0 - m) }.reduce(0, +) / Double(samples.count - 1)).squareRoot()
+        }
+    }
+
+    /// Runs `test` `repetitions` times (after one warm-up) and returns tokens/s per run.
+    public static func measure(model: LlamaModel, test: Test, repetitions: Int) throws -> Result {
+        let vocab = model.config.vocabularySize
+        let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: vocab)
+        defer { logits.deallocate() }
+        // Deterministic but varied token ids, as a real prompt would be.
+        var rng = SeededGenerator(seed: 1234)
+        let promptTokens = (0..<max(test.tokens, 1)).map { _ in Int32(rng.next() % UInt64(vocab)) }
+        var samples: [Double] = []
+        for rep in 0...repetitions {
+            let cache = model.makeCache(capacity: min(model.config.contextLength, test.tokens + 1))
+            let start = ContinuousClock.now
+            switch test {
+            case .prompt(let n):
+                var i = 0
+                while i < n {
+                    let end = min(i + LlamaModel.maxBatch, n)
+                    try model.forward(tokens: Array(promptTokens[i..<end]), cache: cache, logits: logits)
+                    i = end
+                }
+            case .generation(let n):
+                var token: Int32 = 1
+                for _ in 0..<n {
+                    try model.forward(tokens: [token], cache: cache, logits: logits)
+                    token = Sampler.argmax(UnsafeBufferPointer(logits))
+                }
+            }
+            let seconds = (ContinuousClock.now - start).seconds
+            if rep > 0 { samples.append(Double(test.tokens) / seconds) }
+        }
+        return Result(test: test, threads: model.threads, samples: samples)
+    }
+
+    /// Memory-read bandwidth in GB/s: the best of several sweeps over a buffer far larger than
+    /// the caches, split over `threads` threads.
+    public static func memoryBandwidth(threads: Int, megabytes: Int = 512, repetitions: Int = 5) -> Double {
+        let bytes = megabytes << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+        defer { buffer.deallocate() }
+        memset(buffer, 1, bytes)  // touch every page so the sweep measures reads, not page faults
+        let per = bytes / threads / 128 * 128
+        let base = SendableAddress(UInt(bitPattern: buffer))
+        let sink = Atomic<UInt64>(0)
+        var best = 0.0
+        for _ in 0..<repetitions {
+            let start = ContinuousClock.now
+            DispatchQueue.concurrentPerform(iterations: threads) { t in
+                let v = ck_read_sweep(UnsafeRawPointer(bitPattern: base.value)! + t * per, per)
+                sink.add(v, ordering: .relaxed)
+            }
+            let seconds = (ContinuousClock.now - start).seconds
+            best = max(best, Double(per * threads) / seconds / 1e9)
+        }
+        return best
+    }
+}
+
+/// An address handed to worker threads that each read their own part of one buffer.
+private struct SendableAddress: Sendable {
+    let value: UInt
+    init(_ value: UInt) { self.value = value }
+}
+
+extension Duration {
+    var seconds: Double {
+        let c = components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// A loaded model ready to answer: the GGUF file, its tokenizer and chat template, the
+/// forward pass, and the runner that owns the compute thread. One per served model.
+public final class InferenceEngine: Sendable {
+    public let path: String
+    /// `general.name` from the file, else the file name.
+    public let modelName: String
+    public let fileSize: Int
+    public let parameterCount: Int
+    public let tokenizer: Tokenizer
+    public let template: ChatTemplate
+    public let model: LlamaModel
+    public let runner: GenerationRunner
+
+    public var contextLength: Int { model.config.contextLength }
+
+    public init(path: String, threads: Int) throws {
+        let file = try GGUFFile(path: path)
+        let architecture = try file.architecture
+        guard architecture == "llama" else { throw ModelError.unsupportedArchitecture(architecture) }
+        self.path = path
+        self.fileSize = file.fileSize
+        self.modelName =
+            file.optionalString("general.name") ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        self.parameterCount = file.tensors.values.reduce(0) { $0 + $1.elementCount }
+        let tokenizer = try Tokenizer(gguf: file)
+        self.tokenizer = tokenizer
+        self.template = try ChatTemplate(template: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
+        let model = try LlamaModel(gguf: file, threads: threads)
+        guard model.config.vocabularySize >= tokenizer.vocabularySize else {
+            throw ModelError.invalidHyperParameter(
+                "the output head has \(model.config.vocabularySize) rows but the tokenizer has \(tokenizer.vocabularySize) tokens"
+            )
+        }
+        self.model = model
+        self.runner = GenerationRunner(
+            predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
+            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) })
+    }
+
+    /// The prompt for a conversation, rendered by the model's chat template. Special tokens
+    /// come only from the template; message text is always plain text.
+    public func promptTokens(for messages: [ChatMessage]) -> [Int32] {
+        tokenizer.encode(template.render(messages, addGenerationPrompt: true))
+    }
+
+    /// Generates an answer; see `GenerationRunner.generate`.
+    public func generate(
+        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) async throws(GenerationError) -> GenerationResult {
+        try await runner.generate(request, onEvent: onEvent)
+    }
+
+    public func shutdown() {
+        runner.shutdown()
+    }
+}
+
+extension StreamingDetokenizer: IncrementalTextDecoder {}

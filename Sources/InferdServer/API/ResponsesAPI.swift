@@ -1,0 +1,109 @@
+import Engine
+
+/// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
+struct ResponseRequestBody: Decodable, Sendable {
+    var prompt: String
+    var instructions: String?
+    var stream: Bool?
+    var options: GenerationOptionsBody?
+}
+
+struct UsageBody: Codable, Sendable, Equatable {
+    var promptTokens: Int
+    var completionTokens: Int
+    var cachedTokens: Int
+    var totalTokens: Int
+
+    init(_ u: GenerationUsage) {
+        promptTokens = u.promptTokens
+        completionTokens = u.completionTokens
+        cachedTokens = u.cachedTokens
+        totalTokens = u.promptTokens + u.completionTokens
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case promptTokens = "prompt_tokens"
+        case completionTokens = "completion_tokens"
+        case cachedTokens = "cached_tokens"
+        case totalTokens = "total_tokens"
+    }
+}
+
+struct TimingsBody: Codable, Sendable, Equatable {
+    var promptMs: Double
+    var generationMs: Double
+    var promptTokensPerSecond: Double
+    var generationTokensPerSecond: Double
+
+    init(_ t: GenerationTimings) {
+        promptMs = (t.promptMilliseconds * 100).rounded() / 100
+        generationMs = (t.generationMilliseconds * 100).rounded() / 100
+        promptTokensPerSecond = (t.promptTokensPerSecond * 10).rounded() / 10
+        generationTokensPerSecond = (t.generationTokensPerSecond * 10).rounded() / 10
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case promptMs = "prompt_ms"
+        case generationMs = "generation_ms"
+        case promptTokensPerSecond = "prompt_tokens_per_second"
+        case generationTokensPerSecond = "generation_tokens_per_second"
+    }
+}
+
+/// The non-streaming answer, and the `completed`/`cancelled` terminal events' payload.
+struct ResponseBody: Codable, Sendable {
+    var id: String
+    var object = "response"
+    var created: Int
+    var model: String
+    /// "completed" or "cancelled".
+    var status: String
+    var content: String
+    var finishReason: String
+    var usage: UsageBody
+    var timings: TimingsBody
+    /// Why it was cancelled (`client_disconnected`, `shutdown`, …); absent when completed.
+    var reason: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, object, created, model, status, content, usage, timings, reason
+        case finishReason = "finish_reason"
+    }
+}
+
+/// Stream events other than the terminal response.
+struct StartedEvent: Codable, Sendable {
+    var requestId: String
+    var promptTokens: Int?
+    var cachedTokens: Int?
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case promptTokens = "prompt_tokens"
+        case cachedTokens = "cached_tokens"
+    }
+}
+
+struct SnapshotEvent: Codable, Sendable {
+    var requestId: String
+    var content: String
+    var completionTokens: Int
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case content
+        case completionTokens = "completion_tokens"
+    }
+}
+
+struct ErrorEvent: Encodable, Sendable {
+    struct Detail: Encodable, Sendable {
+        var message: String
+        var type: String
+        var code: String
+    }
+    var requestId: String
+    var error: Detail
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case error
+    }
+}

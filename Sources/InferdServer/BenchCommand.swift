@@ -1,0 +1,144 @@
+import Engine
+import Foundation
+
+/// `inferd bench`: llama-bench-style table of prompt and generation speed, decode's weight
+/// bandwidth beside a memory-read probe from the same run, and (`--http`) time to first
+/// snapshot over a real socket.
+enum BenchCommand {
+    struct Report: Encodable {
+        struct Row: Encodable {
+            var test: String
+            var threads: Int
+            var tokensPerSecond: Double
+            var stddev: Double
+            var median: Double
+            var samples: [Double]
+            enum CodingKeys: String, CodingKey {
+                case test, threads, stddev, median, samples
+                case tokensPerSecond = "tokens_per_second"
+            }
+        }
+        var model: String
+        var modelBytes: Int
+        var parameters: Int
+        var results: [Row]
+        var decodeBandwidthGBps: Double?
+        var memoryBandwidthGBps: Double
+        var http: HTTPBench.Result?
+        enum CodingKeys: String, CodingKey {
+            case model, parameters, results, http
+            case modelBytes = "model_bytes"
+            case decodeBandwidthGBps = "decode_bandwidth_gbps"
+            case memoryBandwidthGBps = "memory_bandwidth_gbps"
+        }
+    }
+
+    static func run(arguments: [String]) async -> Int32 {
+        let options: CommandOptions
+        let threadCounts: [Int]
+        let tests: [EngineBenchmark.Test]
+        let repetitions: Int
+        do {
+            options = try CommandOptions(
+                arguments, known: ["model", "threads", "tests", "repetitions"], booleans: ["json", "http"])
+            threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
+                guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
+                return t
+            }
+            tests = try (options.last("tests") ?? "pp512,pp64,tg128").split(separator: ",").map(parseTest)
+            repetitions = try options.int("repetitions") ?? 5
+            guard repetitions >= 1 else { throw ConfigurationError("--repetitions must be at least 1") }
+        } catch let error as ConfigurationError {
+            return InferdCLI.fail(error.description, code: 2)
+        } catch {
+            return InferdCLI.fail("\(error)", code: 2)
+        }
+        let path = options.last("model") ?? ServerConfiguration().model
+        let json = options.flags.contains("json")
+        do {
+            let file = try GGUFFile(path: path)
+            let name = file.optionalString("general.name") ?? URL(fileURLWithPath: path).lastPathComponent
+            let weightBytes = file.tensors.values.reduce(0) { $0 + $1.byteCount }
+            let parameters = file.tensors.values.reduce(0) { $0 + $1.elementCount }
+            var rows: [Report.Row] = []
+            var bestDecode: (tokensPerSecond: Double, threads: Int)?
+            if !json { printHeader() }
+            for t in threadCounts {
+                let model = try LlamaModel(gguf: file, threads: t)
+                for test in tests {
+                    let r = try EngineBenchmark.measure(model: model, test: test, repetitions: repetitions)
+                    rows.append(
+                        .init(
+                            test: "\(test)", threads: t, tokensPerSecond: r.mean, stddev: r.standardDeviation,
+                            median: r.median, samples: r.samples))
+                    if !json {
+                        printRow(name: name, bytes: weightBytes, parameters: parameters, threads: t, result: r)
+                    }
+                    if case .generation = test, r.median > (bestDecode?.tokensPerSecond ?? 0) {
+                        bestDecode = (r.median, t)
+                    }
+                }
+            }
+            let memory = EngineBenchmark.memoryBandwidth(threads: threadCounts.max() ?? 1)
+            let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(weightBytes) / 1e9 }
+            var http: HTTPBench.Result?
+            if options.flags.contains("http") {
+                http = try await HTTPBench.run(modelPath: path, threads: threadCounts.max() ?? 1)
+            }
+            if json {
+                let report = Report(
+                    model: name, modelBytes: file.fileSize, parameters: parameters, results: rows,
+                    decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory, http: http)
+                print(InferdApp.json(report))
+            } else {
+                print("")
+                print(
+                    String(
+                        format: "memory read bandwidth (probe, %d threads): %.1f GB/s", threadCounts.max() ?? 1, memory)
+                )
+                if let d = decodeGBps, let best = bestDecode {
+                    print(
+                        String(
+                            format:
+                                "decode weight bandwidth (tg median %.1f tok/s at %d threads x %.1f MB/token): %.1f GB/s = %.0f%% of the probe",
+                            best.tokensPerSecond, best.threads, Double(weightBytes) / 1e6, d, d / memory * 100))
+                }
+                if let h = http {
+                    print(
+                        String(
+                            format:
+                                "http: prompt %d tokens, time to first snapshot %.1f ms, %d tokens at %.1f tok/s as seen by the client",
+                            h.promptTokens, h.timeToFirstSnapshotMs, h.completionTokens, h.clientTokensPerSecond))
+                }
+            }
+            return 0
+        } catch {
+            return InferdCLI.fail("\(error)")
+        }
+    }
+
+    static func parseTest(_ s: Substring) throws -> EngineBenchmark.Test {
+        if s.hasPrefix("pp"), let n = Int(s.dropFirst(2)), n > 0 { return .prompt(n) }
+        if s.hasPrefix("tg"), let n = Int(s.dropFirst(2)), n > 0 { return .generation(n) }
+        throw ConfigurationError("unknown test \(s): use ppN or tgN, e.g. pp512,tg128")
+    }
+
+    static func printHeader() {
+        print("| model                          |       size |     params | threads |  test |              t/s |")
+        print("| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: |")
+    }
+
+    static func printRow(name: String, bytes: Int, parameters: Int, threads: Int, result: EngineBenchmark.Result) {
+        let size = String(format: "%.2f MiB", Double(bytes) / 1_048_576)
+        let params = String(format: "%.2f M", Double(parameters) / 1e6)
+        let speed = String(format: "%.2f ± %.2f", result.mean, result.standardDeviation)
+        print(
+            "| \(pad(String(name.prefix(30)), 30, left: true)) | \(pad(size, 10)) | \(pad(params, 10)) | "
+                + "\(pad("\(threads)", 7)) | \(pad("\(result.test)", 5)) | \(pad(speed, 16)) |")
+    }
+
+    static func pad(_ s: String, _ width: Int, left: Bool = false) -> String {
+        let fill = String(repeating: " ", count: max(0, width - s.count))
+        return left ? s + fill : fill + s
+    }
+}

@@ -1,0 +1,124 @@
+import Engine
+import Foundation
+import HTTPServer
+import Telemetry
+
+/// `inferd bench --http`: starts the server in-process on a free port, streams one
+/// `/v1/responses` request with a ~60-token prompt over a real socket, and measures what a
+/// client sees: time to the first `snapshot` event and tokens per second.
+enum HTTPBench {
+    struct Result: Encodable {
+        var promptTokens: Int
+        var completionTokens: Int
+        var timeToFirstSnapshotMs: Double
+        var clientTokensPerSecond: Double
+        enum CodingKeys: String, CodingKey {
+            case promptTokens = "prompt_tokens"
+            case completionTokens = "completion_tokens"
+            case timeToFirstSnapshotMs = "time_to_first_snapshot_ms"
+            case clientTokensPerSecond = "client_tokens_per_second"
+        }
+    }
+
+    static let prompt =
+        "Summarize in two sentences why cooperative cancellation matters for a server that streams tokens to many clients at once, and what goes wrong without it."
+
+    static func run(modelPath: String, threads: Int) async throws -> Result {
+        var config = ServerConfiguration()
+        config.port = 0
+        config.model = modelPath
+        let logger = Logger(label: "bench", minimumLevel: .warning)
+        let host = ModelHost()
+        host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
+        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
+            metrics: Metrics())
+        try server.start()
+        defer { host.engine?.shutdown() }
+        let port = server.boundPort
+        let body = InferdApp.json(
+            BenchRequest(prompt: prompt, stream: true, options: .init(temperature: 0, maxTokens: 128)))
+        let result = try await Task.detachedOffPool { try measure(port: port, body: body) }
+        await server.shutdown()
+        return result
+    }
+
+    struct BenchRequest: Encodable {
+        struct Options: Encodable {
+            var temperature: Float
+            var maxTokens: Int
+            enum CodingKeys: String, CodingKey {
+                case temperature
+                case maxTokens = "max_tokens"
+            }
+        }
+        var prompt: String
+        var stream: Bool
+        var options: Options
+    }
+
+    /// Blocking socket work, run off Swift's cooperative pool.
+    static func measure(port: Int, body: String) throws -> Result {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("socket failed") }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw BenchError("connect to 127.0.0.1:\(port) failed") }
+        let request =
+            "POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        let start = ContinuousClock.now
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var received = ""
+        var firstSnapshot: ContinuousClock.Instant?
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        // Connection: close, so the server closes the socket after the terminal event.
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received += String(decoding: buffer[0..<n], as: UTF8.self)
+            if firstSnapshot == nil && received.contains("event: snapshot") { firstSnapshot = .now }
+        }
+        let end = ContinuousClock.now
+        guard let first = firstSnapshot else {
+            throw BenchError("no snapshot event received:\n\(received.prefix(500))")
+        }
+        guard let usageRange = received.range(of: "\"usage\":") else { throw BenchError("no completed event received") }
+        let usageText = String(received[usageRange.upperBound...].prefix { $0 != "}" }) + "}"
+        struct Usage: Decodable {
+            var prompt_tokens: Int
+            var completion_tokens: Int
+        }
+        let usage = try JSONDecoder().decode(Usage.self, from: Data(usageText.utf8))
+        let ttfs = (first - start).milliseconds
+        let decodeSeconds =
+            Double((end - first).components.seconds) + Double((end - first).components.attoseconds) / 1e18
+        return Result(
+            promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, timeToFirstSnapshotMs: ttfs,
+            clientTokensPerSecond: decodeSeconds > 0 ? Double(max(usage.completion_tokens - 1, 0)) / decodeSeconds : 0)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+extension Task where Failure == Error {
+    /// Runs blocking work on a thread of its own and awaits it, keeping the cooperative pool free.
+    static func detachedOffPool(_ body: @escaping @Sendable () throws -> Success) async throws -> Success {
+        try await withCheckedThrowingContinuation { c in
+            let thread = Thread { c.resume(with: Result { try body() }) }
+            thread.start()
+        }
+    }
+}

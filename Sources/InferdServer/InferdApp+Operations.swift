@@ -1,0 +1,50 @@
+import Engine
+import Foundation
+import HTTPServer
+
+extension InferdApp {
+    struct HealthBody: Encodable {
+        var status: String
+        var model: String?
+        var contextLength: Int?
+        var uptimeSeconds: Int
+        var error: String?
+        enum CodingKeys: String, CodingKey {
+            case status, model, error
+            case contextLength = "context_length"
+            case uptimeSeconds = "uptime_seconds"
+        }
+    }
+
+    /// 200 once the model is loaded; 503 while it loads or if it failed.
+    func health(_ request: HTTPRequest) -> HTTPResponse {
+        let uptime = Int(Date().timeIntervalSince(startedAt))
+        switch host.current {
+        case .ready(let engine):
+            return .json(
+                HealthBody(
+                    status: "ok", model: engine.modelName, contextLength: engine.contextLength, uptimeSeconds: uptime))
+        case .loading:
+            return .json(HealthBody(status: "loading", uptimeSeconds: uptime), status: 503)
+        case .failed(let why):
+            return .json(HealthBody(status: "failed", uptimeSeconds: uptime, error: why), status: 503)
+        }
+    }
+
+    /// Prometheus text; the resident-memory gauge is read at scrape time.
+    func metricsText() -> HTTPResponse {
+        metrics.gauge("process_resident_memory_bytes", help: "Resident memory of the server process in bytes.")
+            .set(Double(ProcessStats.residentBytes()))
+        return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+}
+
+enum ProcessStats {
+    /// VmRSS from /proc/self/statm (resident pages × page size); 0 where unavailable.
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

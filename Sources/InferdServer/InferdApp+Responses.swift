@@ -1,0 +1,180 @@
+import Engine
+import Foundation
+import HTTPServer
+
+extension InferdApp {
+    /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
+    func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let engine = try requireEngine()
+        let body = try request.decodeJSON(ResponseRequestBody.self)
+        guard !body.prompt.isEmpty else {
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+        }
+        var messages: [ChatMessage] = []
+        if let instructions = body.instructions { messages.append(ChatMessage(role: .system, content: instructions)) }
+        messages.append(ChatMessage(role: .user, content: body.prompt))
+        let prompt = engine.promptTokens(for: messages)
+        let generation = try makeGenerationRequest(
+            prompt: prompt, options: body.options, engine: engine, label: request.id)
+        if body.stream == true {
+            return .eventStream { [self] stream in
+                await streamResponse(generation, engine: engine, stream: stream)
+            }
+        }
+        let result = try await runGeneration(generation, engine: engine, requestID: request.id)
+        let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
+        return .json(responseBody(result, id: request.id, engine: engine, reason: reason))
+    }
+
+    /// Validates options and the context budget before anything is computed or streamed.
+    func makeGenerationRequest(
+        prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String
+    ) throws -> GenerationRequest {
+        let o = options ?? GenerationOptionsBody()
+        var sampling = SamplingOptions()
+        if let v = o.temperature { sampling.temperature = v }
+        if let v = o.topK { sampling.topK = v }
+        if let v = o.topP { sampling.topP = v }
+        if let v = o.minP { sampling.minP = v }
+        if let v = o.repeatPenalty { sampling.repeatPenalty = v }
+        if let v = o.repeatLastN { sampling.repeatLastN = v }
+        sampling.seed = o.seed
+        do {
+            try sampling.validate()
+        } catch {
+            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+        }
+        let stop = o.stop?.values ?? []
+        guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
+            throw HTTPError.badRequest(
+                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
+        }
+        let context = engine.contextLength
+        let maxTokens: Int
+        if let requested = o.maxTokens {
+            guard requested >= 1 else {
+                throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+            }
+            maxTokens = requested
+        } else {
+            // Without an explicit budget, answer as much as fits (up to the configured default).
+            maxTokens = max(1, min(configuration.defaultMaxTokens, context - prompt.count))
+        }
+        guard prompt.count + maxTokens <= context else {
+            throw HTTPError(
+                status: 400,
+                message:
+                    "\(GenerationError.contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))",
+                type: "invalid_request_error", code: "context_length_exceeded")
+        }
+        return GenerationRequest(
+            promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
+    }
+
+    /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.
+    func runGeneration(
+        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) async throws(HTTPError) -> GenerationResult {
+        let result: GenerationResult
+        do {
+            result = try await engine.generate(generation, onEvent: onEvent)
+        } catch {
+            metrics.counter(
+                "inferd_generations_total", help: "Generations by how they ended.", labels: ["finish_reason": "error"]
+            ).increment()
+            logger.warning("generation failed", ["request_id": requestID, "error": "\(error)"])
+            throw Self.httpError(for: error)
+        }
+        record(result, requestID: requestID)
+        return result
+    }
+
+    func record(_ result: GenerationResult, requestID: String) {
+        metrics.counter(
+            "inferd_generations_total", help: "Generations by how they ended.",
+            labels: ["finish_reason": result.finishReason.rawValue]
+        ).increment()
+        metrics.counter("inferd_prompt_tokens_total", help: "Prompt tokens received.")
+            .increment(by: Double(result.usage.promptTokens))
+        metrics.counter("inferd_prompt_tokens_cached_total", help: "Prompt tokens reused from a KV cache.")
+            .increment(by: Double(result.usage.cachedTokens))
+        metrics.counter("inferd_completion_tokens_total", help: "Tokens generated.")
+            .increment(by: Double(result.usage.completionTokens))
+        logger.info(
+            "generation finished",
+            [
+                "request_id": requestID, "finish_reason": result.finishReason.rawValue,
+                "prompt_tokens": "\(result.usage.promptTokens)", "cached_tokens": "\(result.usage.cachedTokens)",
+                "completion_tokens": "\(result.usage.completionTokens)",
+                "tokens_per_second": String(format: "%.1f", result.timings.generationTokensPerSecond),
+                "steps_after_cancel": "\(result.stepsAfterCancel)",
+            ])
+    }
+
+    static func httpError(for error: GenerationError) -> HTTPError {
+        switch error {
+        case .contextOverflow:
+            HTTPError(status: 400, message: "\(error)", type: "invalid_request_error", code: "context_length_exceeded")
+        case .emptyPrompt:
+            HTTPError.badRequest("\(error)", code: "invalid_request")
+        case .invalidOption:
+            HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+        case .shuttingDown:
+            HTTPError.serviceUnavailable("\(error)", code: "shutting_down")
+        case .computeFailed:
+            HTTPError.internalError("\(error)")
+        }
+    }
+
+    func responseBody(_ result: GenerationResult, id: String, engine: InferenceEngine, reason: String?) -> ResponseBody
+    {
+        ResponseBody(
+            id: id, created: Int(Date().timeIntervalSince1970), model: engine.modelName,
+            status: result.finishReason == .cancelled ? "cancelled" : "completed", content: result.content,
+            finishReason: result.finishReason.rawValue, usage: UsageBody(result.usage),
+            timings: TimingsBody(result.timings), reason: reason)
+    }
+
+    /// The SSE side of `/v1/responses`: `started`, `snapshot`s (conflated for slow readers),
+    /// then exactly one of `completed`, `cancelled` or `error`.
+    func streamResponse(_ generation: GenerationRequest, engine: InferenceEngine, stream: EventStream) async {
+        let id = stream.requestID
+        let result: GenerationResult
+        do {
+            result = try await runGeneration(generation, engine: engine, requestID: id) { event in
+                switch event {
+                case .promptProcessed(let p, let c):
+                    stream.send(
+                        event: "started", data: Self.json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c))
+                    )
+                case .snapshot(let content, let n):
+                    stream.sendSnapshot(
+                        event: "snapshot",
+                        data: Self.json(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
+                }
+            }
+        } catch {
+            stream.send(
+                event: "error",
+                data: Self.json(
+                    ErrorEvent(
+                        requestId: id, error: .init(message: error.message, type: error.type, code: error.code))))
+            return
+        }
+        if result.finishReason == .cancelled {
+            let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
+            stream.send(
+                event: "cancelled", data: Self.json(responseBody(result, id: id, engine: engine, reason: reason)))
+        } else {
+            stream.send(event: "completed", data: Self.json(responseBody(result, id: id, engine: engine, reason: nil)))
+        }
+    }
+
+    static func json<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

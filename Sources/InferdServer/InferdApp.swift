@@ -1,0 +1,41 @@
+import Engine
+import Foundation
+import HTTPServer
+import Telemetry
+
+/// The server's routes over one model: operations endpoints and the native API.
+/// Owns no connections or Tasks: those belong to the HTTP layer, which cancels a request's
+/// Task when its client leaves, and that cancellation is all the engine ever sees of it.
+public final class InferdApp: Sendable {
+    public let configuration: ServerConfiguration
+    public let host: ModelHost
+    public let logger: Logger
+    public let metrics: Metrics
+    let startedAt = Date()
+
+    public init(configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics) {
+        self.configuration = configuration
+        self.host = host
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    public func makeRouter() -> Router {
+        let router = Router()
+        router.get("/health") { [self] request in health(request) }
+        router.get("/metrics") { [self] _ in metricsText() }
+        router.post("/v1/responses") { [self] request in try await respond(request) }
+        return router
+    }
+
+    /// The engine, or 503 while the model is still loading (or failed to load).
+    func requireEngine() throws -> InferenceEngine {
+        switch host.current {
+        case .ready(let engine): return engine
+        case .loading:
+            throw HTTPError.serviceUnavailable("the model is still loading; retry shortly", code: "model_loading")
+        case .failed(let why):
+            throw HTTPError.serviceUnavailable("the model failed to load: \(why)", code: "model_unavailable")
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Engine
+import Foundation
+import Synchronization
+import Telemetry
+
+/// Holds the served model through its life: loading (the server already listens), ready, or
+/// failed. Loading runs on a thread of its own so the HTTP side answers `/health` meanwhile.
+public final class ModelHost: Sendable {
+    public enum State: Sendable {
+        case loading
+        case ready(InferenceEngine)
+        case failed(String)
+    }
+
+    private let state = Mutex<State>(.loading)
+    private let loaded = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    public init() {}
+
+    public var current: State { state.withLock { $0 } }
+
+    public var engine: InferenceEngine? {
+        if case .ready(let e) = current { return e }
+        return nil
+    }
+
+    /// Starts loading `path` in the background and returns at once.
+    public func load(
+        path: String, threads: Int, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+    ) {
+        let thread = Thread { [self] in
+            let start = ContinuousClock.now
+            logger.info("model loading", ["path": path, "threads": "\(threads)"])
+            do {
+                let engine = try InferenceEngine(path: path, threads: threads)
+                logger.info(
+                    "model loaded",
+                    [
+                        "model": engine.modelName, "context_length": "\(engine.contextLength)",
+                        "duration_ms": "\(Int((ContinuousClock.now - start).milliseconds))",
+                    ])
+                finish(.ready(engine))
+            } catch {
+                logger.error("model load failed", ["path": path, "error": "\(error)"])
+                finish(.failed("\(error)"))
+                onFailure()
+            }
+        }
+        thread.name = "inferd-model-load"
+        thread.start()
+    }
+
+    /// Sets the state directly (tests, and `generate`, which loads in the foreground).
+    public func finish(_ newState: State) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s = newState
+            return loaded.withLock { w in
+                defer { w.removeAll() }
+                return w
+            }
+        }
+        for w in waiters { w.resume() }
+    }
+
+    /// Waits until loading has ended, one way or the other.
+    public func waitUntilLoaded() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if case .loading = s {
+                    loaded.withLock { $0.append(c) }
+                    return false
+                }
+                return true
+            }
+            if done { c.resume() }
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let c = components
+        return Double(c.seconds) * 1000 + Double(c.attoseconds) / 1e15
+    }
+}

@@ -1,0 +1,70 @@
+import Engine
+import Foundation
+import HTTPServer
+import Telemetry
+
+/// `inferd serve`: listen first, load the model in the background, serve until SIGINT/SIGTERM,
+/// then drain and exit 0.
+enum ServeCommand {
+    static func run(arguments: [String]) async -> Int32 {
+        let config: ServerConfiguration
+        do {
+            config = try ServerConfiguration.load(
+                arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
+            return 2
+        }
+        let logger = makeLogger(config)
+        guard FileManager.default.isReadableFile(atPath: config.model) else {
+            logger.error("model file not found", ["path": config.model, "hint": "run make serve or pass --model PATH"])
+            return 1
+        }
+        let metrics = Metrics()
+        let host = ModelHost()
+        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics)
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
+            metrics: metrics)
+        do {
+            try server.start()
+        } catch {
+            logger.error("server start failed", ["host": config.host, "port": "\(config.port)", "error": "\(error)"])
+            return 1
+        }
+        logger.info(
+            "server listening", ["host": config.host, "port": "\(server.boundPort)", "pid": "\(getpid())"])
+        let trigger = ShutdownTrigger()
+        trigger.installSignalHandlers()
+        host.load(path: config.model, threads: config.threads, logger: logger) { trigger.fire(.modelLoadFailed) }
+
+        let reason = await trigger.wait()
+        switch reason {
+        case .signal(let sig):
+            logger.info(
+                "shutdown started",
+                ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT", "drain_seconds": "\(config.drainSeconds)"])
+        case .modelLoadFailed:
+            logger.error("shutdown started", ["reason": "model_load_failed"])
+        }
+        await server.shutdown()
+        host.engine?.shutdown()
+        logger.info("shutdown complete")
+        return reason == .modelLoadFailed ? 1 : 0
+    }
+
+    static func makeLogger(_ config: ServerConfiguration) -> Logger {
+        let level = Logger.Level.allCases.first { $0.name == config.logLevel } ?? .info
+        return Logger(label: "inferd", minimumLevel: level, format: Logger.Format(rawValue: config.logFormat) ?? .text)
+    }
+}
+
+extension HTTPServer.Configuration {
+    init(_ c: ServerConfiguration) {
+        self.init(
+            host: c.host, port: c.port, maxBodyBytes: c.maxBodyBytes, connectionLimit: c.connectionLimit,
+            perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,
+            headerMemoryLimitBytes: c.headerMemoryLimitBytes, heartbeatSeconds: c.heartbeatSeconds,
+            drainSeconds: c.drainSeconds)
+    }
+}
