@@ -25,9 +25,12 @@ let package = Package(
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        // Socket-level client and helpers for the suites that drive a real server.
+        .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine"]),
-        .testTarget(name: "InferdServerTests", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
+        .testTarget(
+            name: "InferdServerTests", dependencies: ["InferdServer", "HTTPServer", "Engine", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

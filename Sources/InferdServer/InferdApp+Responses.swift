@@ -67,8 +67,10 @@ extension InferdApp {
                     "\(GenerationError.contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))",
                 type: "invalid_request_error", code: "context_length_exceeded")
         }
-        return GenerationRequest(
+        var request = GenerationRequest(
             promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
+        request.ignoreEndOfGeneration = o.ignoreEos ?? false
+        return request
     }
 
     /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.

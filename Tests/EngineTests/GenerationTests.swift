@@ -187,3 +187,15 @@ import Testing
         #expect(calls < 20)
     }
 }
+
+@Suite struct IgnoreEndOfGenerationTests {
+    @Test func ignoringTheEndTokenRunsToMaxTokens() async throws {
+        let p = ScriptedPredictor(script: "ab")
+        var request = GenerationRequest(promptTokens: ScriptedPredictor.prompt("x"), maxTokens: 6, sampling: .greedy)
+        request.ignoreEndOfGeneration = true
+        let result = try await p.runner().generate(request)
+        #expect(result.finishReason == .length)
+        #expect(result.usage.completionTokens == 6)
+        #expect(!result.tokens.contains(ScriptedPredictor.endToken))
+    }
+}

@@ -127,6 +127,9 @@ final class GenerationJob: @unchecked Sendable {
     }
 
     private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {
+        if request.ignoreEndOfGeneration {
+            for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
+        }
         let recent = request.promptTokens + generated
         return sampler.sample(logits: logits, recent: recent[...])
     }

@@ -10,6 +10,8 @@ public struct GenerationRequest: Sendable {
     public var sequence: (any PredictorSequence)?
     /// An identifier for logs (the request id).
     public var label: String
+    /// Never sample an end-of-generation token (benchmarks and load tests want fixed lengths).
+    public var ignoreEndOfGeneration = false
 
     public init(
         promptTokens: [Int32], maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

@@ -10,6 +10,7 @@ struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var seed: UInt64?
     var maxTokens: Int?
     var stop: StopList?
+    var ignoreEos: Bool?
 
     enum CodingKeys: String, CodingKey {
         case temperature, seed, stop
@@ -19,6 +20,7 @@ struct GenerationOptionsBody: Codable, Sendable, Equatable {
         case repeatPenalty = "repeat_penalty"
         case repeatLastN = "repeat_last_n"
         case maxTokens = "max_tokens"
+        case ignoreEos = "ignore_eos"
     }
 }
 

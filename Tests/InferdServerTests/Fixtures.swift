@@ -1,0 +1,100 @@
+import Engine
+import Foundation
+import HTTPServer
+import Telemetry
+import TestSupport
+
+@testable import InferdServer
+
+/// The real model, loaded once per test process and shared by the end-to-end suites.
+enum SharedModel {
+    static var path: String {
+        TestPaths.packageRoot.appendingPathComponent("models/SmolLM2-135M-Instruct.Q4_1.gguf").path
+    }
+
+    static let loaded: Result<InferenceEngine, any Error> = Result {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ClientError(description: "model missing at \(path): run `make model` (make test does it)")
+        }
+        return try InferenceEngine(path: path, threads: 2)
+    }
+
+    static func engine() throws -> InferenceEngine { try loaded.get() }
+}
+
+/// A server on a free port over the shared model, with its own metrics and captured logs.
+struct RunningServer {
+    let app: InferdApp
+    let server: HTTPServer
+    let metrics: Metrics
+    let logs: LogCapture
+    var port: Int { server.boundPort }
+
+    static func start(
+        state: ModelHost.State? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws -> RunningServer {
+        var config = ServerConfiguration()
+        config.port = 0
+        config.drainSeconds = 2
+        configure(&config)
+        let host = ModelHost()
+        host.finish(try state ?? .ready(SharedModel.engine()))
+        let logs = LogCapture()
+        let metrics = Metrics()
+        let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics)
+        let server = HTTPServer(
+            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
+            metrics: metrics)
+        try server.start()
+        return RunningServer(app: app, server: server, metrics: metrics, logs: logs)
+    }
+
+    func client(timeout: Double = 30) throws -> TestClient { try TestClient(port: port, timeout: timeout) }
+
+    func cancelledGenerations() -> Double {
+        metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
+    }
+}
+
+/// llama.cpp's greedy reference for the default model (`../shared/reference/greedy.json`).
+struct GreedyCase {
+    var name: String
+    var messages: [ChatMessage]
+    var promptIDs: [Int]
+    var generatedIDs: [Int]
+    var generatedText: String
+    var stopType: String
+
+    static func all() throws -> [GreedyCase] {
+        let url = TestPaths.packageRoot.deletingLastPathComponent().appendingPathComponent(
+            "shared/reference/greedy.json")
+        guard let data = FileManager.default.contents(atPath: url.path),
+            let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let cases = root["cases"] as? [[String: Any]]
+        else { throw ClientError(description: "reference file missing or unreadable at \(url.path)") }
+        return cases.map { c in
+            let messages = (c["messages"] as? [[String: String]] ?? []).map {
+                ChatMessage(role: ChatMessage.Role(rawValue: $0["role"] ?? "") ?? .user, content: $0["content"] ?? "")
+            }
+            return GreedyCase(
+                name: c["name"] as? String ?? "", messages: messages, promptIDs: c["prompt_ids"] as? [Int] ?? [],
+                generatedIDs: c["generated_ids"] as? [Int] ?? [], generatedText: c["generated_text"] as? String ?? "",
+                stopType: c["stop_type"] as? String ?? "")
+        }
+    }
+
+    static func named(_ name: String) throws -> GreedyCase {
+        guard let c = try all().first(where: { $0.name == name }) else {
+            throw ClientError(description: "no greedy reference case \(name)")
+        }
+        return c
+    }
+}
+
+func jsonObject(_ text: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+}
+
+func jsonString(_ object: Any) -> String {
+    String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+}
