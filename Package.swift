@@ -14,6 +14,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // SQLite from Debian's libsqlite3-dev, plus the one thin shim header.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
@@ -22,15 +28,20 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Telemetry"]),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
         .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
+        // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
+        // Knows nothing of HTTP or JSON wire formats.
+        .target(name: "Sessions", dependencies: ["Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry"]),
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
         // Socket-level client and helpers for the suites that drive a real server.
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine"]),
+        .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry"]),
         .testTarget(
-            name: "InferdServerTests", dependencies: ["InferdServer", "HTTPServer", "Engine", "TestSupport"]),
+            name: "InferdServerTests",
+            dependencies: ["InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Sessions
 import Telemetry
 
 /// The server's routes over one model: operations endpoints and the native API.
@@ -11,13 +12,21 @@ public final class InferdApp: Sendable {
     public let host: ModelHost
     public let logger: Logger
     public let metrics: Metrics
+    /// Conversation sessions; without one given, an in-memory store (nothing survives a restart).
+    public let sessions: SessionManager
     let startedAt = Date()
 
-    public init(configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics) {
+    public init(
+        configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
+        sessions: SessionManager? = nil
+    ) {
         self.configuration = configuration
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        self.sessions =
+            sessions
+            ?? Self.makeSessions(configuration: configuration, store: .inMemory(), logger: logger, metrics: metrics)
     }
 
     public func makeRouter() -> Router {
@@ -25,6 +34,7 @@ public final class InferdApp: Sendable {
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }
+        registerSessionRoutes(router)
         return router
     }
 

@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var connectionTimeoutSeconds = 30
     public var headerMemoryLimitBytes = 32 << 10
     public var defaultMaxTokens = 512
+    public var maxSessionQueue = 16
+    public var kvCacheMiB = 1024
 
     public init() {}
 }
@@ -63,7 +65,7 @@ extension ServerConfiguration {
         int("port", "TCP port; 0 picks a free one and logs it.", \.port, min: 0),
         str("model", "Path to the GGUF model file.", \.model),
         int("threads", "Compute threads for the model (default: number of cores).", \.threads, min: 1),
-        str("data_dir", "Folder for server state.", \.dataDir),
+        str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
         choice("log_format", "Log line format.", ["text", "json"], \.logFormat),
         choice("log_level", "Lowest level logged.", ["debug", "info", "warning", "error"], \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
@@ -84,6 +86,12 @@ extension ServerConfiguration {
             "header_memory_limit_bytes", "Memory for one request's line and headers; more is refused.",
             \.headerMemoryLimitBytes, min: 1024),
         int("default_max_tokens", "max_tokens when a request gives none.", \.defaultMaxTokens, min: 1),
+        int(
+            "max_session_queue", "Most requests waiting in one session (on_busy queue); more get 429.",
+            \.maxSessionQueue, min: 0),
+        int(
+            "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
+            \.kvCacheMiB, min: 0),
     ]
 
     private static func str(
