@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine"]),
-        .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry"]),
+        .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",
             dependencies: ["InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
