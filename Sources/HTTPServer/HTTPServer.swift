@@ -44,11 +44,15 @@ public final class HTTPServer: Sendable {
         public var heartbeatSeconds: Double = 10
         /// How long `shutdown()` lets in-flight requests finish before cancelling them.
         public var drainSeconds: Double = 10
+        /// Kernel send buffer per connection (SO_SNDBUF; 0 = system default, which autotunes to
+        /// megabytes). Small keeps a slow SSE client from sitting on stale snapshots in the kernel:
+        /// once it fills, snapshots are conflated in the server instead.
+        public var socketSendBufferBytes: Int = 64 << 10
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 1 << 20, connectionLimit: Int = 512,
             perIPConnectionLimit: Int = 0, connectionTimeoutSeconds: Int = 30, headerMemoryLimitBytes: Int = 32 << 10,
-            heartbeatSeconds: Double = 10, drainSeconds: Double = 10
+            heartbeatSeconds: Double = 10, drainSeconds: Double = 10, socketSendBufferBytes: Int = 64 << 10
         ) {
             self.host = host
             self.port = port
@@ -59,6 +63,7 @@ public final class HTTPServer: Sendable {
             self.headerMemoryLimitBytes = headerMemoryLimitBytes
             self.heartbeatSeconds = heartbeatSeconds
             self.drainSeconds = drainSeconds
+            self.socketSendBufferBytes = socketSendBufferBytes
         }
     }
 
@@ -414,8 +419,13 @@ public final class HTTPServer: Sendable {
             ])
     }
 
-    func connectionNotified(started: Bool) {
+    func connectionNotified(_ connection: OpaquePointer?, started: Bool) {
         openConnections.add(started ? 1 : -1)
+        if started, let connection, configuration.socketSendBufferBytes > 0 {
+            let fd = inferd_mhd_connection_fd(connection)
+            var size = Int32(clamping: configuration.socketSendBufferBytes)
+            if fd >= 0 { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        }
     }
 
     // MARK: queueing responses (libmicrohttpd thread, inside the access handler)
@@ -507,10 +517,10 @@ private let completedCallback: MHD_RequestCompletedCallback = { cls, _, conCls, 
     server.requestCompleted(exchange, code: code)
 }
 
-private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, _, _, code in
+private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    server.connectionNotified(started: code == .CONNECTION_NOTIFY_STARTED)
+    server.connectionNotified(connection, started: code == .CONNECTION_NOTIFY_STARTED)
 }
 
 private let streamReaderCallback: MHD_ContentReaderCallback = { cls, _, buffer, max in
