@@ -369,3 +369,157 @@ struct HTTPServerSocketTests {
         }
     }
 }
+
+// Lifecycle tests share the serialized suite: the fd-count check needs no other sockets opening.
+extension HTTPServerSocketTests {
+    @Test func heartbeatPingsDuringSilence() async throws {
+        try await withServer({ $0.heartbeatSeconds = 0.2 }, routes: standardRoutes(producers)) { _, port, _ in
+            let text = try await offPool { () -> String in
+                let (c, _, _) = try openStream(port: port, "silence_ms=1100&count=1", requestID: "hb")
+                var text = ""
+                while let chunk = try c.readChunk() { text += String(decoding: chunk, as: UTF8.self) }
+                return text
+            }
+            let pings = text.components(separatedBy: ": ping\n\n").count - 1
+            print("heartbeat: \(pings) pings in 1.1 s of silence at 0.2 s")
+            #expect(pings >= 3)
+            #expect(pings <= 7)
+            #expect(text.hasPrefix("event: started\nid: 1\n"))
+            #expect(text.hasSuffix("event: done\nid: 3\ndata: {\"n\":1}\n\n"))
+        }
+    }
+
+    @Test func longNonStreamingHandlerIsCancelledWhenClientLeaves() async throws {
+        let seen = Mutex<(ContinuousClock.Instant?, CancellationReason?)>((nil, nil))
+        try await withServer(routes: { router in
+            router.post("/generate") { req in
+                do {
+                    try await Task.sleep(for: .seconds(5))
+                } catch {
+                    let reason = req.context.cancellationReason
+                    seen.withLock { $0 = (.now, reason) }
+                    throw error
+                }
+                return .text("done")
+            }
+        }) { server, port, _ in
+            let closedAt = try await offPool {
+                let c = try TestClient(port: port)
+                c.send("POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+                Thread.sleep(forTimeInterval: 0.1)
+                let t = ContinuousClock.now
+                c.close()
+                return t
+            }
+            #expect(await eventually(timeout: .seconds(2)) { seen.withLock { $0.0 } != nil })
+            let (at, reason) = seen.withLock { $0 }
+            #expect(reason == .clientDisconnected)
+            if let at {
+                #expect(at - closedAt < .seconds(1))
+                print("disconnect→cancel of a non-streaming handler: \((at - closedAt).milliseconds) ms")
+            }
+            #expect(await eventually { server.runningTaskCount == 0 && server.exchangeCount == 0 })
+        }
+    }
+
+    static func openMany(port: Int, count: Int) throws -> [TestClient] {
+        var clients: [TestClient] = []
+        for i in 0..<count {
+            let c = try TestClient(port: port)
+            c.send("GET /stream?interval_ms=50 HTTP/1.1\r\nHost: x\r\nX-Request-Id: many-\(i)\r\n\r\n")
+            clients.append(c)
+        }
+        for c in clients {
+            let (status, _) = try c.readHead()
+            guard status == 200 else { throw ClientError(description: "status \(status)") }
+        }
+        return clients
+    }
+
+    static func allReleased(_ server: HTTPServer, _ metrics: Metrics, baseline: Int) -> Bool {
+        let gauges = metrics.value("inferd_open_connections") == 0 && metrics.value("inferd_active_streams") == 0
+        let server = server.runningTaskCount == 0 && server.exchangeCount == 0 && server.watchedConnectionCount == 0
+        return gauges && server && openFDCount() == baseline
+    }
+
+    @Test func twoHundredStreamsThenAllDisconnectReturnsToBaseline() async throws {
+        try await withServer(routes: standardRoutes(producers)) { server, port, metrics in
+            let baseline = openFDCount()
+            let clients = try await offPool { try Self.openMany(port: port, count: 200) }
+            #expect(await eventually { metrics.value("inferd_active_streams") == 200 })
+            #expect(metrics.value("inferd_open_connections") == 200)
+            #expect(server.runningTaskCount == 200)
+            #expect(server.watchedConnectionCount == 200)
+            let during = openFDCount()
+            for c in clients { c.close() }
+            let back = await eventually(timeout: .seconds(10)) {
+                Self.allReleased(server, metrics, baseline: baseline)
+            }
+            let after = openFDCount()
+            let open = metrics.value("inferd_open_connections") ?? -1
+            print("200 streams: fds baseline \(baseline), during \(during), after \(after); open_connections \(open)")
+            #expect(back)
+            #expect(metrics.value("inferd_cancellations_total", labels: ["reason": "client_disconnected"]) == 200)
+        }
+    }
+
+    @Test func gracefulShutdownDrainsThenCancelsWithReasonShutdown() async throws {
+        let metrics = Metrics()
+        let logs = LogCapture()
+        let router = Router()
+        standardRoutes(producers)(router)
+        let server = HTTPServer(
+            configuration: .init(port: 0, drainSeconds: 1), router: router, logger: logs.logger, metrics: metrics)
+        try server.start()
+        let port = server.boundPort
+        let (quick, _, _) = try await offPool {
+            try openStream(port: port, "interval_ms=50&count=6", requestID: "quick")
+        }
+        let (endless, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "endless") }
+        let started = ContinuousClock.now
+        let shutdown = Task { await server.shutdown() }
+        func readAll(_ c: TestClient) async throws -> [SSEReader.Event] {
+            try await offPool {
+                var reader = SSEReader()
+                while let chunk = try c.readChunk() { reader.text += String(decoding: chunk, as: UTF8.self) }
+                return reader.events
+            }
+        }
+        async let quickEvents = readAll(quick)
+        async let endlessEvents = readAll(endless)
+        let (q, e) = try await (quickEvents, endlessEvents)
+        await shutdown.value
+        let took = ContinuousClock.now - started
+        print("graceful shutdown took \(took)")
+        #expect(q.last?.name == "done")
+        #expect(producers["quick"]?.snapshot.finishedNormally == true)
+        #expect(e.last?.name == "terminal")
+        #expect(e.last?.data.contains("shutdown") == true)
+        #expect(producers["endless"]?.snapshot.reason == .shutdown)
+        #expect(took >= .milliseconds(900))
+        #expect(took < .seconds(4))
+        #expect(metrics.value("inferd_cancellations_total", labels: ["reason": "shutdown"]) == 1)
+        #expect(logs.matching("request cancelled").contains { $0.contains("reason=shutdown") })
+        // No longer listening.
+        #expect(throws: (any Error).self) { _ = try TestClient(port: port) }
+    }
+
+    @Test func startOnATakenPortThrows() async throws {
+        try await withServer(routes: { _ in }) { _, port, _ in
+            let other = HTTPServer(
+                configuration: .init(port: port), router: Router(), logger: LogCapture().logger, metrics: Metrics())
+            do {
+                try other.start()
+                Issue.record("second server started on a taken port")
+                await other.shutdown()
+            } catch let error as HTTPServerError {
+                print("taken port: \(error)")
+                guard case .listenFailed(_, let p, _) = error else {
+                    Issue.record("unexpected error \(error)")
+                    return
+                }
+                #expect(p == port)
+            }
+        }
+    }
+}
