@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import Foundation
-import Synchronization
 import Telemetry
 
 public enum HTTPServerError: Error, Sendable, CustomStringConvertible, Equatable {
@@ -90,7 +89,7 @@ public final class HTTPServer: Sendable {
     let router: Router
     let logger: Logger
     let metrics: Metrics
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let watcher = HangupWatcher()
 
     // Metrics this layer owns.

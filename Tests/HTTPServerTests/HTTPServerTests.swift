@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Telemetry
 import Testing
 
@@ -15,7 +14,7 @@ struct Boom: Error {}
 
 /// Producers created by `/stream`, in order, so tests can inspect what they saw.
 final class ProducerLog: Sendable {
-    let all = Mutex<[String: TickingProducer]>([:])
+    let all = Locked<[String: TickingProducer]>([:])
     func add(_ id: String, _ p: TickingProducer) { all.withLock { $0[id] = p } }
     subscript(id: String) -> TickingProducer? { all.withLock { $0[id] } }
     var count: Int { all.withLock { $0.count } }
@@ -130,6 +129,7 @@ struct HTTPServerSocketTests {
                 #expect(boom.errorCode == "internal_error")
             }
         }
+        #expect(logs.matching("request cancelled").isEmpty)
         #expect(logs.matching("handler failed").count == 1)
         #expect(logs.matching("error [test] handler failed").count == 1)
         let completed = logs.matching("request completed")
@@ -390,7 +390,7 @@ extension HTTPServerSocketTests {
     }
 
     @Test func longNonStreamingHandlerIsCancelledWhenClientLeaves() async throws {
-        let seen = Mutex<(ContinuousClock.Instant?, CancellationReason?)>((nil, nil))
+        let seen = Locked<(ContinuousClock.Instant?, CancellationReason?)>((nil, nil))
         try await withServer(routes: { router in
             router.post("/generate") { req in
                 do {

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Telemetry
 
 @testable import HTTPServer
@@ -234,7 +233,7 @@ struct SSEReader {
 
 /// Captures log lines for assertions.
 final class LogCapture: Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
     var logger: Logger {
         Logger(label: "test", minimumLevel: .info, format: .text, sink: LogSink { [self] in self.append($0) })
     }
@@ -258,7 +257,7 @@ final class TickingProducer: Sendable {
     let count: Int?
     let payloadBytes: Int
     let silence: Duration?
-    let record = Mutex(Record())
+    let record = Locked(Record())
 
     init(interval: Duration = .milliseconds(10), count: Int? = nil, payloadBytes: Int = 0, silence: Duration? = nil) {
         self.interval = interval
