@@ -523,3 +523,67 @@ extension HTTPServerSocketTests {
         }
     }
 }
+
+extension HTTPServerSocketTests {
+    @Test func longRequestsOutliveTheConnectionTimeoutBecauseTheyAreSuspended() async throws {
+        try await withServer(
+            {
+                $0.connectionTimeoutSeconds = 1
+                $0.heartbeatSeconds = 0
+            },
+            routes: { router in
+                standardRoutes(producers)(router)
+                router.get("/slow") { _ in
+                    try await Task.sleep(for: .milliseconds(2200))
+                    return .text("finally")
+                }
+            }
+        ) { _, port, _ in
+            try await offPool {
+                let c = try TestClient(port: port)
+                let r = try c.request("GET", "/slow")
+                #expect(r.status == 200)
+                #expect(r.text == "finally")
+                let (s, status, _) = try openStream(port: port, "silence_ms=2200&count=1", requestID: "quiet")
+                #expect(status == 200)
+                var text = ""
+                while let chunk = try s.readChunk() { text += String(decoding: chunk, as: UTF8.self) }
+                #expect(text.hasSuffix("event: done\nid: 3\ndata: {\"n\":1}\n\n"))
+            }
+        }
+    }
+
+    /// Per-IP: libmicrohttpd accepts and resets the extra connection at once. Total: it stops
+    /// accepting, so the extra connection waits in the listen backlog until a slot frees up.
+    @Test func connectionLimitsRefuseOrHoldExtraConnections() async throws {
+        for perIP in [true, false] {
+            try await withServer(
+                {
+                    if perIP { $0.perIPConnectionLimit = 2 } else { $0.connectionLimit = 2 }
+                }, routes: standardRoutes(producers)
+            ) { _, port, _ in
+                try await offPool {
+                    let a = try TestClient(port: port)
+                    let b = try TestClient(port: port)
+                    #expect(try a.request("GET", "/hello").status == 200)
+                    #expect(try b.request("GET", "/hello").status == 200)
+                    let c = try TestClient(port: port, timeout: 1)
+                    c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if perIP {
+                        #expect(throws: (any Error).self) { _ = try c.readHead() }
+                        #expect(errno != EAGAIN)  // closed, not a timeout
+                    } else {
+                        #expect(throws: (any Error).self) { _ = try c.readHead() }
+                        #expect(errno == EAGAIN)  // not answered: held in the backlog
+                        a.close()
+                        c.setTimeout(3)
+                        #expect(try c.readResponse().status == 200)
+                    }
+                    b.close()
+                    let d = try TestClient(port: port)
+                    #expect(try d.request("GET", "/hello").status == 200)
+                }
+            }
+        }
+    }
+}
