@@ -168,20 +168,23 @@ public final class HTTPServer: Sendable {
         logger.info("http server draining", ["in_flight": String(runningTaskCount)])
         let listenFD = MHD_quiesce_daemon(daemon.raw)
 
-        let drainDeadline = ContinuousClock.now + .seconds(configuration.drainSeconds)
-        while runningTaskCount > 0 && ContinuousClock.now < drainDeadline {
-            try? await Task.sleep(for: .milliseconds(10))
+        // Cancelling the task that called shutdown() ends the drain early: in-flight requests are
+        // cancelled at once (still with reason .shutdown) instead of after drainSeconds.
+        await withTaskCancellationHandler {
+            let drainDeadline = ContinuousClock.now + .seconds(configuration.drainSeconds)
+            while runningTaskCount > 0 && ContinuousClock.now < drainDeadline && !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        } onCancel: {
+            cancelInFlight()
         }
-        let leftovers = state.withLock { s in s.exchanges.values.map(\.exchange) }
-        var cancelled = 0
-        for exchange in leftovers where exchange.cancel(.shutdown) { cancelled += 1 }
-        if cancelled > 0 { logger.info("http server cancelling requests", ["count": String(cancelled)]) }
+        cancelInFlight()
         let tasks = state.withLock { Array($0.tasks.values) }
         for task in tasks { await task.value }
 
         // Give the last events (e.g. a terminal event after a shutdown cancel) time to be written.
         let flushDeadline = ContinuousClock.now + .seconds(2)
-        while answeringCount > 0 && ContinuousClock.now < flushDeadline {
+        while answeringCount > 0 && ContinuousClock.now < flushDeadline && !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(10))
         }
         watcher.stop()
@@ -196,6 +199,14 @@ public final class HTTPServer: Sendable {
         }
         logger.info("http server stopped", [:])
         retained?.release()
+    }
+
+    /// The owner's side of shutdown: cancel every request Task still running, reason `.shutdown`.
+    private func cancelInFlight() {
+        let leftovers = state.withLock { s in s.exchanges.values.map(\.exchange) }
+        var cancelled = 0
+        for exchange in leftovers where exchange.cancel(.shutdown) { cancelled += 1 }
+        if cancelled > 0 { logger.info("http server cancelling requests", ["count": String(cancelled)]) }
     }
 
     // MARK: introspection (tests, diagnostics)

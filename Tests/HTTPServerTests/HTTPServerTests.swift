@@ -561,7 +561,7 @@ extension HTTPServerSocketTests {
                 {
                     if perIP { $0.perIPConnectionLimit = 2 } else { $0.connectionLimit = 2 }
                 }, routes: standardRoutes(producers)
-            ) { _, port, _ in
+            ) { _, port, metrics in
                 try await offPool {
                     let a = try TestClient(port: port)
                     let b = try TestClient(port: port)
@@ -580,10 +580,37 @@ extension HTTPServerSocketTests {
                         #expect(try c.readResponse().status == 200)
                     }
                     b.close()
+                    // Let libmicrohttpd see the close before the next connection arrives.
+                    let deadline = ContinuousClock.now + .seconds(2)
+                    while (metrics.value("inferd_open_connections") ?? 0) > 1 && ContinuousClock.now < deadline {
+                        Thread.sleep(forTimeInterval: 0.005)
+                    }
                     let d = try TestClient(port: port)
                     #expect(try d.request("GET", "/hello").status == 200)
                 }
             }
         }
+    }
+}
+
+extension HTTPServerSocketTests {
+    @Test func cancellingShutdownSkipsTheDrain() async throws {
+        let router = Router()
+        standardRoutes(producers)(router)
+        let server = HTTPServer(
+            configuration: .init(port: 0, drainSeconds: 30), router: router, logger: LogCapture().logger,
+            metrics: Metrics())
+        try server.start()
+        let port = server.boundPort
+        let (client, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "drain-skip") }
+        let started = ContinuousClock.now
+        let shutdown = Task { await server.shutdown() }
+        try await Task.sleep(for: .milliseconds(200))
+        shutdown.cancel()
+        await shutdown.value
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(5))
+        #expect(producers["drain-skip"]?.snapshot.reason == .shutdown)
+        client.close()
     }
 }
