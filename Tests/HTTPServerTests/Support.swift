@@ -1,0 +1,346 @@
+import Foundation
+import Glibc
+import Telemetry
+
+@testable import HTTPServer
+
+struct ClientError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Runs blocking socket work on its own thread so it never holds up Swift's cooperative pool
+/// (the server's request Tasks run there).
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+}
+
+struct RawResponse: Sendable {
+    var status: Int
+    var headers: [(String, String)]
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] }
+    var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+}
+
+/// A raw TCP HTTP/1.1 client with blocking sockets and receive timeouts.
+final class TestClient: @unchecked Sendable {
+    let fd: Int32
+    private(set) var buffer: [UInt8] = []
+    private(set) var closed = false
+
+    init(port: Int, receiveBuffer: Int? = nil, timeout: Double = 5) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ClientError(description: "socket: \(errno)") }
+        if let receiveBuffer {
+            var size = Int32(receiveBuffer)
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        setTimeout(timeout)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else {
+            Glibc.close(fd)
+            throw ClientError(description: "connect: \(errno)")
+        }
+    }
+
+    deinit { close() }
+
+    func setTimeout(_ seconds: Double) {
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func close() {
+        if !closed {
+            closed = true
+            Glibc.close(fd)
+        }
+    }
+
+    @discardableResult
+    func send(_ s: String) -> Bool { send(Array(s.utf8)) }
+
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Reads more bytes into the buffer; false on EOF, error or timeout.
+    func fill(max: Int = 65536) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: max)
+        let n = recv(fd, &chunk, max, 0)
+        if n <= 0 { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    /// Reads one byte straight from the socket (slow reader).
+    func readByte() -> UInt8? {
+        if !buffer.isEmpty { return buffer.removeFirst() }
+        var b: UInt8 = 0
+        return recv(fd, &b, 1, 0) == 1 ? b : nil
+    }
+
+    /// True when the server closed the connection (EOF or reset) within the receive timeout.
+    func waitForClose() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    func readLine() throws -> String {
+        while true {
+            if let i = buffer.firstIndex(of: 0x0A) {
+                var line = Array(buffer[..<i])
+                buffer.removeFirst(i + 1)
+                if line.last == 0x0D { line.removeLast() }
+                return String(decoding: line, as: UTF8.self)
+            }
+            guard fill() else { throw ClientError(description: "connection closed while reading a line") }
+        }
+    }
+
+    func readExactly(_ n: Int) throws -> [UInt8] {
+        while buffer.count < n {
+            guard fill() else { throw ClientError(description: "connection closed while reading body") }
+        }
+        let out = Array(buffer[..<n])
+        buffer.removeFirst(n)
+        return out
+    }
+
+    func readHead() throws -> (status: Int, headers: [(String, String)]) {
+        let statusLine = try readLine()
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw ClientError(description: "bad status line '\(statusLine)'")
+        }
+        var headers: [(String, String)] = []
+        while true {
+            let line = try readLine()
+            if line.isEmpty { break }
+            if let colon = line.firstIndex(of: ":") {
+                headers.append(
+                    (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            }
+        }
+        return (status, headers)
+    }
+
+    /// One decoded chunk of a chunked body; nil at the terminating zero-size chunk.
+    func readChunk() throws -> [UInt8]? {
+        let sizeLine = try readLine()
+        guard let size = Int(sizeLine.split(separator: ";").first ?? "", radix: 16) else {
+            throw ClientError(description: "bad chunk size '\(sizeLine)'")
+        }
+        if size == 0 {
+            _ = try readLine()
+            return nil
+        }
+        let data = try readExactly(size)
+        _ = try readLine()
+        return data
+    }
+
+    func readResponse() throws -> RawResponse {
+        let (status, headers) = try readHead()
+        let lookup = { (name: String) in headers.first { $0.0.lowercased() == name }?.1 }
+        var body: [UInt8] = []
+        if let length = lookup("content-length").flatMap({ Int($0) }) {
+            body = try readExactly(length)
+        } else if lookup("transfer-encoding")?.lowercased() == "chunked" {
+            while let chunk = try readChunk() { body += chunk }
+        }
+        return RawResponse(status: status, headers: headers, body: body)
+    }
+
+    func request(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) throws -> RawResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
+        for (k, v) in headers { head += "\(k): \(v)\r\n" }
+        if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        guard send(Array(head.utf8) + body) else { throw ClientError(description: "send failed") }
+        return try readResponse()
+    }
+}
+
+/// Reads an SSE body (chunked) and splits it into events and comments.
+struct SSEReader {
+    struct Event: Equatable {
+        var name: String
+        var id: String
+        var data: String
+    }
+
+    var text = ""
+
+    /// Everything parsed so far: events and `: comment` lines in order.
+    var items: [String] {
+        text.components(separatedBy: "\n\n").dropLast().map { $0 }
+    }
+
+    var events: [Event] {
+        items.compactMap { block in
+            var e = Event(name: "", id: "", data: "")
+            var data: [String] = []
+            var isEvent = false
+            for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("event: ") {
+                    e.name = String(line.dropFirst(7))
+                    isEvent = true
+                } else if line.hasPrefix("id: ") {
+                    e.id = String(line.dropFirst(4))
+                } else if line.hasPrefix("data: ") {
+                    data.append(String(line.dropFirst(6)))
+                }
+            }
+            e.data = data.joined(separator: "\n")
+            return isEvent ? e : nil
+        }
+    }
+}
+
+/// Captures log lines for assertions.
+final class LogCapture: Sendable {
+    let lines = Locked<[String]>([])
+    var logger: Logger {
+        Logger(label: "test", minimumLevel: .info, format: .text, sink: LogSink { [self] in self.append($0) })
+    }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    func matching(_ s: String) -> [String] { lines.withLock { $0.filter { $0.contains(s) } } }
+}
+
+/// A test-only producer: numbered snapshots on a timer until cancelled (or `count` reached),
+/// recording when it saw cancellation and how many events it produced.
+final class TickingProducer: Sendable {
+    struct Record {
+        var emitted = 0
+        var emittedTimes: [ContinuousClock.Instant] = []
+        var cancelSeenAt: ContinuousClock.Instant?
+        var reason: CancellationReason?
+        var finishedNormally = false
+        var stream: EventStream?
+    }
+
+    let interval: Duration
+    let count: Int?
+    let payloadBytes: Int
+    let silence: Duration?
+    let record = Locked(Record())
+
+    init(interval: Duration = .milliseconds(10), count: Int? = nil, payloadBytes: Int = 0, silence: Duration? = nil) {
+        self.interval = interval
+        self.count = count
+        self.payloadBytes = payloadBytes
+        self.silence = silence
+    }
+
+    var snapshot: Record { record.withLock { $0 } }
+
+    func run(_ stream: EventStream) async {
+        record.withLock { $0.stream = stream }
+        stream.send(event: "started", data: "{}")
+        let padding = String(repeating: "x", count: payloadBytes)
+        var n = 0
+        do {
+            if let silence {
+                try await Task.sleep(for: silence)
+            }
+            while count.map({ n < $0 }) ?? true {
+                try Task.checkCancellation()
+                n += 1
+                stream.sendSnapshot(event: "snapshot", data: "{\"n\":\(n),\"pad\":\"\(padding)\"}")
+                record.withLock {
+                    $0.emitted = n
+                    $0.emittedTimes.append(.now)
+                }
+                try await Task.sleep(for: interval)
+            }
+            stream.send(event: "done", data: "{\"n\":\(n)}")
+            record.withLock { $0.finishedNormally = true }
+        } catch {
+            let reason = stream.context.cancellationReason
+            record.withLock {
+                $0.cancelSeenAt = .now
+                $0.reason = reason
+            }
+            if reason == .shutdown {
+                stream.send(event: "terminal", data: "{\"reason\":\"shutdown\",\"n\":\(n)}")
+            }
+        }
+    }
+}
+
+/// Starts a server on port 0 with the given routes; shuts it down afterwards.
+func withServer<T>(
+    _ configure: (inout HTTPServer.Configuration) -> Void = { _ in },
+    routes: (Router) -> Void,
+    logs: LogCapture = LogCapture(),
+    _ body: (HTTPServer, Int, Metrics) async throws -> T
+) async throws -> T {
+    var config = HTTPServer.Configuration(port: 0, drainSeconds: 1)
+    configure(&config)
+    let router = Router()
+    routes(router)
+    let metrics = Metrics()
+    let server = HTTPServer(configuration: config, router: router, logger: logs.logger, metrics: metrics)
+    try server.start()
+    do {
+        let result = try await body(server, server.boundPort, metrics)
+        await server.shutdown()
+        return result
+    } catch {
+        await server.shutdown()
+        throw error
+    }
+}
+
+/// Polls `condition` until true or `timeout` passes.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+func openFDCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.isEmpty ? .nan : s[s.count / 2]
+}
