@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Telemetry
+import TestSupport
 import Testing
 
 @testable import HTTPServer
