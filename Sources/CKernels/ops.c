@@ -7,7 +7,7 @@
 
 #define CK_MAX_HEAD_DIM 256
 
-static void softmax_f16_weights(float *s, int n) {
+static void softmax_weights(float *s, int n, int round_f16) {
     float max = -INFINITY;
     for (int j = 0; j < n; j++) max = s[j] > max ? s[j] : max;
     double sum = 0.0;
@@ -17,8 +17,8 @@ static void softmax_f16_weights(float *s, int n) {
         sum += (double)e;
     }
     const float inv = (float)(1.0 / sum);
-    // Round the weights to f16 as the f16 matrix product with V does.
-    for (int j = 0; j < n; j++) s[j] = ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv));
+    // For one token llama.cpp rounds the weights to f16 for the product with V.
+    for (int j = 0; j < n; j++) s[j] = round_f16 ? ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv)) : s[j] * inv;
 }
 
 static void attention_unit_portable(const ck_attention_args *p, int t, int h, float *scores) {
@@ -34,7 +34,7 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
         for (int d = 0; d < hd; d++) s += q16[d] * ck_fp16_to_fp32(kj[d]);
         scores[j] = s * p->scale;
     }
-    softmax_f16_weights(scores, nk);
+    softmax_weights(scores, nk, p->n_tokens == 1);
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     for (int d = 0; d < hd; d++) out[d] = 0.0f;
     for (int j = 0; j < nk; j++) {
@@ -52,11 +52,53 @@ CK_FAST static inline float hsum8_ops(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// head_dim is a multiple of 8 here.
-CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *scores) {
+// The summation orders below reproduce llama.cpp's CPU kernels (ggml built for AVX-512) so the
+// float rounding matches: a 16-lane sum is reduced as lanes (i, i+8), then (i, i+4), then
+// (0+2, 1+3), then the last pair; ggml_vec_dot_f16 keeps 4 such 16-lane sums over steps of 64
+// elements, folds them (0+2, 1+3, then 0+1), and adds the leftover products in double.
+
+// Q.K for one key: q already f16-rounded, n elements.
+CK_FAST static inline float dot_f16_ggml(const __m256 *q, const uint16_t *k, int n) {
+    const int np = n & ~63;
+    __m256 a[8];
+    for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
+    for (int i = 0; i < np; i += 64) {
+        for (int m = 0; m < 8; m++) {
+            a[m] = _mm256_fmadd_ps(q[(i >> 3) + m], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8 * m))), a[m]);
+        }
+    }
+    // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+    double sum = (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    if (np < n) {
+        float tail[CK_MAX_HEAD_DIM];
+        for (int v = np / 8; v < n / 8; v++) _mm256_storeu_ps(tail + 8 * v, q[v]);
+        for (int i = np; i < n; i++) sum += (double)(tail[i] * _cvtsh_ss(k[i]));
+    }
+    return (float)sum;
+}
+
+// Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
+CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
+    __m256 x[16];
+    for (int l = 0; l < 16; l++) x[l] = _mm256_loadu_ps(acc + (size_t)l * stride + d);
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
+    for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
+    const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
+    return _mm256_add_ps(t80, t81);
+}
+
+// head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: n_kv floats.
+CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *acc, float *scores) {
     const int hd = p->head_dim;
     const int nv = hd / 8;
-    const int nk = p->pos0 + t + 1;
+    const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
+    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
+    if (n_kv < 32) n_kv = 32;
+    const int batched = p->n_tokens >= 2;
     const int kvh = h / (p->n_head / p->n_kv_head);
     const float *qh = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
     __m256 q[CK_MAX_HEAD_DIM / 8];
@@ -65,17 +107,9 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
     }
     const uint16_t *kbase = p->k_cache + (size_t)kvh * hd;
     for (int j = 0; j < nk; j++) {
-        const uint16_t *kj = kbase + (size_t)j * p->kv_stride;
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        int v = 0;
-        for (; v + 1 < nv; v += 2) {
-            a0 = _mm256_fmadd_ps(q[v], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v))), a0);
-            a1 = _mm256_fmadd_ps(q[v + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v + 8))), a1);
-        }
-        if (v < nv) a0 = _mm256_fmadd_ps(q[v], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v))), a0);
-        scores[j] = hsum8_ops(_mm256_add_ps(a0, a1)) * p->scale;
+        scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }
-    // softmax (f32, sum in double as ggml), weights rounded to f16
+    // softmax in f32 with the sum in double
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
     double sum = 0.0;
@@ -84,32 +118,65 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
         scores[j] = e;
         sum += (double)e;
     }
-    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-    int j = 0;
-    for (; j + 8 <= nk; j += 8) {
-        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), inv);
-        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
-    }
-    for (; j < nk; j++) {
-        scores[j] = _cvtsh_ss(_cvtss_sh(scores[j] * _mm256_cvtss_f32(inv), _MM_FROUND_TO_NEAREST_INT));
-    }
-    __m256 acc[CK_MAX_HEAD_DIM / 8];
-    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
+    const float inv = (float)(1.0 / sum);
+    for (int j = 0; j < nk; j++) scores[j] *= inv;
     const uint16_t *vbase = p->v_cache + (size_t)kvh * hd;
-    for (int jj = 0; jj < nk; jj++) {
-        const uint16_t *vj = vbase + (size_t)jj * p->kv_stride;
-        const __m256 w = _mm256_set1_ps(scores[jj]);
+    float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
+    if (batched) {
+        // llamafile's f16 x f32 GEMM: weights stay f32, one 16-lane sum over the keys.
+        for (int i = 0; i < 16 * hd; i++) acc[i] = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
+            float *a = acc + (size_t)(j & 15) * hd;
+            const __m256 w = _mm256_set1_ps(scores[j]);
+            for (int v = 0; v < nv; v++) {
+                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
+                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+        return;
+    }
+    // ggml_vec_dot_f16 per output dimension over the padded key range, weights rounded to f16.
+    for (int j = 0; j < nk; j++) scores[j] = _cvtsh_ss(_cvtss_sh(scores[j], _MM_FROUND_TO_NEAREST_INT));
+    const int np = n_kv & ~63;
+    const int nmain = nk < np ? nk : np;
+    for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
+    for (int j = 0; j < nmain; j++) {
+        const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
+        float *a = acc + (size_t)(j & 63) * hd;
+        const __m256 w = _mm256_set1_ps(scores[j]);
         for (int v = 0; v < nv; v++) {
-            acc[v] = _mm256_fmadd_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), acc[v]);
+            const __m256 cur = _mm256_loadu_ps(a + 8 * v);
+            _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
         }
     }
-    float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
-    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, acc[v]);
+    // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
+    for (int l = 0; l < 16; l++) {
+        float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
+        const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
+        for (int v = 0; v < nv; v++) {
+            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
+            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
+            _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
+        }
+    }
+    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+    if (nk > np) {
+        for (int d = 0; d < hd; d++) {
+            double s = (double)out[d];
+            for (int j = np; j < nk; j++) {
+                s += (double)(scores[j] * _cvtsh_ss(vbase[(size_t)j * p->kv_stride + d]));
+            }
+            out[d] = (float)s;
+        }
+    }
 }
 #endif
 
 void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
-    float *scores = p->scratch + (size_t)slot * p->scratch_stride;
+    float *acc = p->scratch + (size_t)slot * p->scratch_stride;
+    float *scores = acc + (size_t)64 * p->head_dim;
 #if CK_X86
     const int fast = ck_fast_paths_enabled() && p->head_dim % 8 == 0 && p->head_dim <= CK_MAX_HEAD_DIM;
 #endif
@@ -117,7 +184,7 @@ void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
         const int t = u / p->n_head, h = u % p->n_head;
 #if CK_X86
         if (fast) {
-            attention_unit_fast(p, t, h, scores);
+            attention_unit_fast(p, t, h, acc, scores);
             continue;
         }
 #endif

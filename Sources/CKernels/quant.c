@@ -291,48 +291,29 @@ CK_FAST static inline __m256 dot_s8_s8(__m256i x, __m256i y) {
     return dot_u8_s8(ax, sy);
 }
 
+// One accumulator, blocks in order, as ggml's AVX2 kernel: the float rounding then matches llama.cpp.
 CK_FAST static float dot_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a) {
     const int nb = k / CK_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f;
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(a[i + 1].d));
+    for (int i = 0; i < nb; i++) {
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
         summs += _cvtsh_ss(w[i].m) * _cvtsh_ss(a[i].s);
-        summs += _cvtsh_ss(w[i + 1].m) * _cvtsh_ss(a[i + 1].s);
-        const __m256 p0 = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        const __m256 p1 = dot_u8_s8(unpack_nibbles(w[i + 1].qs), _mm256_loadu_si256((const __m256i *)a[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-        acc1 = _mm256_fmadd_ps(d1, p1, acc1);
+        const __m256 p = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(d, p, acc);
     }
-    for (; i < nb; i++) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        summs += _cvtsh_ss(w[i].m) * _cvtsh_ss(a[i].s);
-        const __m256 p0 = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-    }
-    return hsum8(_mm256_add_ps(acc0, acc1)) + summs;
+    return hsum8(acc) + summs;
 }
 
 CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a) {
     const int nb = k / CK_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(a[i + 1].d));
-        const __m256 p0 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        const __m256 p1 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i + 1].qs), _mm256_loadu_si256((const __m256i *)a[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-        acc1 = _mm256_fmadd_ps(d1, p1, acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
+        const __m256 p = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(d, p, acc);
     }
-    for (; i < nb; i++) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 p0 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-    }
-    return hsum8(_mm256_add_ps(acc0, acc1));
+    return hsum8(acc);
 }
 
 CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
