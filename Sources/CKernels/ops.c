@@ -17,7 +17,7 @@ static void softmax_weights(float *s, int n, int round_f16) {
         sum += (double)e;
     }
     const float inv = (float)(1.0 / sum);
-    // For one token llama.cpp rounds the weights to f16 for the product with V.
+    // llama.cpp rounds the weights to f16 for the product with V.
     for (int j = 0; j < n; j++) s[j] = round_f16 ? ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv)) : s[j] * inv;
 }
 
@@ -34,7 +34,7 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
         for (int d = 0; d < hd; d++) s += q16[d] * ck_fp16_to_fp32(kj[d]);
         scores[j] = s * p->scale;
     }
-    softmax_weights(scores, nk, p->n_tokens == 1);
+    softmax_weights(scores, nk, 1);
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     for (int d = 0; d < hd; d++) out[d] = 0.0f;
     for (int j = 0; j < nk; j++) {
@@ -79,6 +79,16 @@ CK_FAST static inline float dot_f16_ggml(const __m256 *q, const uint16_t *k, int
     return (float)sum;
 }
 
+// Q.K as llamafile's f16 x f16 GEMM (prompt batches): one 16-lane sum over the row, then reduced.
+CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        lo = _mm256_fmadd_ps(q[i >> 3], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), lo);
+        hi = _mm256_fmadd_ps(q[(i >> 3) + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8))), hi);
+    }
+    return hsum8_ops(_mm256_add_ps(hi, lo));
+}
+
 // Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
 CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
     __m256 x[16];
@@ -106,24 +116,42 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
         q[v] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qh + 8 * v), _MM_FROUND_TO_NEAREST_INT));
     }
     const uint16_t *kbase = p->k_cache + (size_t)kvh * hd;
-    for (int j = 0; j < nk; j++) {
-        scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+    if (batched) {
+        for (int j = 0; j < nk; j++) scores[j] = dot_f16_tiny(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+    } else {
+        for (int j = 0; j < nk; j++) scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }
-    // softmax in f32 with the sum in double
+    // softmax as ggml on AVX-512: exp per 16 keys of the padded range (masked keys give 0), each
+    // 16-lane sum reduced in float and added in double; weights scaled by float(1 / sum).
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
+    const int n16 = (nk + 15) & ~15;
+    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
+    const __m256 vmax = _mm256_set1_ps(max);
     double sum = 0.0;
-    for (int j = 0; j < nk; j++) {
-        const float e = expf(scores[j] - max);
-        scores[j] = e;
-        sum += (double)e;
+    for (int j = 0; j < n16; j += 16) {
+        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
+        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
+        if (j + 16 > nk) {  // masked keys weigh exactly 0
+            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256 limit = _mm256_set1_ps((float)(nk - j));
+            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
+            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
+        }
+        _mm256_storeu_ps(scores + j, lo);
+        _mm256_storeu_ps(scores + j + 8, hi);
+        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
     }
-    const float inv = (float)(1.0 / sum);
-    for (int j = 0; j < nk; j++) scores[j] *= inv;
+    // The product with V takes the weights as f16.
+    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
+    for (int j = 0; j < nk; j += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
+        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
+    }
     const uint16_t *vbase = p->v_cache + (size_t)kvh * hd;
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     if (batched) {
-        // llamafile's f16 x f32 GEMM: weights stay f32, one 16-lane sum over the keys.
+        // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
         for (int i = 0; i < 16 * hd; i++) acc[i] = 0.0f;
         for (int j = 0; j < nk; j++) {
             const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
@@ -137,8 +165,7 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
         for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
         return;
     }
-    // ggml_vec_dot_f16 per output dimension over the padded key range, weights rounded to f16.
-    for (int j = 0; j < nk; j++) scores[j] = _cvtsh_ss(_cvtss_sh(scores[j], _MM_FROUND_TO_NEAREST_INT));
+    // ggml_vec_dot_f16 per output dimension over the padded key range.
     const int np = n_kv & ~63;
     const int nmain = nk < np ? nk : np;
     for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
@@ -245,8 +272,8 @@ void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base
         float *v = x + (size_t)h * head_dim;
         for (int i = 0; i < n_rot; i += 2) {
             const float x0 = v[i], x1 = v[i + 1];
-            v[i] = x0 * cs[i] - x1 * cs[i + 1];
-            v[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+            v[i] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            v[i + 1] = fmaf(x0, cs[i + 1], x1 * cs[i]);
         }
     }
 }
@@ -263,7 +290,30 @@ void ck_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+#if CK_X86
+CK_FAST static void silu_mul_fast(const float *gate, const float *up, float *out, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = ck_v_expf(_mm256_sub_ps(_mm256_setzero_ps(), g));
+        const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        const float g = gate[i];
+        out[i] = (g / (1.0f + expf(-g))) * up[i];
+    }
+}
+#endif
+
 void ck_silu_mul(const float *gate, const float *up, float *out, int n) {
+#if CK_X86
+    if (ck_fast_paths_enabled()) {
+        silu_mul_fast(gate, up, out, n);
+        return;
+    }
+#endif
     for (int i = 0; i < n; i++) {
         const float g = gate[i];
         out[i] = (g / (1.0f + expf(-g))) * up[i];

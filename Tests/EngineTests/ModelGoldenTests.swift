@@ -83,7 +83,7 @@ struct ModelGoldenTests {
             }
             print("  max |Δp| over top-10: \(String(format: "%.5f", worst))")
             #expect(Self.argmax(logits) == (top.first?["id"] as? Int), "case \(name): argmax differs")
-            #expect(worst < 0.02, "case \(name): probabilities differ by \(worst)")
+            #expect(worst < 0.002, "case \(name): probabilities differ by \(worst)")
         }
     }
 }

@@ -110,9 +110,8 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args);
 /// q: [n_tokens][n_head * head_dim] f32; out: same shape.
 /// The query is rounded to f16, scores accumulate in f32 and are scaled, softmax in f32,
 /// then the weights are rounded to f16 before the weighted sum of V.
-/// The fast path sums in the orders of llama.cpp's CPU kernels: for one token (decode) the weights
-/// are rounded to f16 and summed like ggml_vec_dot_f16 over the key range padded to 32; for a
-/// batch the weights stay f32 and are summed like llamafile's f16 x f32 GEMM.
+/// The fast path sums in the orders of llama.cpp's CPU kernels: for one token (decode) like
+/// ggml_vec_dot_f16 over the key range padded to 32; for a batch like llamafile's f16 GEMM.
 /// scratch: n_threads * scratch_stride floats, scratch_stride >= 64 * head_dim + pos0 + n_tokens.
 typedef struct {
     const float *q;
