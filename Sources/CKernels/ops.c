@@ -201,11 +201,12 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
 }
 #endif
 
-void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
+static void attention_units_with(int fast_paths, const ck_attention_args *p, int u0, int u1, int slot) {
+    (void)fast_paths;
     float *acc = p->scratch + (size_t)slot * p->scratch_stride;
     float *scores = acc + (size_t)64 * p->head_dim;
 #if CK_X86
-    const int fast = ck_fast_paths_enabled() && p->head_dim % 8 == 0 && p->head_dim <= CK_MAX_HEAD_DIM;
+    const int fast = fast_paths && p->head_dim % 8 == 0 && p->head_dim <= CK_MAX_HEAD_DIM;
 #endif
     for (int u = u0; u < u1; u++) {
         const int t = u / p->n_head, h = u % p->n_head;
@@ -219,8 +220,13 @@ void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
     }
 }
 
+void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
+    attention_units_with(ck_fast_paths_enabled(), p, u0, u1, slot);
+}
+
 typedef struct {
     const ck_attention_args *args;
+    int fast;
     _Atomic int next;
     int units;
 } attention_job;
@@ -231,7 +237,7 @@ static void attention_task(void *ctx, int ith, int nth) {
     for (;;) {
         const int u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
         if (u >= job->units) break;
-        ck_attention_units(job->args, u, u + 1, ith);
+        attention_units_with(job->fast, job->args, u, u + 1, ith);
     }
 }
 
@@ -243,6 +249,7 @@ void ck_attention(ck_pool *pool, const ck_attention_args *args) {
     }
     attention_job job;
     job.args = args;
+    job.fast = ck_fast_paths_enabled();
     job.units = units;
     atomic_init(&job.next, 0);
     ck_pool_run(pool, attention_task, &job);

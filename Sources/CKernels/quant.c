@@ -377,8 +377,7 @@ float ck_dot_f16_f32(int k, const uint16_t *w, const float *a) {
 
 typedef float (*ck_dot_fn)(int k, const void *w, const void *x);
 
-static ck_dot_fn pick_dot(int type) {
-    const int fast = ck_fast_paths_enabled();
+static ck_dot_fn pick_dot(int type, int fast) {
     switch (type) {
 #if CK_X86
     case CK_TYPE_Q4_1: return fast ? (ck_dot_fn)dot_q4_1_q8_1_fast : (ck_dot_fn)dot_q4_1_q8_1_portable;
@@ -396,8 +395,7 @@ static ck_dot_fn pick_dot(int type) {
     (void)fast;
 }
 
-void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
-    const ck_dot_fn dot = pick_dot(p->type);
+static void matmul_rows_with(ck_dot_fn dot, const ck_matmul_args *p, int r0, int r1) {
     if (!dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
@@ -410,8 +408,13 @@ void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
     }
 }
 
+void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
+    matmul_rows_with(pick_dot(p->type, ck_fast_paths_enabled()), p, r0, r1);
+}
+
 typedef struct {
     const ck_matmul_args *args;
+    ck_dot_fn dot;
     int chunk;
     _Atomic int next;
 } matmul_job;
@@ -426,7 +429,7 @@ static void matmul_task(void *ctx, int ith, int nth) {
         const int r0 = c * job->chunk;
         if (r0 >= rows) break;
         const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
-        ck_matmul_rows(job->args, r0, r1);
+        matmul_rows_with(job->dot, job->args, r0, r1);
     }
 }
 
@@ -438,6 +441,7 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     }
     matmul_job job;
     job.args = args;
+    job.dot = pick_dot(args->type, ck_fast_paths_enabled());
     // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest up.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
     chunk = (chunk + 3) & ~3;

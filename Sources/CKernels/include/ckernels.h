@@ -14,7 +14,8 @@ int ck_cpu_has_avx2_fma(void);
 
 /// 1 when the fast paths are in use (CPU supports them and they were not turned off).
 int ck_fast_paths_enabled(void);
-/// Turns the fast paths off (0) or back on (1, only if the CPU supports them). For tests.
+/// Turns the fast paths off (0) or back on (1, only if the CPU supports them) for the calling
+/// thread and the pool tasks it starts. For tests.
 void ck_set_fast_paths(int enabled);
 
 // MARK: - Formats (ggml layouts)
