@@ -131,7 +131,8 @@ struct KernelTests {
             switch type {
             case .q4_1: wBytes += ReferenceKernels.quantizeQ4_1(row)
             case .q8_0: wBytes += ReferenceKernels.quantizeQ8_0(row)
-            case .f16: for v in row { let h = ReferenceKernels.floatToFP16(v); wBytes += [UInt8(h & 0xFF), UInt8(h >> 8)] }
+            case .f16:
+                for v in row { let h = ReferenceKernels.floatToFP16(v); wBytes += [UInt8(h & 0xFF), UInt8(h >> 8)] }
             default: for v in row { withUnsafeBytes(of: v.bitPattern.littleEndian) { wBytes += $0 } }
             }
         }
@@ -156,11 +157,14 @@ struct KernelTests {
                 case .f16:
                     for v in xt { withUnsafeBytes(of: v.bitPattern.littleEndian) { xBytes += $0 } }
                     for r in 0..<rows {
-                        expected[t * rows + r] = ReferenceKernels.dot(ReferenceKernels.dequantizeF16(wRow(r), count: k), xt)
+                        expected[t * rows + r] = ReferenceKernels.dot(
+                            ReferenceKernels.dequantizeF16(wRow(r), count: k), xt)
                     }
                 default:
                     for v in xt { withUnsafeBytes(of: v.bitPattern.littleEndian) { xBytes += $0 } }
-                    for r in 0..<rows { expected[t * rows + r] = ReferenceKernels.dot(Array(weights[r * k..<(r + 1) * k]), xt) }
+                    for r in 0..<rows {
+                        expected[t * rows + r] = ReferenceKernels.dot(Array(weights[r * k..<(r + 1) * k]), xt)
+                    }
                 }
             }
             let xRowBytes = xBytes.count / n
@@ -207,7 +211,9 @@ struct KernelTests {
             ck_rope(&y, Int32(heads), Int32(headDim), Int32(nRot), Int32(pos), 100000)
             let expected = ReferenceKernels.rope(x, heads: heads, headDim: headDim, nRot: nRot, pos: pos, base: 100000)
             for i in 0..<x.count {
-                #expect(close(y[i], expected[i], rel: 1e-3, abs: 1e-4), "rope pos \(pos) index \(i): \(y[i]) vs \(expected[i])")
+                #expect(
+                    close(y[i], expected[i], rel: 1e-3, abs: 1e-4),
+                    "rope pos \(pos) index \(i): \(y[i]) vs \(expected[i])")
             }
         }
     }

@@ -35,7 +35,8 @@ public struct LlamaConfig: Sendable, Equatable {
         }
         rmsNormEpsilon = eps
         guard headCount > 0, embeddingLength > 0, embeddingLength % headCount == 0 else {
-            throw .invalidHyperParameter("embedding_length \(embeddingLength) not a multiple of head_count \(headCount)")
+            throw .invalidHyperParameter(
+                "embedding_length \(embeddingLength) not a multiple of head_count \(headCount)")
         }
         headDim = embeddingLength / headCount
         ropeDimensionCount = gguf.optionalInt("llama.rope.dimension_count") ?? headDim

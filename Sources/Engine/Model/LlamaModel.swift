@@ -178,8 +178,12 @@ public final class LlamaModel: @unchecked Sendable {
             let vCache = cache.values(layer: l)
             for t in 0..<n {
                 let pos = pos0 + t
-                ck_rope(q + t * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos), c.ropeFreqBase)
-                ck_rope(k + t * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos), c.ropeFreqBase)
+                ck_rope(
+                    q + t * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
+                    c.ropeFreqBase)
+                ck_rope(
+                    k + t * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
+                    c.ropeFreqBase)
                 ck_fp32_to_fp16_row(k + t * kvDim, kCache + pos * kvDim, kvDim)
                 ck_fp32_to_fp16_row(v + t * kvDim, vCache + pos * kvDim, kvDim)
             }

@@ -50,7 +50,9 @@ enum VectorLoader {
     static func load(gguf: GGUFFile, name: String, count: Int) throws(ModelError) -> [Float] {
         guard let info = gguf.tensors[name] else { throw .missingTensor(name) }
         guard info.shape == [count] else { throw .wrongShape(tensor: name, expected: [count], actual: info.shape) }
-        guard info.type == .f32 || info.type == .f16 else { throw .unsupportedTensorType(tensor: name, type: info.type) }
+        guard info.type == .f32 || info.type == .f16 else {
+            throw .unsupportedTensorType(tensor: name, type: info.type)
+        }
         let bytes: UnsafeRawBufferPointer
         do { bytes = try gguf.tensorData(name) } catch { throw .missingTensor(name) }
         var out = [Float](repeating: 0, count: count)
