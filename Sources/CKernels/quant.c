@@ -291,25 +291,38 @@ CK_FAST static inline __m256 dot_s8_s8(__m256i x, __m256i y) {
     return dot_u8_s8(ax, sy);
 }
 
-// One accumulator, blocks in order, as ggml's AVX2 kernel: the float rounding then matches llama.cpp.
+// Two fp16 values stored side by side (a block's d and m, or d and s) as floats in lanes 0 and 1.
+// vmovd zero-extends, so no false dependency on an older register (scalar _cvtsh_ss had one).
+CK_FAST static inline __m128 load_2xfp16(const void *p) {
+    int32_t bits;
+    memcpy(&bits, p, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
+// One accumulator, blocks in order, as ggml's AVX2 kernel (and summs as an FMA chain, as GCC
+// contracts it): the float rounding then matches llama.cpp.
 CK_FAST static float dot_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a) {
     const int nb = k / CK_QK;
     __m256 acc = _mm256_setzero_ps();
-    float summs = 0.0f;
+    __m128 summs = _mm_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        summs += _cvtsh_ss(w[i].m) * _cvtsh_ss(a[i].s);
+        const __m128 wdm = load_2xfp16(&w[i]);
+        const __m128 ads = load_2xfp16(&a[i]);
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wdm, ads));
+        summs = _mm_fmadd_ss(_mm_movehdup_ps(wdm), _mm_movehdup_ps(ads), summs);
         const __m256 p = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
         acc = _mm256_fmadd_ps(d, p, acc);
     }
-    return hsum8(acc) + summs;
+    return hsum8(acc) + _mm_cvtss_f32(summs);
 }
 
 CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a) {
     const int nb = k / CK_QK;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < nb; i++) {
-        const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
+        const __m128 wd = _mm_cvtph_ps(_mm_cvtsi32_si128(w[i].d));
+        const __m128 ad = _mm_cvtph_ps(_mm_cvtsi32_si128(a[i].d));
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wd, ad));
         const __m256 p = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
         acc = _mm256_fmadd_ps(d, p, acc);
     }
