@@ -1,5 +1,6 @@
 import Engine
 import Synchronization
+import Telemetry
 
 /// Keeps idle sessions' KV caches under one memory budget, dropping the least recently used
 /// first. A session checks its cache out for a turn (it then counts as in use and is never
@@ -20,7 +21,7 @@ public final class KVCacheBudget: Sendable {
     }
 
     public let budgetBytes: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(budgetBytes: Int) { self.budgetBytes = budgetBytes }
 

@@ -31,8 +31,8 @@ public struct SessionEnvironment: Sendable {
 /// Injected pauses around the moment a turn's end is recorded (tests only; nil in production).
 public final class SessionHooks: Sendable {
     public typealias Pause = @Sendable (_ requestID: String) async -> Void
-    private let before = Mutex<Pause?>(nil)
-    private let after = Mutex<Pause?>(nil)
+    private let before = Locked<Pause?>(nil)
+    private let after = Locked<Pause?>(nil)
 
     public init() {}
 

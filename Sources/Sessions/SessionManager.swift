@@ -1,13 +1,14 @@
 import Foundation
 import Synchronization
+import Telemetry
 
 /// All sessions of a server: creates them, finds them, deletes them, and brings them back from
 /// the store at start-up. Also knows which session a request id belongs to, for
 /// `POST /v1/requests/{id}/cancel`.
 public final class SessionManager: Sendable {
     public let environment: SessionEnvironment
-    private let sessions = Mutex<[String: Session]>([:])
-    private let requestIndex = Mutex<[String: String]>([:])
+    private let sessions = Locked<[String: Session]>([:])
+    private let requestIndex = Locked<[String: String]>([:])
 
     /// Loads every stored session. Responses in flight when the server last stopped are already
     /// `interrupted` (the store marks them when it opens).

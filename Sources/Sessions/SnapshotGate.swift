@@ -1,4 +1,5 @@
 import Synchronization
+import Telemetry
 
 /// Forwards a turn's snapshots until the session records a stop, and remembers the last one
 /// forwarded. Closing and forwarding take the same lock, so "the last snapshot sent" is exact:
@@ -10,7 +11,7 @@ final class SnapshotGate: Sendable {
         var published = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let forward: @Sendable (TurnEvent) -> Void
 
     init(forward: @escaping @Sendable (TurnEvent) -> Void) { self.forward = forward }

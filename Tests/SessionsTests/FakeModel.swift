@@ -109,7 +109,7 @@ final class FakeModel: SessionModel {
 
 /// Everything a requester was told, in order.
 final class Recorder: Sendable {
-    let events = Mutex<[TurnEvent]>([])
+    let events = Locked<[TurnEvent]>([])
     func record(_ e: TurnEvent) { events.withLock { $0.append(e) } }
     var snapshots: [String] {
         events.withLock { $0.compactMap { if case .snapshot(let c) = $0 { c } else { nil } } }

@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Synchronization
+import Telemetry
 import TestSupport
 import Testing
 
@@ -284,7 +285,7 @@ import Testing
 
 /// A pause a test hook waits in until the test releases it.
 final class PauseGate: Sendable {
-    private let state = Mutex<(waiting: Bool, released: Bool, continuation: CheckedContinuation<Void, Never>?)>(
+    private let state = Locked<(waiting: Bool, released: Bool, continuation: CheckedContinuation<Void, Never>?)>(
         (false, false, nil))
 
     var isWaiting: Bool { state.withLock { $0.waiting } }
