@@ -1,6 +1,5 @@
 import Engine
 import Foundation
-import Synchronization
 import Telemetry
 import TestSupport
 import Testing
@@ -280,6 +279,55 @@ import Testing
         #expect(s.probe.maxConcurrent == 1)
         #expect(s.probe.generations > 0)
         #expect(await s.snapshot(model: nil).responding == false)
+    }
+}
+
+@Suite struct SessionLifecycleTests {
+    @Test func deletingASessionCancelsAndAwaitsWhatRunsOrWaits() async throws {
+        let h = try Harness()
+        let s = try h.session()
+        let rec = Recorder()
+        let a = try await h.start(Harness.request("a", maxTokens: 500, longRun: true), s, rec)
+        let b = try await h.start(Harness.request("b"), s)
+        #expect(await eventually { !rec.snapshots.isEmpty })
+        #expect(try await h.manager.delete(s.id))
+        // Both ended before delete returned: nothing runs for a deleted session.
+        #expect(s.probe.maxConcurrent == 1)
+        #expect(await s.snapshot(model: nil).responding == false)
+        #expect(await a.value.reason == .sessionDeleted)
+        #expect(await b.value.reason == .sessionDeleted)
+        #expect(h.manager.session(s.id) == nil)
+        await #expect(throws: SessionError.sessionNotFound(s.id)) { try await h.admit(Harness.request("c"), s) }
+        #expect(try h.manager.environment.store.loadAll().isEmpty)
+    }
+
+    @Test func sessionsComeBackFromTheStoreWithInFlightResponsesInterrupted() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-s-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sid: String
+        do {
+            let h = try Harness(store: try TranscriptStore.open(dataDir: dir))
+            let s = try h.session(instructions: "Remember me.")
+            sid = s.id
+            #expect(try await h.respond(Harness.request("r1", "hi"), s).status == .completed)
+            // Simulate a crash mid-turn: the store holds an accepted prompt whose response never ended.
+            try h.manager.environment.store.beginTurn(
+                session: sid, prompt: TranscriptEntry(position: 10, kind: .prompt, content: "lost", requestID: "r2"),
+                response: TranscriptEntry(
+                    position: 11, kind: .response, content: "", requestID: "r2", status: .inProgress))
+        }
+        let h = try Harness(store: try TranscriptStore.open(dataDir: dir))
+        let s = try #require(h.manager.session(sid))
+        #expect(await s.transcript.map(\.kind) == [.instructions, .prompt, .response, .prompt, .response])
+        #expect(await s.responses().map(\.status) == [.completed, .interrupted])
+        // A late cancel of a request recorded before the restart says how it ended.
+        let late = await h.manager.session(forRequest: "r1")?.cancel(requestID: "r1", reason: .cancelRequest)
+        #expect(late?.outcome.status == .completed)
+        // The interrupted turn is not shown to the model; the session goes on.
+        let next = try await h.respond(Harness.request("r3", "again"), s)
+        #expect(next.status == .completed)
+        #expect(
+            await s.conversationMessages().map(\.content) == ["Remember me.", "hi", "The quic", "again", "The quic"])
     }
 }
 
