@@ -60,24 +60,10 @@ enum HTTPBench {
 
     /// Blocking socket work, run off Swift's cooperative pool.
     static func measure(port: Int, body: String) throws -> Result {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket failed") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw BenchError("connect to 127.0.0.1:\(port) failed") }
-        let request =
-            "POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
         let start = ContinuousClock.now
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        let fd = try LoopbackClient(host: "127.0.0.1", port: port, timeoutSeconds: 120)
+            .open("POST", "/v1/responses", json: body)
+        defer { close(fd) }
         var received = ""
         var firstSnapshot: ContinuousClock.Instant?
         var buffer = [UInt8](repeating: 0, count: 65536)

@@ -13,6 +13,8 @@ public enum InferdCLI {
                                                 spellings are plain text unless --special.
           inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--repetitions N] [--json] [--http]
                                                 Measure prompt and generation speed.
+          inferd healthcheck [--host H] [--port P]
+                                                Exit 0 when the server's /health answers 200.
           inferd help                           This text.
 
         generate options: --model PATH, --system TEXT, --max-tokens N, --temperature T,
@@ -34,6 +36,7 @@ public enum InferdCLI {
         case "generate": return await GenerateCommand.run(arguments: rest)
         case "tokenize": return TokenizeCommand.run(arguments: rest)
         case "bench": return await BenchCommand.run(arguments: rest)
+        case "healthcheck": return HealthcheckCommand.run(arguments: rest)
         case "help", "--help", "-h":
             print(usage, terminator: "")
             return 0

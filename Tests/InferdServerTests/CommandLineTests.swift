@@ -99,9 +99,13 @@ import Testing
             if !healthy { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(healthy)
+        let check = try await run(["healthcheck", "--port", "\(port)"])
+        #expect(check.status == 0, "\(check.stderr)")
         kill(p.processIdentifier, SIGTERM)
         try await offPool { p.waitUntilExit() }
         #expect(p.terminationStatus == 0)
         #expect(await eventually { !log.matching("shutdown complete").isEmpty })
+        let after = try await run(["healthcheck", "--port", "\(port)"])
+        #expect(after.status == 1 && after.stderr.contains("unhealthy"))
     }
 }
