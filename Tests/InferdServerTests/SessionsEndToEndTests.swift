@@ -5,8 +5,9 @@ import Testing
 
 @testable import InferdServer
 
-/// The session API over real sockets with the real model.
-@Suite struct SessionsEndToEndTests {
+/// The session API over real sockets with the real model. Serialized: each test loads the
+/// shared 2-core machine on its own, so it does not starve the timing checks of other suites.
+@Suite(.serialized) struct SessionsEndToEndTests {
     static let terminal = ["completed", "cancelled", "error"]
 
     func createSession(_ s: RunningServer, _ body: [String: Any] = [:]) async throws -> String {

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The release binary killed with SIGKILL mid-response and started again over the same data_dir.
-@Suite struct SessionsRestartTests {
+@Suite(.serialized) struct SessionsRestartTests {
     /// A running `inferd serve` process and its log.
     final class ServerProcess: @unchecked Sendable {
         let process = Process()
