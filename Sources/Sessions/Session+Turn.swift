@@ -46,13 +46,19 @@ extension Session {
         nextPosition += 2
         entries += [promptEntry, responseEntry]
 
+        // The kept cache, if it still exists and is big enough; otherwise a bigger one with room to
+        // grow (twice what this turn needs), so growing, which recomputes the prompt once, is rare.
         let needed = planned.tokens.count + planned.maxTokens
-        let capacity = min(model.contextLength, (needed + 512 + 1023) / 1024 * 1024)
-        var sequence = env.caches.checkOut(id, reservingBytes: capacity * model.kvBytesPerToken)
-        if let s = sequence, s.capacity < needed {
-            sequence = nil
+        let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
+        let previous = env.caches.checkOut(id, reservingBytes: capacity * model.kvBytesPerToken)
+        let sequenceToUse: any PredictorSequence
+        if let previous, previous.capacity >= needed {
+            sequenceToUse = previous
+        } else {
+            sequenceToUse = model.makeSequence(capacity: capacity)
         }
-        let sequenceToUse = sequence ?? model.makeSequence(capacity: capacity)
+        // A cache this turn did not touch: what a discarded turn goes back to.
+        let untouched = previous.flatMap { $0 === sequenceToUse ? nil : $0 }
         // What of the cache belongs to earlier turns: a discarded turn rolls back to this.
         let shared = zip(sequenceToUse.tokens, planned.tokens).prefix { $0 == $1 }.count
         let rollback = min(shared, planned.tokens.count - 1)
@@ -88,6 +94,7 @@ extension Session {
             finishReason: try? result.get().finishReason, usage: try? result.get().usage)
         outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
         var keepCache = true
+        var sequenceToKeep = sequenceToUse
         switch resolution {
         case .completed:
             let r = try! result.get()
@@ -106,7 +113,11 @@ extension Session {
             let discard = request.onCancel == .discard || reason == .superseded
             outcome.content = reason == .superseded ? "" : shown
             if discard {
-                sequenceToUse.truncate(to: min(rollback, sequenceToUse.count))
+                if let untouched {
+                    sequenceToKeep = untouched
+                } else {
+                    sequenceToUse.truncate(to: min(rollback, sequenceToUse.count))
+                }
                 removeTurn(promptEntry.position, responseEntry.position)
             } else {
                 responseEntry.content = shown
@@ -133,7 +144,8 @@ extension Session {
             }
         }
         if keepCache {
-            let dropped = env.caches.checkIn(id, sequence: sequenceToUse, bytes: capacity * model.kvBytesPerToken)
+            let dropped = env.caches.checkIn(
+                id, sequence: sequenceToKeep, bytes: sequenceToKeep.capacity * model.kvBytesPerToken)
             for owner in dropped {
                 count("inferd_kv_cache_evictions_total", [:])
                 env.logger.info("kv cache dropped", ["session_id": owner, "budget_bytes": "\(env.caches.budgetBytes)"])

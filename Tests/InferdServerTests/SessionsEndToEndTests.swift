@@ -172,6 +172,51 @@ import Testing
         #expect(try await get(s, "/v1/sessions/\(id)").status == 404)
     }
 
+    @Test func cancelWhileQueuedPublishesNothingAndDiscardRollsBack() async throws {
+        let s = try RunningServer.start()
+        defer { Task { await s.server.shutdown() } }
+        let id = try await createSession(s, ["options": ["temperature": 0]])
+        let first = try await turn(s, id, ["prompt": "Name a fruit.", "options": ["max_tokens": 8]])
+        #expect(first.status == 200)
+        let long: [String: Any] = [
+            "prompt": "Write a long essay.", "on_cancel": "discard",
+            "options": ["max_tokens": 1500, "ignore_eos": true],
+        ]
+        let (runner, running) = try await stream(s, id, long) { Self.snapshots($0).count >= 2 }
+        let (waiter, queued) = try await stream(s, id, ["prompt": "Never runs."]) {
+            $0.events.contains { $0.name == "queued" }
+        }
+        let queuedID = try #require(Self.requestID(queued))
+        // Cancel the waiting one by id through its session: it ends at once, with nothing published.
+        let c = try await offPool {
+            try s.client().postJSON("/v1/sessions/\(id)/cancel", jsonString(["request_id": queuedID]))
+        }
+        #expect(c.status == 200 && c.json?["was"] as? String == "queued" && c.json?["content"] as? String == "")
+        let waited = try await offPool { () -> SSEReader in
+            var r = queued
+            try waiter.readEvents(into: &r) { $0.events.contains { Self.terminal.contains($0.name) } }
+            return r
+        }
+        #expect(waited.events.map(\.name) == ["queued", "cancelled"])
+        // Stop the discard turn: the transcript is as before it, and the next turn reuses the cache up to there.
+        let all = try await offPool { try s.client().postJSON("/v1/sessions/\(id)/cancel", "{}") }
+        let cancelled = all.json?["data"] as? [[String: Any]] ?? []
+        #expect(cancelled.count == 1 && cancelled.first?["was"] as? String == "running")
+        let ended = try await offPool { () -> SSEReader in
+            var r = running
+            try runner.readEvents(into: &r) { $0.events.contains { Self.terminal.contains($0.name) } }
+            return r
+        }
+        #expect(ended.events.last?.name == "cancelled")
+        let transcript = try await get(s, "/v1/sessions/\(id)").json?["transcript"] as? [[String: Any]] ?? []
+        #expect(transcript.map { $0["content"] as? String ?? "" }.contains("Never runs.") == false)
+        #expect(transcript.map { $0["type"] as? String ?? "" } == ["prompt", "response"])
+        let next = try await turn(s, id, ["prompt": "Another fruit?", "options": ["max_tokens": 8]])
+        let usage = try #require(next.json?["usage"] as? [String: Any])
+        let firstUsage = try #require(first.json?["usage"] as? [String: Any])
+        #expect((usage["cached_tokens"] as? Int ?? 0) >= (firstUsage["prompt_tokens"] as? Int ?? 1))
+    }
+
     func getSync(_ s: RunningServer, _ path: String) throws -> RawResponse {
         try s.client().request("GET", path)
     }
