@@ -71,8 +71,11 @@ final class FakeModel: SessionModel {
     let predictor: FakePredictor
     let runner: GenerationRunner
 
-    init(reply: String = "The quick brown fox jumps over the lazy dog.", stepDelay: Double = 0.002) {
-        predictor = FakePredictor(reply: reply, stepDelay: stepDelay)
+    init(
+        reply: String = "The quick brown fox jumps over the lazy dog.", contextLength: Int = 4096,
+        stepDelay: Double = 0.002
+    ) {
+        predictor = FakePredictor(reply: reply, contextLength: contextLength, stepDelay: stepDelay)
         runner = GenerationRunner(
             predictor: predictor, endOfGeneration: [FakePredictor.end], makeDecoder: { ByteTextDecoder() })
     }

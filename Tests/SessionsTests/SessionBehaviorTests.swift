@@ -233,6 +233,23 @@ import Testing
         #expect(try await h.respond(Harness.request("ok", "hi"), s).status == .completed)
     }
 
+    @Test func aQueuedRequestThatNoLongerFitsFailsWithoutTouchingTheTranscript() async throws {
+        let h = try Harness(model: FakeModel(contextLength: 120))
+        let s = try h.session()
+        let a = try await h.start(Harness.request("a", "hello", maxTokens: 40), s)
+        // Fits while a's answer is still empty; no longer fits once a's 40 tokens are in the transcript.
+        let b = try await h.start(Harness.request("b", String(repeating: "x", count: 60), maxTokens: 30), s)
+        #expect(await a.value.status == .completed)
+        let ob = await b.value
+        #expect(ob.status == .failed && ob.reason == nil)
+        guard case .generation(.contextOverflow) = ob.error else {
+            Issue.record("expected context overflow, got \(String(describing: ob.error))")
+            return
+        }
+        #expect(await s.prompts().map(\.content) == ["hello"])
+        #expect(try await h.respond(Harness.request("c", "ok", maxTokens: 4), s).status == .completed)
+    }
+
     @Test func backgroundWaitsForInteractive() async throws {
         let h = try Harness()
         let s = try h.session()
