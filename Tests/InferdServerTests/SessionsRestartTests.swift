@@ -11,13 +11,13 @@ import Testing
         let log = LogCapture()
         let port: Int
 
-        init(dataDir: String) throws {
+        init(dataDir: String, extra: [String] = []) throws {
             let binary = TestPaths.packageRoot.appendingPathComponent(".build/release/inferd").path
             guard FileManager.default.isExecutableFile(atPath: binary) else {
                 throw ClientError(description: "no release binary at \(binary): build with make test")
             }
             process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["serve", "--port", "0", "--data-dir", dataDir, "--model", SharedModel.path]
+            process.arguments = ["serve", "--port", "0", "--data-dir", dataDir, "--model", SharedModel.path] + extra
             process.currentDirectoryURL = TestPaths.packageRoot
             let err = Pipe()
             process.standardError = err
@@ -115,6 +115,44 @@ import Testing
             let next = try server.client().postJSON(
                 "/v1/sessions/\(sessionID)/responses", jsonString(["prompt": "Say hi.", "options": ["max_tokens": 4]]))
             #expect(next.status == 200 && next.json?["status"] as? String == "completed")
+        }
+    }
+
+    @Test func sigtermMidResponseRecordsItCancelledWithReasonShutdown() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-term-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (sessionID, terminal) = try await offPool { () -> (String, SSEReader.Event?) in
+            let server = try ServerProcess(dataDir: dir, extra: ["--drain-seconds", "0.2"])
+            defer { server.stop() }
+            let created = try server.client().postJSON("/v1/sessions", "{}")
+            guard let id = created.json?["id"] as? String else { throw ClientError(description: created.text) }
+            let c = try server.client()
+            _ = try c.startStream(
+                "/v1/sessions/\(id)/responses",
+                jsonString([
+                    "prompt": "Write a long poem.", "stream": true,
+                    "options": ["max_tokens": 2000, "ignore_eos": true],
+                ]))
+            var reader = SSEReader()
+            try c.readEvents(into: &reader) { $0.events.filter { $0.name == "snapshot" }.count >= 2 }
+            kill(server.process.processIdentifier, SIGTERM)
+            try c.readEvents(into: &reader) {
+                $0.events.contains { ["completed", "cancelled", "error"].contains($0.name) }
+            }
+            server.process.waitUntilExit()
+            return (id, reader.events.last)
+        }
+        #expect(terminal?.name == "cancelled")
+        #expect(jsonObject(terminal?.data ?? "")["reason"] as? String == "shutdown")
+        try await offPool {
+            let server = try ServerProcess(dataDir: dir)
+            defer { server.stop() }
+            let transcript =
+                try server.client().request("GET", "/v1/sessions/\(sessionID)").json?["transcript"] as? [[String: Any]]
+                ?? []
+            #expect(transcript.last?["status"] as? String == "cancelled")
+            #expect(transcript.last?["reason"] as? String == "shutdown")
+            #expect(transcript.last?["content"] as? String == jsonObject(terminal?.data ?? "")["content"] as? String)
         }
     }
 
