@@ -12,8 +12,12 @@ int ck_cpu_has_avx2_fma(void) {
 
 // -1: not decided yet; 0: portable; 1: AVX2/FMA/F16C.
 static _Atomic int ck_fast_state = -1;
+// Per-thread override set by tests (-1: none), so a test forcing the portable paths does not
+// change what other threads compute. Pool tasks take the choice of the thread that starts them.
+static _Thread_local int ck_fast_override = -1;
 
 int ck_fast_paths_enabled(void) {
+    if (ck_fast_override >= 0) return ck_fast_override;
     int s = atomic_load_explicit(&ck_fast_state, memory_order_relaxed);
     if (s < 0) {
         s = ck_cpu_has_avx2_fma();
@@ -23,5 +27,5 @@ int ck_fast_paths_enabled(void) {
 }
 
 void ck_set_fast_paths(int enabled) {
-    atomic_store_explicit(&ck_fast_state, enabled ? ck_cpu_has_avx2_fma() : 0, memory_order_relaxed);
+    ck_fast_override = enabled ? ck_cpu_has_avx2_fma() : 0;
 }

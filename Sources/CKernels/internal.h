@@ -1,6 +1,7 @@
 // Shared between the C files of CKernels; not part of the public header.
 #ifndef INFERD_CKERNELS_INTERNAL_H
 #define INFERD_CKERNELS_INTERNAL_H
+#include <math.h>
 #include <stdatomic.h>
 #include "ckernels.h"
 
@@ -10,6 +11,39 @@
 #define CK_FAST __attribute__((target("avx2,fma,f16c")))
 #else
 #define CK_X86 0
+#endif
+
+#if CK_X86
+// exp(x) on 8 lanes with the algorithm and constants of the Arm optimized-routines expf, as
+// ggml evaluates it on AVX-512 (polynomial including the constant term, then x 2^n with one
+// rounding): results match llama.cpp's softmax and SiLU bit for bit. Max error ~1.5 ulp.
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 ck_v_expf(__m256 x) {
+    const __m256 r = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+    const __m256 n = _mm256_sub_ps(z, r);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 p45 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f));
+    const __m256 p23 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f));
+    const __m256 p01 = _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f));
+    const __m256 j = _mm256_fmadd_ps(_mm256_fmadd_ps(p45, u, p23), u, p01);
+    // j * 2^n as two exact power-of-two scalings (|n| <= 192 keeps both factors normal), so the
+    // only rounding is in the second product, as with a single scalef.
+    const __m256 lim = _mm256_set1_ps(192.0f);
+    const __m256 nc = _mm256_max_ps(_mm256_min_ps(n, lim), _mm256_sub_ps(_mm256_setzero_ps(), lim));
+    const __m256i ni = _mm256_cvtps_epi32(nc);
+    const __m256i na = _mm256_srai_epi32(ni, 1);
+    const __m256i nb = _mm256_sub_epi32(ni, na);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 sa = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(na, bias), 23));
+    const __m256 sb = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(nb, bias), 23));
+    const __m256 res = _mm256_mul_ps(_mm256_mul_ps(j, sa), sb);
+    // |n| > 192: 0 for large negative inputs (including -inf), inf for large positive ones.
+    const __m256 big = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), lim, _CMP_GT_OQ);
+    const __m256 alt = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(INFINITY));
+    return _mm256_blendv_ps(res, alt, big);
+}
 #endif
 
 static inline void ck_cpu_relax(void) {

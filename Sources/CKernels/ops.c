@@ -7,7 +7,7 @@
 
 #define CK_MAX_HEAD_DIM 256
 
-static void softmax_f16_weights(float *s, int n) {
+static void softmax_weights(float *s, int n, int round_f16) {
     float max = -INFINITY;
     for (int j = 0; j < n; j++) max = s[j] > max ? s[j] : max;
     double sum = 0.0;
@@ -17,8 +17,8 @@ static void softmax_f16_weights(float *s, int n) {
         sum += (double)e;
     }
     const float inv = (float)(1.0 / sum);
-    // Round the weights to f16 as the f16 matrix product with V does.
-    for (int j = 0; j < n; j++) s[j] = ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv));
+    // llama.cpp rounds the weights to f16 for the product with V.
+    for (int j = 0; j < n; j++) s[j] = round_f16 ? ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv)) : s[j] * inv;
 }
 
 static void attention_unit_portable(const ck_attention_args *p, int t, int h, float *scores) {
@@ -34,7 +34,7 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
         for (int d = 0; d < hd; d++) s += q16[d] * ck_fp16_to_fp32(kj[d]);
         scores[j] = s * p->scale;
     }
-    softmax_f16_weights(scores, nk);
+    softmax_weights(scores, nk, 1);
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     for (int d = 0; d < hd; d++) out[d] = 0.0f;
     for (int j = 0; j < nk; j++) {
@@ -52,11 +52,63 @@ CK_FAST static inline float hsum8_ops(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// head_dim is a multiple of 8 here.
-CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *scores) {
+// The summation orders below reproduce llama.cpp's CPU kernels (ggml built for AVX-512) so the
+// float rounding matches: a 16-lane sum is reduced as lanes (i, i+8), then (i, i+4), then
+// (0+2, 1+3), then the last pair; ggml_vec_dot_f16 keeps 4 such 16-lane sums over steps of 64
+// elements, folds them (0+2, 1+3, then 0+1), and adds the leftover products in double.
+
+// Q.K for one key: q already f16-rounded, n elements.
+CK_FAST static inline float dot_f16_ggml(const __m256 *q, const uint16_t *k, int n) {
+    const int np = n & ~63;
+    __m256 a[8];
+    for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
+    for (int i = 0; i < np; i += 64) {
+        for (int m = 0; m < 8; m++) {
+            a[m] = _mm256_fmadd_ps(q[(i >> 3) + m], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8 * m))), a[m]);
+        }
+    }
+    // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+    double sum = (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    if (np < n) {
+        float tail[CK_MAX_HEAD_DIM];
+        for (int v = np / 8; v < n / 8; v++) _mm256_storeu_ps(tail + 8 * v, q[v]);
+        for (int i = np; i < n; i++) sum += (double)(tail[i] * _cvtsh_ss(k[i]));
+    }
+    return (float)sum;
+}
+
+// Q.K as llamafile's f16 x f16 GEMM (prompt batches): one 16-lane sum over the row, then reduced.
+CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        lo = _mm256_fmadd_ps(q[i >> 3], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), lo);
+        hi = _mm256_fmadd_ps(q[(i >> 3) + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8))), hi);
+    }
+    return hsum8_ops(_mm256_add_ps(hi, lo));
+}
+
+// Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
+CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
+    __m256 x[16];
+    for (int l = 0; l < 16; l++) x[l] = _mm256_loadu_ps(acc + (size_t)l * stride + d);
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
+    for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
+    const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
+    return _mm256_add_ps(t80, t81);
+}
+
+// head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: n_kv floats.
+CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *acc, float *scores) {
     const int hd = p->head_dim;
     const int nv = hd / 8;
-    const int nk = p->pos0 + t + 1;
+    const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
+    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
+    if (n_kv < 32) n_kv = 32;
+    const int batched = p->n_tokens >= 2;
     const int kvh = h / (p->n_head / p->n_kv_head);
     const float *qh = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
     __m256 q[CK_MAX_HEAD_DIM / 8];
@@ -64,60 +116,103 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
         q[v] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qh + 8 * v), _MM_FROUND_TO_NEAREST_INT));
     }
     const uint16_t *kbase = p->k_cache + (size_t)kvh * hd;
-    for (int j = 0; j < nk; j++) {
-        const uint16_t *kj = kbase + (size_t)j * p->kv_stride;
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        int v = 0;
-        for (; v + 1 < nv; v += 2) {
-            a0 = _mm256_fmadd_ps(q[v], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v))), a0);
-            a1 = _mm256_fmadd_ps(q[v + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v + 8))), a1);
-        }
-        if (v < nv) a0 = _mm256_fmadd_ps(q[v], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * v))), a0);
-        scores[j] = hsum8_ops(_mm256_add_ps(a0, a1)) * p->scale;
+    if (batched) {
+        for (int j = 0; j < nk; j++) scores[j] = dot_f16_tiny(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+    } else {
+        for (int j = 0; j < nk; j++) scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }
-    // softmax (f32, sum in double as ggml), weights rounded to f16
+    // softmax as ggml on AVX-512: exp per 16 keys of the padded range (masked keys give 0), each
+    // 16-lane sum reduced in float and added in double; weights scaled by float(1 / sum).
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
+    const int n16 = (nk + 15) & ~15;
+    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
+    const __m256 vmax = _mm256_set1_ps(max);
     double sum = 0.0;
-    for (int j = 0; j < nk; j++) {
-        const float e = expf(scores[j] - max);
-        scores[j] = e;
-        sum += (double)e;
+    for (int j = 0; j < n16; j += 16) {
+        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
+        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
+        if (j + 16 > nk) {  // masked keys weigh exactly 0
+            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256 limit = _mm256_set1_ps((float)(nk - j));
+            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
+            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
+        }
+        _mm256_storeu_ps(scores + j, lo);
+        _mm256_storeu_ps(scores + j + 8, hi);
+        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
     }
-    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-    int j = 0;
-    for (; j + 8 <= nk; j += 8) {
-        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), inv);
+    // The product with V takes the weights as f16.
+    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
+    for (int j = 0; j < nk; j += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
         _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
     }
-    for (; j < nk; j++) {
-        scores[j] = _cvtsh_ss(_cvtss_sh(scores[j] * _mm256_cvtss_f32(inv), _MM_FROUND_TO_NEAREST_INT));
-    }
-    __m256 acc[CK_MAX_HEAD_DIM / 8];
-    for (int v = 0; v < nv; v++) acc[v] = _mm256_setzero_ps();
     const uint16_t *vbase = p->v_cache + (size_t)kvh * hd;
-    for (int jj = 0; jj < nk; jj++) {
-        const uint16_t *vj = vbase + (size_t)jj * p->kv_stride;
-        const __m256 w = _mm256_set1_ps(scores[jj]);
+    float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
+    if (batched) {
+        // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
+        for (int i = 0; i < 16 * hd; i++) acc[i] = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
+            float *a = acc + (size_t)(j & 15) * hd;
+            const __m256 w = _mm256_set1_ps(scores[j]);
+            for (int v = 0; v < nv; v++) {
+                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
+                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+        return;
+    }
+    // ggml_vec_dot_f16 per output dimension over the padded key range.
+    const int np = n_kv & ~63;
+    const int nmain = nk < np ? nk : np;
+    for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
+    for (int j = 0; j < nmain; j++) {
+        const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
+        float *a = acc + (size_t)(j & 63) * hd;
+        const __m256 w = _mm256_set1_ps(scores[j]);
         for (int v = 0; v < nv; v++) {
-            acc[v] = _mm256_fmadd_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), acc[v]);
+            const __m256 cur = _mm256_loadu_ps(a + 8 * v);
+            _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
         }
     }
-    float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
-    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, acc[v]);
+    // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
+    for (int l = 0; l < 16; l++) {
+        float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
+        const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
+        for (int v = 0; v < nv; v++) {
+            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
+            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
+            _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
+        }
+    }
+    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+    if (nk > np) {
+        for (int d = 0; d < hd; d++) {
+            double s = (double)out[d];
+            for (int j = np; j < nk; j++) {
+                s += (double)(scores[j] * _cvtsh_ss(vbase[(size_t)j * p->kv_stride + d]));
+            }
+            out[d] = (float)s;
+        }
+    }
 }
 #endif
 
-void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
-    float *scores = p->scratch + (size_t)slot * p->scratch_stride;
+static void attention_units_with(int fast_paths, const ck_attention_args *p, int u0, int u1, int slot) {
+    (void)fast_paths;
+    float *acc = p->scratch + (size_t)slot * p->scratch_stride;
+    float *scores = acc + (size_t)64 * p->head_dim;
 #if CK_X86
-    const int fast = ck_fast_paths_enabled() && p->head_dim % 8 == 0 && p->head_dim <= CK_MAX_HEAD_DIM;
+    const int fast = fast_paths && p->head_dim % 8 == 0 && p->head_dim <= CK_MAX_HEAD_DIM;
 #endif
     for (int u = u0; u < u1; u++) {
         const int t = u / p->n_head, h = u % p->n_head;
 #if CK_X86
         if (fast) {
-            attention_unit_fast(p, t, h, scores);
+            attention_unit_fast(p, t, h, acc, scores);
             continue;
         }
 #endif
@@ -125,8 +220,13 @@ void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
     }
 }
 
+void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
+    attention_units_with(ck_fast_paths_enabled(), p, u0, u1, slot);
+}
+
 typedef struct {
     const ck_attention_args *args;
+    int fast;
     _Atomic int next;
     int units;
 } attention_job;
@@ -137,7 +237,7 @@ static void attention_task(void *ctx, int ith, int nth) {
     for (;;) {
         const int u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
         if (u >= job->units) break;
-        ck_attention_units(job->args, u, u + 1, ith);
+        attention_units_with(job->fast, job->args, u, u + 1, ith);
     }
 }
 
@@ -149,6 +249,7 @@ void ck_attention(ck_pool *pool, const ck_attention_args *args) {
     }
     attention_job job;
     job.args = args;
+    job.fast = ck_fast_paths_enabled();
     job.units = units;
     atomic_init(&job.next, 0);
     ck_pool_run(pool, attention_task, &job);
@@ -178,8 +279,8 @@ void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base
         float *v = x + (size_t)h * head_dim;
         for (int i = 0; i < n_rot; i += 2) {
             const float x0 = v[i], x1 = v[i + 1];
-            v[i] = x0 * cs[i] - x1 * cs[i + 1];
-            v[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+            v[i] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            v[i + 1] = fmaf(x0, cs[i + 1], x1 * cs[i]);
         }
     }
 }
@@ -196,7 +297,30 @@ void ck_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+#if CK_X86
+CK_FAST static void silu_mul_fast(const float *gate, const float *up, float *out, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 e = ck_v_expf(_mm256_sub_ps(_mm256_setzero_ps(), g));
+        const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, e));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        const float g = gate[i];
+        out[i] = (g / (1.0f + expf(-g))) * up[i];
+    }
+}
+#endif
+
 void ck_silu_mul(const float *gate, const float *up, float *out, int n) {
+#if CK_X86
+    if (ck_fast_paths_enabled()) {
+        silu_mul_fast(gate, up, out, n);
+        return;
+    }
+#endif
     for (int i = 0; i < n; i++) {
         const float g = gate[i];
         out[i] = (g / (1.0f + expf(-g))) * up[i];

@@ -291,48 +291,42 @@ CK_FAST static inline __m256 dot_s8_s8(__m256i x, __m256i y) {
     return dot_u8_s8(ax, sy);
 }
 
+// Two fp16 values stored side by side (a block's d and m, or d and s) as floats in lanes 0 and 1.
+// vmovd zero-extends, so no false dependency on an older register (scalar _cvtsh_ss had one).
+CK_FAST static inline __m128 load_2xfp16(const void *p) {
+    int32_t bits;
+    memcpy(&bits, p, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
+// One accumulator, blocks in order, as ggml's AVX2 kernel (and summs as an FMA chain, as GCC
+// contracts it): the float rounding then matches llama.cpp.
 CK_FAST static float dot_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a) {
     const int nb = k / CK_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float summs = 0.0f;
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(a[i + 1].d));
-        summs += _cvtsh_ss(w[i].m) * _cvtsh_ss(a[i].s);
-        summs += _cvtsh_ss(w[i + 1].m) * _cvtsh_ss(a[i + 1].s);
-        const __m256 p0 = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        const __m256 p1 = dot_u8_s8(unpack_nibbles(w[i + 1].qs), _mm256_loadu_si256((const __m256i *)a[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-        acc1 = _mm256_fmadd_ps(d1, p1, acc1);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128 wdm = load_2xfp16(&w[i]);
+        const __m128 ads = load_2xfp16(&a[i]);
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wdm, ads));
+        summs = _mm_fmadd_ss(_mm_movehdup_ps(wdm), _mm_movehdup_ps(ads), summs);
+        const __m256 p = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(d, p, acc);
     }
-    for (; i < nb; i++) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        summs += _cvtsh_ss(w[i].m) * _cvtsh_ss(a[i].s);
-        const __m256 p0 = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-    }
-    return hsum8(_mm256_add_ps(acc0, acc1)) + summs;
+    return hsum8(acc) + _mm_cvtss_f32(summs);
 }
 
 CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a) {
     const int nb = k / CK_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(a[i + 1].d));
-        const __m256 p0 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        const __m256 p1 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i + 1].qs), _mm256_loadu_si256((const __m256i *)a[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-        acc1 = _mm256_fmadd_ps(d1, p1, acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i++) {
+        const __m128 wd = _mm_cvtph_ps(_mm_cvtsi32_si128(w[i].d));
+        const __m128 ad = _mm_cvtph_ps(_mm_cvtsi32_si128(a[i].d));
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wd, ad));
+        const __m256 p = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(d, p, acc);
     }
-    for (; i < nb; i++) {
-        const __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(a[i].d));
-        const __m256 p0 = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
-        acc0 = _mm256_fmadd_ps(d0, p0, acc0);
-    }
-    return hsum8(_mm256_add_ps(acc0, acc1));
+    return hsum8(acc);
 }
 
 CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
@@ -396,8 +390,7 @@ float ck_dot_f16_f32(int k, const uint16_t *w, const float *a) {
 
 typedef float (*ck_dot_fn)(int k, const void *w, const void *x);
 
-static ck_dot_fn pick_dot(int type) {
-    const int fast = ck_fast_paths_enabled();
+static ck_dot_fn pick_dot(int type, int fast) {
     switch (type) {
 #if CK_X86
     case CK_TYPE_Q4_1: return fast ? (ck_dot_fn)dot_q4_1_q8_1_fast : (ck_dot_fn)dot_q4_1_q8_1_portable;
@@ -415,8 +408,7 @@ static ck_dot_fn pick_dot(int type) {
     (void)fast;
 }
 
-void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
-    const ck_dot_fn dot = pick_dot(p->type);
+static void matmul_rows_with(ck_dot_fn dot, const ck_matmul_args *p, int r0, int r1) {
     if (!dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
@@ -429,8 +421,13 @@ void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
     }
 }
 
+void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
+    matmul_rows_with(pick_dot(p->type, ck_fast_paths_enabled()), p, r0, r1);
+}
+
 typedef struct {
     const ck_matmul_args *args;
+    ck_dot_fn dot;
     int chunk;
     _Atomic int next;
 } matmul_job;
@@ -445,7 +442,7 @@ static void matmul_task(void *ctx, int ith, int nth) {
         const int r0 = c * job->chunk;
         if (r0 >= rows) break;
         const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
-        ck_matmul_rows(job->args, r0, r1);
+        matmul_rows_with(job->dot, job->args, r0, r1);
     }
 }
 
@@ -457,6 +454,7 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     }
     matmul_job job;
     job.args = args;
+    job.dot = pick_dot(args->type, ck_fast_paths_enabled());
     // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest up.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
     chunk = (chunk + 3) & ~3;

@@ -1,3 +1,5 @@
+import Telemetry
+
 /// Server-Sent Events wire format.
 enum SSEFormat {
     /// `event: NAME\nid: N\ndata: LINE\n…\n\n`; a data value with newlines becomes several `data:` lines.

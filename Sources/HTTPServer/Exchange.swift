@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Foundation
-import Synchronization
+import Telemetry
 
 /// What the connection has to send once the handler has answered.
 struct ResponseHead: Sendable {
@@ -123,8 +123,11 @@ struct ExchangeState {
     /// libmicrohttpd finished with the request (NOTIFY_COMPLETED): the connection must never be
     /// touched again, and a Task still running is cancelled so it does not outlive it.
     mutating func closed() -> CancelAction {
+        let answered = phase == .responding && head?.body != nil
         phase = .closed
         suspended = false
+        // A complete (non-stream) answer was sent: the Task is only returning, nothing to cancel.
+        if answered { return .none }
         return cancel(.clientDisconnected)
     }
 
@@ -143,7 +146,7 @@ struct ConnectionHandle: @unchecked Sendable {
 /// One request on one connection: the owner of the request's Task. Only this object cancels
 /// the Task; libmicrohttpd callbacks and the Task talk to each other through its locked state.
 final class Exchange: Sendable {
-    struct Locked {
+    struct Guarded {
         var state: ExchangeState
         var task: Task<Void, Never>?
         var cancelRequestedAt: ContinuousClock.Instant?
@@ -155,7 +158,7 @@ final class Exchange: Sendable {
     let startedAt: ContinuousClock.Instant
     let context = RequestContext()
     let connection: ConnectionHandle
-    private let locked: Mutex<Locked>
+    private let locked: Locked<Guarded>
     /// What arrives before the Task exists (written on the libmicrohttpd thread only).
     struct Inbound {
         var route = "unmatched"
@@ -164,7 +167,7 @@ final class Exchange: Sendable {
         var bodyOverflow = false
         var discarded = 0
     }
-    private let routeInfo = Mutex(Inbound())
+    private let routeInfo = Locked(Inbound())
     private let hooks: Hooks
 
     /// Side effects the server wants on some transitions (metrics), kept out of the state.
@@ -180,7 +183,7 @@ final class Exchange: Sendable {
         self.connection = connection
         self.startedAt = .now
         self.hooks = hooks
-        self.locked = Mutex(Locked(state: ExchangeState(now: .now)))
+        self.locked = Locked(Guarded(state: ExchangeState(now: .now)))
     }
 
     // MARK: body and routing (libmicrohttpd thread only)

@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import Foundation
-import Synchronization
 import Telemetry
 
 public enum HTTPServerError: Error, Sendable, CustomStringConvertible, Equatable {
@@ -44,11 +43,15 @@ public final class HTTPServer: Sendable {
         public var heartbeatSeconds: Double = 10
         /// How long `shutdown()` lets in-flight requests finish before cancelling them.
         public var drainSeconds: Double = 10
+        /// Kernel send buffer per connection (SO_SNDBUF; 0 = system default, which autotunes to
+        /// megabytes). Small keeps a slow SSE client from sitting on stale snapshots in the kernel:
+        /// once it fills, snapshots are conflated in the server instead.
+        public var socketSendBufferBytes: Int = 64 << 10
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 1 << 20, connectionLimit: Int = 512,
             perIPConnectionLimit: Int = 0, connectionTimeoutSeconds: Int = 30, headerMemoryLimitBytes: Int = 32 << 10,
-            heartbeatSeconds: Double = 10, drainSeconds: Double = 10
+            heartbeatSeconds: Double = 10, drainSeconds: Double = 10, socketSendBufferBytes: Int = 64 << 10
         ) {
             self.host = host
             self.port = port
@@ -59,6 +62,7 @@ public final class HTTPServer: Sendable {
             self.headerMemoryLimitBytes = headerMemoryLimitBytes
             self.heartbeatSeconds = heartbeatSeconds
             self.drainSeconds = drainSeconds
+            self.socketSendBufferBytes = socketSendBufferBytes
         }
     }
 
@@ -85,7 +89,7 @@ public final class HTTPServer: Sendable {
     let router: Router
     let logger: Logger
     let metrics: Metrics
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let watcher = HangupWatcher()
 
     // Metrics this layer owns.
@@ -164,20 +168,23 @@ public final class HTTPServer: Sendable {
         logger.info("http server draining", ["in_flight": String(runningTaskCount)])
         let listenFD = MHD_quiesce_daemon(daemon.raw)
 
-        let drainDeadline = ContinuousClock.now + .seconds(configuration.drainSeconds)
-        while runningTaskCount > 0 && ContinuousClock.now < drainDeadline {
-            try? await Task.sleep(for: .milliseconds(10))
+        // Cancelling the task that called shutdown() ends the drain early: in-flight requests are
+        // cancelled at once (still with reason .shutdown) instead of after drainSeconds.
+        await withTaskCancellationHandler {
+            let drainDeadline = ContinuousClock.now + .seconds(configuration.drainSeconds)
+            while runningTaskCount > 0 && ContinuousClock.now < drainDeadline && !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        } onCancel: {
+            cancelInFlight()
         }
-        let leftovers = state.withLock { s in s.exchanges.values.map(\.exchange) }
-        var cancelled = 0
-        for exchange in leftovers where exchange.cancel(.shutdown) { cancelled += 1 }
-        if cancelled > 0 { logger.info("http server cancelling requests", ["count": String(cancelled)]) }
+        cancelInFlight()
         let tasks = state.withLock { Array($0.tasks.values) }
         for task in tasks { await task.value }
 
         // Give the last events (e.g. a terminal event after a shutdown cancel) time to be written.
         let flushDeadline = ContinuousClock.now + .seconds(2)
-        while answeringCount > 0 && ContinuousClock.now < flushDeadline {
+        while answeringCount > 0 && ContinuousClock.now < flushDeadline && !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(10))
         }
         watcher.stop()
@@ -192,6 +199,14 @@ public final class HTTPServer: Sendable {
         }
         logger.info("http server stopped", [:])
         retained?.release()
+    }
+
+    /// The owner's side of shutdown: cancel every request Task still running, reason `.shutdown`.
+    private func cancelInFlight() {
+        let leftovers = state.withLock { s in s.exchanges.values.map(\.exchange) }
+        var cancelled = 0
+        for exchange in leftovers where exchange.cancel(.shutdown) { cancelled += 1 }
+        if cancelled > 0 { logger.info("http server cancelling requests", ["count": String(cancelled)]) }
     }
 
     // MARK: introspection (tests, diagnostics)
@@ -414,8 +429,13 @@ public final class HTTPServer: Sendable {
             ])
     }
 
-    func connectionNotified(started: Bool) {
+    func connectionNotified(_ connection: OpaquePointer?, started: Bool) {
         openConnections.add(started ? 1 : -1)
+        if started, let connection, configuration.socketSendBufferBytes > 0 {
+            let fd = inferd_mhd_connection_fd(connection)
+            var size = Int32(clamping: configuration.socketSendBufferBytes)
+            if fd >= 0 { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        }
     }
 
     // MARK: queueing responses (libmicrohttpd thread, inside the access handler)
@@ -507,10 +527,10 @@ private let completedCallback: MHD_RequestCompletedCallback = { cls, _, conCls, 
     server.requestCompleted(exchange, code: code)
 }
 
-private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, _, _, code in
+private let notifyConnectionCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    server.connectionNotified(started: code == .CONNECTION_NOTIFY_STARTED)
+    server.connectionNotified(connection, started: code == .CONNECTION_NOTIFY_STARTED)
 }
 
 private let streamReaderCallback: MHD_ContentReaderCallback = { cls, _, buffer, max in

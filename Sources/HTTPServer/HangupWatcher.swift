@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
-import Synchronization
+import Telemetry
 
 /// One thread that `poll()`s the sockets of all connections with a running request Task for
 /// `POLLRDHUP`, because libmicrohttpd notices a dead peer only when a write fails and never
@@ -22,7 +22,7 @@ final class HangupWatcher: Sendable {
         var running = true
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wakeFD: Int32
     private let wakeWriteFD: Int32
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Telemetry
 
 public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
@@ -25,7 +25,7 @@ public final class Router: Sendable {
         case notFound
     }
 
-    private let routes = Mutex<[Route]>([])
+    private let routes = Locked<[Route]>([])
 
     public init() {}
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Telemetry
 
 public enum HTTPMethod: Sendable, Equatable, Hashable, CustomStringConvertible {
     case get, post, put, delete, patch, head, options
@@ -56,7 +56,7 @@ public enum CancellationReason: String, Sendable {
 /// The owner records the reason before it cancels the Task, so code that observes
 /// cancellation can tell a disconnect from a shutdown.
 public final class RequestContext: Sendable {
-    private let reason = Mutex<CancellationReason?>(nil)
+    private let reason = Locked<CancellationReason?>(nil)
 
     public init() {}
 

@@ -12,8 +12,8 @@ public final class ModelHost: Sendable {
         case failed(String)
     }
 
-    private let state = Mutex<State>(.loading)
-    private let loaded = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let state = Locked<State>(.loading)
+    private let loaded = Locked<[CheckedContinuation<Void, Never>]>([])
 
     public init() {}
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import Telemetry
 
 /// The one thing `inferd serve` waits for: a stop signal (SIGINT/SIGTERM), or a reason to
 /// stop from inside (the model failed to load). Whichever comes first wins; later ones are ignored.
@@ -15,8 +16,8 @@ final class ShutdownTrigger: Sendable {
         var waiter: CheckedContinuation<Reason, Never>?
     }
 
-    private let state = Mutex(State())
-    private let sources = Mutex<[SignalSource]>([])
+    private let state = Locked(State())
+    private let sources = Locked<[SignalSource]>([])
     private let onFire: @Sendable (Reason) -> Void
 
     /// `onFire` runs once, when the first reason arrives (e.g. to cancel a Task).

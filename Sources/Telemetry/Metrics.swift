@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A registry of counters and gauges with labels, rendered in the Prometheus text format.
 ///
 /// Every layer registers its own series on the one shared instance. Registering the same
@@ -15,7 +13,7 @@ public final class Metrics: Sendable {
         var series: [String: Series]  // keyed by rendered label set
     }
 
-    private let families = Mutex<[String: Family]>([:])
+    private let families = Locked<[String: Family]>([:])
 
     public init() {}
 
@@ -96,7 +94,7 @@ public final class Metrics: Sendable {
 
 /// One labelled time series.
 final class Series: Sendable {
-    private let storage = Mutex<Double>(0)
+    private let storage = Locked<Double>(0)
     var value: Double { storage.withLock { $0 } }
     func add(_ d: Double) { storage.withLock { $0 += d } }
     func set(_ v: Double) { storage.withLock { $0 = v } }

@@ -1,13 +1,14 @@
 import Foundation
 import Synchronization
+import Telemetry
 import Testing
 
 @testable import Engine
 
 @Suite struct GenerationTests {
     final class Collected: Sendable {
-        let snapshots = Mutex<[String]>([])
-        let prompts = Mutex<[(Int, Int)]>([])
+        let snapshots = Locked<[String]>([])
+        let prompts = Locked<[(Int, Int)]>([])
         var all: [String] { snapshots.withLock { $0 } }
         func record(_ e: GenerationEvent) {
             switch e {

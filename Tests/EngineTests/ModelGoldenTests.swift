@@ -89,7 +89,33 @@ struct ModelGoldenTests {
             }
             print("  max |Δp| over top-10: \(String(format: "%.5f", worst))")
             #expect(Self.argmax(logits) == (top.first?["id"] as? Int), "case \(name): argmax differs")
-            #expect(worst < 0.02, "case \(name): probabilities differ by \(worst)")
+            #expect(worst < 0.002, "case \(name): probabilities differ by \(worst)")
         }
+    }
+
+    @Test func batchedPromptMatchesTokenByToken() throws {
+        let gguf = try GGUFFile(path: try TestFixtures.requireModel())
+        let model = try LlamaModel(gguf: gguf, threads: 2)
+        let reference = try TestFixtures.reference("greedy.json")
+        let cases = try #require(reference["cases"] as? [[String: Any]])
+        let prompt = try #require(cases[0]["prompt_ids"] as? [Int]).map { Int32($0) }
+        let vocab = model.config.vocabularySize
+        var batched = [Float](repeating: 0, count: vocab)
+        var single = [Float](repeating: 0, count: vocab)
+        let a = model.makeCache(capacity: 128)
+        try batched.withUnsafeMutableBufferPointer { try Self.prefill(model, prompt, a, $0) }
+        let b = model.makeCache(capacity: 128)
+        try single.withUnsafeMutableBufferPointer { out in
+            for t in prompt { try model.forward(tokens: [t], cache: b, logits: out) }
+        }
+        let scale = single.map { abs($0) }.max()!
+        let diff = zip(batched, single).map { abs($0 - $1) }.max()!
+        print(
+            "real model, \(prompt.count)-token prompt: batched vs token by token max |Δlogit| \(diff) (max |logit| \(scale))"
+        )
+        // Different summation orders (as in llama.cpp) flip a few activation quantization steps, which
+        // the 30 layers amplify: agreement is close, not exact.
+        #expect(diff / scale < 0.05)
+        #expect(batched.indices.max { batched[$0] < batched[$1] } == single.indices.max { single[$0] < single[$1] })
     }
 }

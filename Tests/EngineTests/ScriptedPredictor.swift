@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Telemetry
 
 @testable import Engine
 
@@ -13,7 +14,7 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
     let vocabularySize = 257
     let contextLength: Int
     /// Token counts of every predict call, in order.
-    let calls = Mutex<[Int]>([])
+    let calls = Locked<[Int]>([])
     let inFlight = Atomic<Int>(0)
 
     init(script: String, contextLength: Int = 512, stepDelay: Duration = .zero) {

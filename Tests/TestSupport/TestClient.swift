@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Telemetry
 
 // Socket-level helpers shared by the test suites that drive a real server: a raw HTTP/1.1
@@ -27,6 +26,12 @@ public struct RawResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 
     public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
@@ -204,6 +209,12 @@ public struct SSEReader: Sendable {
         public var name: String
         public var id: String
         public var data: String
+
+        public init(name: String, id: String, data: String) {
+            self.name = name
+            self.id = id
+            self.data = data
+        }
     }
 
     public var text = ""
@@ -240,7 +251,7 @@ public struct SSEReader: Sendable {
 
 /// Captures log lines for assertions.
 public final class LogCapture: Sendable {
-    public let lines = Mutex<[String]>([])
+    package let lines = Locked<[String]>([])
     public init() {}
     public var logger: Logger {
         Logger(label: "test", minimumLevel: .info, format: .text, sink: LogSink { [self] in self.append($0) })

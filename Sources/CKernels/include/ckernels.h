@@ -14,7 +14,8 @@ int ck_cpu_has_avx2_fma(void);
 
 /// 1 when the fast paths are in use (CPU supports them and they were not turned off).
 int ck_fast_paths_enabled(void);
-/// Turns the fast paths off (0) or back on (1, only if the CPU supports them). For tests.
+/// Turns the fast paths off (0) or back on (1, only if the CPU supports them) for the calling
+/// thread and the pool tasks it starts. For tests.
 void ck_set_fast_paths(int enabled);
 
 // MARK: - Formats (ggml layouts)
@@ -110,7 +111,9 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args);
 /// q: [n_tokens][n_head * head_dim] f32; out: same shape.
 /// The query is rounded to f16, scores accumulate in f32 and are scaled, softmax in f32,
 /// then the weights are rounded to f16 before the weighted sum of V.
-/// scratch: n_threads * scratch_stride floats, scratch_stride >= pos0 + n_tokens.
+/// The fast path sums in the orders of llama.cpp's CPU kernels: for one token (decode) like
+/// ggml_vec_dot_f16 over the key range padded to 32; for a batch like llamafile's f16 GEMM.
+/// scratch: n_threads * scratch_stride floats, scratch_stride >= 64 * head_dim + pos0 + n_tokens.
 typedef struct {
     const float *q;
     int q_stride;

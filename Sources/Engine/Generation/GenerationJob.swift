@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Telemetry
 
 /// Turns token ids into text as they arrive, holding back incomplete UTF-8.
 public protocol IncrementalTextDecoder: Sendable {
@@ -26,7 +27,7 @@ final class GenerationJob: @unchecked Sendable {
     let onEvent: @Sendable (GenerationEvent) -> Void
     let onFinish: @Sendable (Result<GenerationResult, GenerationError>) -> Void
     let cancelRequested = Atomic<Bool>(false)
-    let cancelRequestedAt = Mutex<ContinuousClock.Instant?>(nil)
+    let cancelRequestedAt = Locked<ContinuousClock.Instant?>(nil)
 
     var phase: Phase = .waiting
     var sequence: (any PredictorSequence)!

@@ -1,4 +1,5 @@
 import Synchronization
+import Telemetry
 
 /// Runs generations for one predictor on its worker thread.
 ///
@@ -27,7 +28,7 @@ public final class GenerationRunner: Sendable {
     public func generate(
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
-        let jobBox = Mutex<GenerationJob?>(nil)
+        let jobBox = Locked<GenerationJob?>(nil)
         let result: Result<GenerationResult, GenerationError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let job = GenerationJob(

@@ -175,11 +175,14 @@ enum ReferenceKernels {
     static func silu(_ x: Float) -> Float { Float(Double(x) / (1 + exp(-Double(x)))) }
 
     /// One query head over keys/values (already f16-rounded as stored in the cache): the query is
-    /// rounded to f16, scores scaled, softmax, weights rounded to f16, weighted sum of values.
-    static func attention(query: [Float], keys: [[Float]], values: [[Float]], scale: Float) -> [Float] {
+    /// rounded to f16, scores scaled, softmax, weights rounded to f16 when `roundWeights` (single
+    /// token decode, as llama.cpp), weighted sum of values.
+    static func attention(
+        query: [Float], keys: [[Float]], values: [[Float]], scale: Float, roundWeights: Bool = true
+    ) -> [Float] {
         let q = query.map(roundToFP16)
         let scores = keys.map { dot(q, $0) * scale }
-        let p = softmax(scores).map(roundToFP16)
+        let p = roundWeights ? softmax(scores).map(roundToFP16) : softmax(scores)
         var out = [Float](repeating: 0, count: query.count)
         for (j, v) in values.enumerated() {
             for d in out.indices { out[d] += p[j] * v[d] }

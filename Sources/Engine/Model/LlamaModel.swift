@@ -48,6 +48,7 @@ public final class LlamaModel: @unchecked Sendable {
     private let upOut: UnsafeMutablePointer<Float>
     private let act: UnsafeMutablePointer<Float>
     private let attnScratch: UnsafeMutablePointer<Float>
+    private let attnScratchStride: Int
     private let quantized: UnsafeMutableRawPointer
     private var allocations: [UnsafeMutableRawPointer] = []
 
@@ -106,7 +107,8 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
-        attnScratch = floats(self.threads * config.contextLength)
+        attnScratchStride = 64 * config.headDim + config.contextLength + 32
+        attnScratch = floats(self.threads * attnScratchStride)
         let maxColumns = max(dim, ffn)
         let qBytes = b * (maxColumns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
@@ -189,7 +191,7 @@ public final class LlamaModel: @unchecked Sendable {
                 q: q, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache, kv_stride: Int32(kvDim),
                 n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
                 n_tokens: Int32(n), pos0: Int32(pos0), scale: 1 / Float(c.headDim).squareRoot(),
-                out: attn, out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(c.contextLength))
+                out: attn, out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(attnScratchStride))
             ck_attention(pool.raw, &args)
             var attnActivations = PreparedActivations(source: attn, n: n, columns: dim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)

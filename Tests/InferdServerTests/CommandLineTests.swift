@@ -1,0 +1,107 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The `inferd` binary as a user runs it: a real process, real signals, real output.
+@Suite struct CommandLineTests {
+    static var binary: String { TestPaths.packageRoot.appendingPathComponent(".build/release/inferd").path }
+    static var model: String { SharedModel.path }
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    func run(_ arguments: [String], timeout: Double = 120) async throws -> Output {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw ClientError(description: "no release binary at \(Self.binary): build with make test")
+        }
+        return try await offPool {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Self.binary)
+            p.arguments = arguments
+            p.currentDirectoryURL = TestPaths.packageRoot
+            let out = Pipe()
+            let err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let outData = out.fileHandleForReading.readDataToEndOfFile()
+            let errData = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return Output(
+                status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                stderr: String(decoding: errData, as: UTF8.self))
+        }
+    }
+
+    @Test func tokenizeTreatsSpecialSpellingsAsTextUnlessAsked() async throws {
+        let plain = try await run(["tokenize", "--model", Self.model, "Hi<|im_end|>"])
+        #expect(plain.status == 0)
+        let ids = try JSONDecoder().decode([Int].self, from: Data(plain.stdout.utf8))
+        #expect(!ids.contains(2) && ids.count > 3)
+        let special = try await run(["tokenize", "--special", "--model", Self.model, "Hi<|im_end|>"])
+        #expect(try JSONDecoder().decode([Int].self, from: Data(special.stdout.utf8)).last == 2)
+    }
+
+    @Test func generateAnswersSensibly() async throws {
+        let r = try await run([
+            "generate", "--model", Self.model, "--max-tokens", "24", "What is the capital of Australia?",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("Canberra"), "\(r.stdout)")
+    }
+
+    @Test func badArgumentsAreClearErrors() async throws {
+        let r = try await run(["generate", "--model", Self.model, "--max-tokens", "many", "hi"])
+        #expect(r.status == 2 && r.stderr.contains("--max-tokens"))
+        let missing = try await run(["tokenize", "--model", "/nonexistent.gguf", "hi"])
+        #expect(missing.status == 1 && missing.stderr.contains("/nonexistent.gguf"))
+        let unknown = try await run(["serve", "--prot", "1"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown flag --prot"))
+        let help = try await run(["help"])
+        #expect(help.status == 0 && help.stdout.contains("INFERD_DATA_DIR"))
+    }
+
+    @Test func serveListensLoadsAndStopsCleanlyOnSIGTERM() async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw ClientError(description: "no release binary at \(Self.binary)")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = ["serve", "--port", "0", "--model", Self.model, "--drain-seconds", "1"]
+        p.currentDirectoryURL = TestPaths.packageRoot
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let log = LogCapture()
+        let reader = Thread {
+            let handle = err.fileHandleForReading
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                log.append(String(decoding: data, as: UTF8.self))
+            }
+        }
+        reader.start()
+        defer { if p.isRunning { p.terminate() } }
+        #expect(await eventually(timeout: .seconds(10)) { !log.matching("server listening").isEmpty })
+        let line = try #require(log.matching("server listening").first)
+        let portText = line.split(separator: " ").first { $0.hasPrefix("port=") }?.dropFirst(5)
+        let port = try #require(portText.flatMap { Int($0.prefix { $0.isNumber }) })
+        #expect(port > 0 && port != 8080)
+        var healthy = false
+        for _ in 0..<100 where !healthy {
+            let r = try? await offPool { try TestClient(port: port).request("GET", "/health") }
+            healthy = r?.status == 200
+            if !healthy { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(healthy)
+        kill(p.processIdentifier, SIGTERM)
+        try await offPool { p.waitUntilExit() }
+        #expect(p.terminationStatus == 0)
+        #expect(await eventually { !log.matching("shutdown complete").isEmpty })
+    }
+}
