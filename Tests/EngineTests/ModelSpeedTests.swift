@@ -33,9 +33,11 @@ struct ModelSpeedTests {
             var y = [Float](repeating: 0, count: w.rows * n)
             q.withUnsafeMutableBytes { qb in
                 if w.type == .q4_1 {
-                    ck_quantize_row_q8_1(x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_1.self), Int32(w.columns))
+                    ck_quantize_row_q8_1(
+                        x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_1.self), Int32(w.columns))
                 } else {
-                    ck_quantize_row_q8_0(x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_0.self), Int32(w.columns))
+                    ck_quantize_row_q8_0(
+                        x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_0.self), Int32(w.columns))
                 }
             }
             let reps = w.rows > 10000 ? 20 : 400
@@ -43,7 +45,8 @@ struct ModelSpeedTests {
             q.withUnsafeBytes { qb in
                 y.withUnsafeMutableBufferPointer { yb in
                     var args = ck_matmul_args(
-                        type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows), k: Int32(w.columns),
+                        type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows),
+                        k: Int32(w.columns),
                         x: qb.baseAddress!, x_row_bytes: w.type == .q4_1 ? qRow : w.columns / 32 * 34, n: Int32(n),
                         y: yb.baseAddress!, ldy: Int32(w.rows))
                     for _ in 0..<reps { ck_matmul(nil, &args) }
@@ -51,7 +54,9 @@ struct ModelSpeedTests {
             }
             let dt = (Self.cpu() - c0) / Double(reps)
             let gbs = Double(w.rowBytes * w.rows) / dt / 1e9
-            print("kernel \(w.name) \(w.type) \(w.rows)x\(w.columns): \(String(format: "%.1f", dt * 1e6)) us, \(String(format: "%.1f", gbs)) GB/s (cpu time)")
+            print(
+                "kernel \(w.name) \(w.type) \(w.rows)x\(w.columns): \(String(format: "%.1f", dt * 1e6)) us, \(String(format: "%.1f", gbs)) GB/s (cpu time)"
+            )
         }
     }
 
@@ -96,9 +101,15 @@ struct ModelSpeedTests {
             }
         }
         let fmt = { (xs: [Double]) in xs.map { String(format: "%.1f", $0) }.joined(separator: " ") }
-        print("speed threads=\(threads): tg128 median \(String(format: "%.1f", Self.median(decode))) tok/s [\(fmt(decode))]")
+        print(
+            "speed threads=\(threads): tg128 median \(String(format: "%.1f", Self.median(decode))) tok/s [\(fmt(decode))]"
+        )
         print("speed threads=\(threads): tg128 per CPU-second \(String(format: "%.1f", Self.median(decodeCPU)))")
-        print("speed threads=\(threads): pp512 per CPU-second x threads \(String(format: "%.1f", Self.median(prefillCPU)))")
-        print("speed threads=\(threads): pp512 median \(String(format: "%.1f", Self.median(prefill))) tok/s [\(fmt(prefill))]")
+        print(
+            "speed threads=\(threads): pp512 per CPU-second x threads \(String(format: "%.1f", Self.median(prefillCPU)))"
+        )
+        print(
+            "speed threads=\(threads): pp512 median \(String(format: "%.1f", Self.median(prefill))) tok/s [\(fmt(prefill))]"
+        )
     }
 }
