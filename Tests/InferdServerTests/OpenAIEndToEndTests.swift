@@ -22,7 +22,7 @@ import Testing
     @Test func modelsListsTheServedModel() async throws {
         let s = try RunningServer.start()
         defer { Task { await s.server.shutdown() } }
-        let r = try await offPool { try s.client().request("GET", "/v1/models") }
+        let r = try await offPool { try s.client(timeout: 120).request("GET", "/v1/models") }
         #expect(r.status == 200)
         let data = try #require(r.json?["data"] as? [[String: Any]])
         #expect(data.count == 1)
@@ -36,7 +36,7 @@ import Testing
         defer { Task { await s.server.shutdown() } }
         let ref = try GreedyCase.named("fact_question")
         let body = try chatBody(ref.messages[0].content, ["temperature": 0, "max_tokens": 48])
-        let r = try await offPool { try s.client().postJSON("/v1/chat/completions", body) }
+        let r = try await offPool { try s.client(timeout: 120).postJSON("/v1/chat/completions", body) }
         #expect(r.status == 200)
         let json = try #require(r.json)
         #expect(json["object"] as? String == "chat.completion")
@@ -63,7 +63,7 @@ import Testing
             ref.messages[0].content,
             ["temperature": 0, "max_tokens": 48, "stream": true, "stream_options": ["include_usage": true]])
         let (status, reader) = try await offPool { () -> (Int, SSEReader) in
-            let c = try s.client()
+            let c = try s.client(timeout: 120)
             let (status, _) = try c.startStream("/v1/chat/completions", body)
             var reader = SSEReader()
             try c.readEvents(into: &reader) { $0.events.contains { $0.data == "[DONE]" } }
@@ -92,7 +92,7 @@ import Testing
         let s = try RunningServer.start()
         defer { Task { await s.server.shutdown() } }
         func post(_ path: String, _ body: String) async throws -> RawResponse {
-            try await offPool { try s.client().postJSON(path, body) }
+            try await offPool { try s.client(timeout: 120).postJSON(path, body) }
         }
         let bad = try await post("/v1/chat/completions", #"{"model": "x", "messages": ["#)
         #expect(bad.status == 400)
@@ -116,7 +116,7 @@ import Testing
         let completion = try await post(
             "/v1/completions", jsonString(["model": try SharedModel.engine().modelName, "prompt": "", "max_tokens": 2]))
         #expect(completion.status == 400 && openAIError(completion)["param"] as? String == "prompt")
-        let notFound = try await offPool { try s.client().request("GET", "/v1/models/nope") }
+        let notFound = try await offPool { try s.client(timeout: 120).request("GET", "/v1/models/nope") }
         #expect(notFound.status == 404 && openAIError(notFound)["code"] as? String == "model_not_found")
     }
 
@@ -126,7 +126,7 @@ import Testing
         let body = try chatBody(
             "Write a very long essay about the history of the Roman Empire.",
             ["temperature": 0, "max_tokens": 2000, "stream": true, "ignore_eos": true])
-        let client = try s.client()
+        let client = try s.client(timeout: 120)
         let read = try await offPool { () -> Int in
             _ = try client.startStream("/v1/chat/completions", body)
             var reader = SSEReader()
@@ -139,7 +139,7 @@ import Testing
         let line = try #require(s.logs.matching("generation finished").first)
         #expect(line.contains("finish_reason=cancelled"))
         #expect(line.contains("steps_after_cancel=0") || line.contains("steps_after_cancel=1"), "\(line)")
-        let text = try await offPool { try s.client().request("GET", "/metrics").text }
+        let text = try await offPool { try s.client(timeout: 120).request("GET", "/metrics").text }
         #expect(text.contains(#"inferd_generations_total{finish_reason="cancelled"} 1"#))
     }
 
@@ -148,7 +148,7 @@ import Testing
         defer { Task { await s.server.shutdown() } }
         let model = try SharedModel.engine().modelName
         let plain = try await offPool {
-            try s.client().postJSON(
+            try s.client(timeout: 120).postJSON(
                 "/v1/completions",
                 jsonString(["model": model, "prompt": "The capital of France is", "temperature": 0, "max_tokens": 12]))
         }
@@ -158,7 +158,7 @@ import Testing
             "model": model, "prompt": "The capital of France is", "temperature": 0, "max_tokens": 12, "stream": true,
         ])
         let reader = try await offPool { () -> SSEReader in
-            let c = try s.client()
+            let c = try s.client(timeout: 120)
             _ = try c.startStream("/v1/completions", body)
             var reader = SSEReader()
             try c.readEvents(into: &reader) { $0.events.contains { $0.data == "[DONE]" } }
