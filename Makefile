@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model build serve test swift-test lint format tsan coverage bench clean
+.PHONY: all deps model build serve test swift-test compat lint format tsan coverage bench clean
 
 all: build
 
@@ -24,11 +24,18 @@ serve: deps model build
 # The session suites run in a second pass: they drive the shared model hard and open sockets,
 # files and processes, which would skew the process-wide fd counts and timing checks of the
 # other suites if both ran in parallel in one process.
+# After the Swift suites, the OpenAI compatibility suite drives the built server with the
+# official `openai` Python client (venv in .build/compat-venv, created once from PyPI).
 SESSION_SUITES := SessionsTests|SessionsEndToEndTests|SessionsRestartTests
 test: deps model lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS) --skip '$(SESSION_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
+	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
+
+# The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
+compat: deps model build
+	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN) $(PYTEST_ARGS)
 
 lint:
 	swift format lint --strict --recursive Sources Tests Package.swift

@@ -35,6 +35,7 @@ public final class InferdApp: Sendable {
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }
         registerSessionRoutes(router)
+        addOpenAIRoutes(to: router)
         return router
     }
 
