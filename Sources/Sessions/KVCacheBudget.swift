@@ -1,5 +1,4 @@
 import Engine
-import Synchronization
 import Telemetry
 
 /// Keeps idle sessions' KV caches under one memory budget, dropping the least recently used

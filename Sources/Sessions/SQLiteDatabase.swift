@@ -1,12 +1,6 @@
 import CSQLite
 import Foundation
 
-/// A failure of the transcript database, with SQLite's own message.
-public struct StoreError: Error, CustomStringConvertible, Equatable, Sendable {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// One SQLite connection, used by one caller at a time (a lock serializes them). Statements are
 /// prepared per call: the store writes a few rows per turn, so simplicity beats caching.
 final class SQLiteDatabase: @unchecked Sendable {

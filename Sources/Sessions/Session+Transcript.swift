@@ -1,20 +1,5 @@
 import Engine
 
-/// What `GET /v1/sessions/{id}` shows, taken in one actor turn so it is consistent.
-public struct SessionSnapshot: Sendable {
-    public var id: String
-    public var created: Int
-    public var onBusy: BusyPolicy
-    public var options: String?
-    public var responding: Bool
-    public var activeRequest: String?
-    public var queued: Int
-    public var entries: [TranscriptEntry]
-    /// Tokens the conversation fills (as the next prompt would start); nil without a model.
-    public var contextTokens: Int?
-    public var contextLimit: Int?
-}
-
 extension Session {
     /// The conversation the model sees. A turn counts when its response completed or was
     /// cancelled (with what was shown); failed and interrupted turns stay in the transcript

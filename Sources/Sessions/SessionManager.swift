@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Telemetry
 
 /// All sessions of a server: creates them, finds them, deletes them, and brings them back from

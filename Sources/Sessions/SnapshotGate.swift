@@ -1,4 +1,3 @@
-import Synchronization
 import Telemetry
 
 /// Forwards a turn's snapshots until the session records a stop, and remembers the last one
