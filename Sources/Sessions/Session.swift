@@ -71,7 +71,8 @@ public actor Session {
     /// context budget against the transcript as it is now (and again when the turn starts).
     public func admit(_ request: TurnRequest, model: any SessionModel) throws(SessionError) {
         guard !closed else { throw .sessionNotFound(id) }
-        guard turns[request.id] == nil, finished[request.id] == nil else { throw .duplicateRequest(request.id) }
+        // A live id must be unique; an ended one may be reused (clients may send their own ids).
+        guard turns[request.id] == nil else { throw .duplicateRequest(request.id) }
         _ = try plan(request, model: model)
         let action = queue.submit(id: request.id, policy: request.onBusy, priority: request.priority)
         switch action {
@@ -82,17 +83,22 @@ public actor Session {
             count("inferd_session_rejections_total", ["code": "session_queue_full"])
             throw .queueFull(limit: limit)
         case .start:
-            turns[request.id] = Turn(request: request, model: model)
+            register(request, model)
             _ = turns[request.id]!.lifecycle.admit()
         case .wait:
-            turns[request.id] = Turn(request: request, model: model)
+            register(request, model)
         case .replace(let active, let superseded, _):
-            turns[request.id] = Turn(request: request, model: model)
+            register(request, model)
             for old in superseded { endUnstarted(old, reason: .superseded) }
             if let active { requestStop(active, reason: .superseded) }
             notifyPositions()
         }
         env.logger.debug("session request admitted", ["session_id": id, "request_id": request.id])
+    }
+
+    private func register(_ request: TurnRequest, _ model: any SessionModel) {
+        turns[request.id] = Turn(request: request, model: model)
+        finished[request.id] = nil
     }
 
     // MARK: Running

@@ -250,6 +250,16 @@ import Testing
         #expect(try await h.respond(Harness.request("c", "ok", maxTokens: 4), s).status == .completed)
     }
 
+    @Test func aLiveRequestIDMustBeUniqueButAnEndedOneMayBeReused() async throws {
+        let h = try Harness()
+        let s = try h.session()
+        let a = try await h.start(Harness.request("same", maxTokens: 200, longRun: true), s)
+        await #expect(throws: SessionError.duplicateRequest("same")) { try await h.admit(Harness.request("same"), s) }
+        _ = await s.cancel(requestID: "same", reason: .cancelRequest)
+        #expect(await a.value.status == .cancelled)
+        #expect(try await h.respond(Harness.request("same", "again"), s).status == .completed)
+    }
+
     @Test func backgroundWaitsForInteractive() async throws {
         let h = try Harness()
         let s = try h.session()
