@@ -22,7 +22,8 @@ enum GenerateCommand {
             let path = options.last("model") ?? ServerConfiguration().model
             let threads = try options.int("threads") ?? ProcessInfo.processInfo.activeProcessorCount
             engine = try InferenceEngine(path: path, threads: max(1, threads))
-            var sampling = SamplingOptions()
+            // Greedy unless given a temperature, as the README documents.
+            var sampling = SamplingOptions.greedy
             if let v = try options.float("temperature") { sampling.temperature = v }
             if let v = try options.int("top-k") { sampling.topK = v }
             if let v = try options.float("top-p") { sampling.topP = v }
