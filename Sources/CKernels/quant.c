@@ -329,6 +329,69 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
     return hsum8(acc);
 }
 
+// Four weight rows against one activation row: the same per-row arithmetic as the single-row
+// kernels (each row keeps its own accumulator and order), with the activation loads shared and
+// four independent dependency chains.
+CK_FAST static void dot4_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, size_t w_row_blocks, const ck_block_q8_1 *a,
+                                        float *out) {
+    const int nb = k / CK_QK;
+    const ck_block_q4_1 *w0 = w, *w1 = w + w_row_blocks, *w2 = w + 2 * w_row_blocks, *w3 = w + 3 * w_row_blocks;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    __m128 sm0 = _mm_setzero_ps(), sm1 = _mm_setzero_ps(), sm2 = _mm_setzero_ps(), sm3 = _mm_setzero_ps();
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+#define CK_Q41_ROW(W, ACC, SM)                                                                         \
+    do {                                                                                             \
+        const __m128 wdm = load_2xfp16(&W[i]);                                                       \
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wdm, ads));                                \
+        SM = _mm_fmadd_ss(_mm_movehdup_ps(wdm), as, SM);                                             \
+        const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)W[i].qs)); \
+        const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);                    \
+        ACC = _mm256_fmadd_ps(d, dot_u8_s8(q, aq), ACC);                                             \
+    } while (0)
+    for (int i = 0; i < nb; i++) {
+        const __m128 ads = load_2xfp16(&a[i]);
+        const __m128 as = _mm_movehdup_ps(ads);
+        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        CK_Q41_ROW(w0, acc0, sm0);
+        CK_Q41_ROW(w1, acc1, sm1);
+        CK_Q41_ROW(w2, acc2, sm2);
+        CK_Q41_ROW(w3, acc3, sm3);
+    }
+#undef CK_Q41_ROW
+    out[0] = hsum8(acc0) + _mm_cvtss_f32(sm0);
+    out[1] = hsum8(acc1) + _mm_cvtss_f32(sm1);
+    out[2] = hsum8(acc2) + _mm_cvtss_f32(sm2);
+    out[3] = hsum8(acc3) + _mm_cvtss_f32(sm3);
+}
+
+CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
+                                        float *out) {
+    const int nb = k / CK_QK;
+    const ck_block_q8_0 *w0 = w, *w1 = w + w_row_blocks, *w2 = w + 2 * w_row_blocks, *w3 = w + 3 * w_row_blocks;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+#define CK_Q80_ROW(W, ACC)                                                                    \
+    do {                                                                                    \
+        const __m128 wd = _mm_cvtph_ps(_mm_cvtsi32_si128(W[i].d));                          \
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(wd, ad));                         \
+        const __m256i wq = _mm256_loadu_si256((const __m256i *)W[i].qs);                    \
+        ACC = _mm256_fmadd_ps(d, dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq)), ACC); \
+    } while (0)
+    for (int i = 0; i < nb; i++) {
+        const __m128 ad = _mm_cvtph_ps(_mm_cvtsi32_si128(a[i].d));
+        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        CK_Q80_ROW(w0, acc0);
+        CK_Q80_ROW(w1, acc1);
+        CK_Q80_ROW(w2, acc2);
+        CK_Q80_ROW(w3, acc3);
+    }
+#undef CK_Q80_ROW
+    out[0] = hsum8(acc0);
+    out[1] = hsum8(acc1);
+    out[2] = hsum8(acc2);
+    out[3] = hsum8(acc3);
+}
+
 CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int i = 0;
@@ -408,12 +471,41 @@ static ck_dot_fn pick_dot(int type, int fast) {
     (void)fast;
 }
 
-static void matmul_rows_with(ck_dot_fn dot, const ck_matmul_args *p, int r0, int r1) {
+typedef void (*ck_dot4_fn)(int k, const void *w, size_t w_row_blocks, const void *x, float *out);
+
+static ck_dot4_fn pick_dot4(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q4_1) return (ck_dot4_fn)dot4_q4_1_q8_1_fast;
+    if (fast && type == CK_TYPE_Q8_0) return (ck_dot4_fn)dot4_q8_0_q8_0_fast;
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
+}
+
+static void matmul_rows_with(ck_dot_fn dot, ck_dot4_fn dot4, const ck_matmul_args *p, int r0, int r1) {
     if (!dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    // Each weight row is read once from memory and reused from L1 for every token.
-    for (int r = r0; r < r1; r++) {
+    int r = r0;
+    // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
+    if (dot4) {
+        const size_t blocks = p->type == CK_TYPE_Q4_1 ? p->w_row_bytes / sizeof(ck_block_q4_1)
+                                                      : p->w_row_bytes / sizeof(ck_block_q8_0);
+        for (; r + 4 <= r1; r += 4) {
+            const void *wr = w + (size_t)r * p->w_row_bytes;
+            for (int t = 0; t < p->n; t++) {
+                float out[4];
+                dot4(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, out);
+                float *y = p->y + (size_t)t * p->ldy + r;
+                y[0] = out[0];
+                y[1] = out[1];
+                y[2] = out[2];
+                y[3] = out[3];
+            }
+        }
+    }
+    for (; r < r1; r++) {
         const void *wr = w + (size_t)r * p->w_row_bytes;
         for (int t = 0; t < p->n; t++) {
             p->y[(size_t)t * p->ldy + r] = dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
@@ -422,12 +514,14 @@ static void matmul_rows_with(ck_dot_fn dot, const ck_matmul_args *p, int r0, int
 }
 
 void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
-    matmul_rows_with(pick_dot(p->type, ck_fast_paths_enabled()), p, r0, r1);
+    const int fast = ck_fast_paths_enabled();
+    matmul_rows_with(pick_dot(p->type, fast), pick_dot4(p->type, fast), p, r0, r1);
 }
 
 typedef struct {
     const ck_matmul_args *args;
     ck_dot_fn dot;
+    ck_dot4_fn dot4;
     int chunk;
     _Atomic int next;
 } matmul_job;
@@ -442,7 +536,7 @@ static void matmul_task(void *ctx, int ith, int nth) {
         const int r0 = c * job->chunk;
         if (r0 >= rows) break;
         const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
-        matmul_rows_with(job->dot, job->args, r0, r1);
+        matmul_rows_with(job->dot, job->dot4, job->args, r0, r1);
     }
 }
 
@@ -454,7 +548,9 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     }
     matmul_job job;
     job.args = args;
-    job.dot = pick_dot(args->type, ck_fast_paths_enabled());
+    const int fast = ck_fast_paths_enabled();
+    job.dot = pick_dot(args->type, fast);
+    job.dot4 = pick_dot4(args->type, fast);
     // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest up.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
     chunk = (chunk + 3) & ~3;
