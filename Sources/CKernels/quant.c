@@ -349,7 +349,14 @@ CK_FAST static void dot4_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, size_t w_
         const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);                    \
         ACC = _mm256_fmadd_ps(d, dot_u8_s8(q, aq), ACC);                                             \
     } while (0)
+    const size_t ahead = 8 * w_row_blocks * sizeof(ck_block_q4_1);  // two groups of rows ahead
     for (int i = 0; i < nb; i++) {
+        if ((i & 1) == 0) {  // one prefetch per 64-byte line and row, give or take
+            _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);
+            _mm_prefetch((const char *)&w1[i] + ahead, _MM_HINT_T0);
+            _mm_prefetch((const char *)&w2[i] + ahead, _MM_HINT_T0);
+            _mm_prefetch((const char *)&w3[i] + ahead, _MM_HINT_T0);
+        }
         const __m128 ads = load_2xfp16(&a[i]);
         const __m128 as = _mm_movehdup_ps(ads);
         const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);
@@ -377,7 +384,12 @@ CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_
         const __m256i wq = _mm256_loadu_si256((const __m256i *)W[i].qs);                    \
         ACC = _mm256_fmadd_ps(d, dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq)), ACC); \
     } while (0)
+    const size_t ahead = 8 * w_row_blocks * sizeof(ck_block_q8_0);
     for (int i = 0; i < nb; i++) {
+        _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w1[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w2[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w3[i] + ahead, _MM_HINT_T0);
         const __m128 ad = _mm_cvtph_ps(_mm_cvtsi32_si128(a[i].d));
         const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);
         CK_Q80_ROW(w0, acc0);
