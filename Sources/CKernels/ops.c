@@ -227,32 +227,23 @@ void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
 typedef struct {
     const ck_attention_args *args;
     int fast;
-    _Atomic int next;
-    int units;
 } attention_job;
 
-static void attention_task(void *ctx, int ith, int nth) {
-    (void)nth;
-    attention_job *job = (attention_job *)ctx;
-    for (;;) {
-        const int u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-        if (u >= job->units) break;
-        attention_units_with(job->fast, job->args, u, u + 1, ith);
-    }
+static void attention_chunk(void *ctx, int u, int thread) {
+    const attention_job *job = (const attention_job *)ctx;
+    attention_units_with(job->fast, job->args, u, u + 1, thread);
 }
 
 void ck_attention(ck_pool *pool, const ck_attention_args *args) {
     const int units = args->n_tokens * args->n_head;
-    if (!pool || ck_pool_size(pool) <= 1 || units < 2) {
-        ck_attention_units(args, 0, units, 0);
-        return;
-    }
     attention_job job;
     job.args = args;
     job.fast = ck_fast_paths_enabled();
-    job.units = units;
-    atomic_init(&job.next, 0);
-    ck_pool_run(pool, attention_task, &job);
+    if (!pool || ck_pool_size(pool) <= 1 || units < 2) {
+        attention_units_with(job.fast, args, 0, units, 0);
+        return;
+    }
+    ck_pool_run_chunks(pool, attention_chunk, &job, units);
 }
 
 // MARK: - Element-wise

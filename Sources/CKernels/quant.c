@@ -639,37 +639,31 @@ typedef struct {
     const ck_matmul_args *args;
     ck_kernels kern;
     int chunk;
-    _Atomic int next;
 } matmul_job;
 
-static void matmul_task(void *ctx, int ith, int nth) {
-    (void)ith;
-    (void)nth;
-    matmul_job *job = (matmul_job *)ctx;
+static void matmul_chunk(void *ctx, int c, int thread) {
+    (void)thread;
+    const matmul_job *job = (const matmul_job *)ctx;
     const int rows = job->args->rows;
-    for (;;) {
-        const int c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-        const int r0 = c * job->chunk;
-        if (r0 >= rows) break;
-        const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
-        matmul_rows_with(&job->kern, job->args, r0, r1);
-    }
+    const int r0 = c * job->chunk;
+    const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
+    matmul_rows_with(&job->kern, job->args, r0, r1);
 }
 
 void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     const int nth = pool ? ck_pool_size(pool) : 1;
-    if (nth <= 1 || args->rows < 16) {
-        ck_matmul_rows(args, 0, args->rows);
-        return;
-    }
     matmul_job job;
     job.args = args;
     job.kern = pick_kernels(args->type, ck_fast_paths_enabled());
-    // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest up.
+    if (nth <= 1 || args->rows < 16) {
+        matmul_rows_with(&job.kern, args, 0, args->rows);
+        return;
+    }
+    // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest
+    // up; chunks are whole groups of 4 rows.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
     chunk = (chunk + 3) & ~3;
     if (chunk < 4) chunk = 4;
     job.chunk = chunk;
-    atomic_init(&job.next, 0);
-    ck_pool_run(pool, matmul_task, &job);
+    ck_pool_run_chunks(pool, matmul_chunk, &job, (args->rows + chunk - 1) / chunk);
 }
