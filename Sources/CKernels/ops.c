@@ -168,34 +168,48 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
     // ggml_vec_dot_f16 per output dimension over the padded key range.
     const int np = n_kv & ~63;
     const int nmain = nk < np ? nk : np;
-    for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
-    for (int j = 0; j < nmain; j++) {
-        const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
-        float *a = acc + (size_t)(j & 63) * hd;
-        const __m256 w = _mm256_set1_ps(scores[j]);
-        for (int v = 0; v < nv; v++) {
-            const __m256 cur = _mm256_loadu_ps(a + 8 * v);
-            _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
-        }
-    }
-    // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
-    for (int l = 0; l < 16; l++) {
-        float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
-        const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
-        for (int v = 0; v < nv; v++) {
-            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
-            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
-            _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
-        }
-    }
-    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
-    if (nk > np) {
-        for (int d = 0; d < hd; d++) {
-            double s = (double)out[d];
-            for (int j = np; j < nk; j++) {
-                s += (double)(scores[j] * _cvtsh_ss(vbase[(size_t)j * p->kv_stride + d]));
+    if (nmain > 0) {
+        for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
+        for (int j = 0; j < nmain; j++) {
+            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
+            float *a = acc + (size_t)(j & 63) * hd;
+            const __m256 w = _mm256_set1_ps(scores[j]);
+            for (int v = 0; v < nv; v++) {
+                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
+                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
             }
-            out[d] = (float)s;
+        }
+        // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
+        for (int l = 0; l < 16; l++) {
+            float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
+            const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
+            for (int v = 0; v < nv; v++) {
+                const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
+                const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
+                _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+    } else {
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, _mm256_setzero_ps());
+    }
+    // Leftover keys (beyond the last full 64) in double, key by key, 4 output dims per register.
+    // The f16 x f16 products are exact in float, so converting them to double loses nothing.
+    if (nk > np) {
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            const int dn = hd - d0 < 32 ? hd - d0 : 32;  // a multiple of 8
+            __m256d s[8];
+            for (int g = 0; g < dn / 4; g++) s[g] = _mm256_cvtps_pd(_mm_loadu_ps(out + d0 + 4 * g));
+            for (int j = np; j < nk; j++) {
+                const uint16_t *vj = vbase + (size_t)j * p->kv_stride + d0;
+                const __m256 w = _mm256_set1_ps(scores[j]);
+                for (int g = 0; g < dn / 8; g++) {
+                    const __m256 prod = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * g))), w);
+                    s[2 * g] = _mm256_add_pd(s[2 * g], _mm256_cvtps_pd(_mm256_castps256_ps128(prod)));
+                    s[2 * g + 1] = _mm256_add_pd(s[2 * g + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(prod, 1)));
+                }
+            }
+            for (int g = 0; g < dn / 4; g++) _mm_storeu_ps(out + d0 + 4 * g, _mm256_cvtpd_ps(s[g]));
         }
     }
 }

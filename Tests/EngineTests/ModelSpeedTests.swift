@@ -84,6 +84,7 @@ struct ModelSpeedTests {
                 decode.append(128 / (Self.now() - start))
                 decodeCPU.append(128 / (Self.cpu() - c0))
             }
+            if ProcessInfo.processInfo.environment["INFERD_BENCH_DECODE_ONLY"] != nil { continue }
             cache.truncate(to: 0)
             let long = (0..<512).map { Int32(($0 * 7919) % 49152) }
             try logits.withUnsafeMutableBufferPointer { out in
@@ -98,6 +99,8 @@ struct ModelSpeedTests {
                 prefillCPU.append(512 / (Self.cpu() - c0) * Double(threads))
             }
         }
+        if prefill.isEmpty { prefill = [0] }
+        if prefillCPU.isEmpty { prefillCPU = [0] }
         let fmt = { (xs: [Double]) in xs.map { String(format: "%.1f", $0) }.joined(separator: " ") }
         print("speed threads=\(threads): tg128 median \(String(format: "%.1f", Self.median(decode))) tok/s [\(fmt(decode))]")
         print("speed threads=\(threads): tg128 per CPU-second \(String(format: "%.1f", Self.median(decodeCPU)))")
