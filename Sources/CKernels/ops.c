@@ -101,6 +101,27 @@ CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d
     return _mm256_add_ps(t80, t81);
 }
 
+// acc[l][d] = sum over keys j < n with j % lanes == l, in increasing j, of fma(v_j[d], w_j, .):
+// the per-lane partial sums of a `lanes`-wide vector dot product over the keys. Each lane's
+// sums stay in registers while its keys go by (head_dim <= 256: at most 32 ymm, the compiler
+// spills beyond its register file but the order of operations is fixed).
+CK_FAST static void accumulate_lanes(float *acc, int lanes, int hd, const uint16_t *vbase, int kv_stride,
+                                     const float *w, int n) {
+    const int nv = hd / 8;
+    for (int l = 0; l < lanes; l++) {
+        __m256 a[CK_MAX_HEAD_DIM / 8];
+        for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+        for (int j = l; j < n; j += lanes) {
+            const uint16_t *vj = vbase + (size_t)j * kv_stride;
+            const __m256 wj = _mm256_set1_ps(w[j]);
+            for (int v = 0; v < nv; v++) {
+                a[v] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), wj, a[v]);
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(acc + (size_t)l * hd + 8 * v, a[v]);
+    }
+}
+
 // head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: n_kv floats.
 CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *acc, float *scores) {
     const int hd = p->head_dim;
@@ -152,16 +173,7 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     if (batched) {
         // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
-        for (int i = 0; i < 16 * hd; i++) acc[i] = 0.0f;
-        for (int j = 0; j < nk; j++) {
-            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
-            float *a = acc + (size_t)(j & 15) * hd;
-            const __m256 w = _mm256_set1_ps(scores[j]);
-            for (int v = 0; v < nv; v++) {
-                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
-                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
-            }
-        }
+        accumulate_lanes(acc, 16, hd, vbase, p->kv_stride, scores, nk);
         for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
         return;
     }
@@ -169,16 +181,7 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
     const int np = n_kv & ~63;
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
-        for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
-        for (int j = 0; j < nmain; j++) {
-            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
-            float *a = acc + (size_t)(j & 63) * hd;
-            const __m256 w = _mm256_set1_ps(scores[j]);
-            for (int v = 0; v < nv; v++) {
-                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
-                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
-            }
-        }
+        accumulate_lanes(acc, 64, hd, vbase, p->kv_stride, scores, nmain);
         // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
         for (int l = 0; l < 16; l++) {
             float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
