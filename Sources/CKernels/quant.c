@@ -453,6 +453,47 @@ CK_FAST_VNNI static inline __m256 dot_u8_s8_vnni(__m256i u, __m256i s) {
 #define CK_DOT_VNNI(u, s) dot_u8_s8_vnni(u, s)
 CK_Q41_KERNELS(vnni, CK_FAST_VNNI, CK_DOT_VNNI)
 
+// Four rows x four tokens (VNNI build only: it has 32 vector registers for the 16 accumulators).
+CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t wrb, const ck_block_q8_1 *const *x,
+                                          float *const *out) {
+    const int nb = k / CK_QK;
+    const ck_block_q4_1 *w0 = w, *w1 = w + wrb, *w2 = w + 2 * wrb, *w3 = w + 3 * wrb;
+    const ck_block_q8_1 *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    __m256 acc[4][4];
+    __m256 summs[4];
+    for (int t = 0; t < 4; t++) {
+        summs[t] = _mm256_setzero_ps();
+        for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();
+    }
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    for (int i = 0; i < nb; i++) {
+        const __m256 dm = q41_scales_vnni(&w0[i], &w1[i], &w2[i], &w3[i]);
+        __m256i q[4];
+        const ck_block_q4_1 *wr[4] = {&w0[i], &w1[i], &w2[i], &w3[i]};
+        for (int r = 0; r < 4; r++) {
+            const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)wr[r]->qs));
+            q[r] = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);
+        }
+        const ck_block_q8_1 *xb[4] = {&x0[i], &x1[i], &x2[i], &x3[i]};
+        for (int t = 0; t < 4; t++) {
+            const __m256 as = q81_scales_vnni(xb[t]);
+            const __m256 prod = _mm256_mul_ps(dm, as);
+            summs[t] = _mm256_fmadd_ps(dm, as, summs[t]);
+            const __m256i aq = _mm256_loadu_si256((const __m256i *)xb[t]->qs);
+            for (int r = 0; r < 4; r++) {
+                const __m256 d = _mm256_permutevar8x32_ps(prod, _mm256_set1_epi32(2 * r));
+                acc[t][r] = _mm256_fmadd_ps(d, dot_u8_s8_vnni(q[r], aq), acc[t][r]);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        float sm[8];
+        _mm256_storeu_ps(sm, summs[t]);
+        for (int r = 0; r < 4; r++) out[t][r] = hsum8(acc[t][r]) + sm[2 * r + 1];
+    }
+}
+
 static int ck_cpu_has_vnni(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -582,19 +623,23 @@ typedef void (*ck_dot4_fn)(int k, const void *w, size_t w_row_blocks, const void
 typedef void (*ck_dot4x2_fn)(int k, const void *w, size_t w_row_blocks, const void *x0, const void *x1, float *out0,
                              float *out1);
 
+typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const void *const *x, float *const *out);
+
 typedef struct {
     ck_dot_fn dot;
     ck_dot4_fn dot4;
     ck_dot4x2_fn dot4x2;
+    ck_dot4x4_fn dot4x4;
 } ck_kernels;
 
 static ck_kernels pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0};
 #if CK_X86
     if (fast && type == CK_TYPE_Q4_1) {
         const int vnni = ck_cpu_has_vnni();
         k.dot4 = vnni ? (ck_dot4_fn)dot4_q4_1_vnni : (ck_dot4_fn)dot4_q4_1_avx2;
         k.dot4x2 = vnni ? (ck_dot4x2_fn)dot4x2_q4_1_vnni : (ck_dot4x2_fn)dot4x2_q4_1_avx2;
+        if (vnni) k.dot4x4 = (ck_dot4x4_fn)dot4x4_q4_1_vnni;
     }
     if (fast && type == CK_TYPE_Q8_0) k.dot4 = (ck_dot4_fn)dot4_q8_0_q8_0_fast;
 #endif
@@ -613,6 +658,17 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
         for (; r + 4 <= r1; r += 4) {
             const void *wr = w + (size_t)r * p->w_row_bytes;
             int t = 0;
+            if (kern->dot4x4) {
+                for (; t + 4 <= p->n; t += 4) {
+                    const void *xs[4];
+                    float *ys[4];
+                    for (int u = 0; u < 4; u++) {
+                        xs[u] = x + (size_t)(t + u) * p->x_row_bytes;
+                        ys[u] = p->y + (size_t)(t + u) * p->ldy + r;
+                    }
+                    kern->dot4x4(p->k, wr, blocks, xs, ys);
+                }
+            }
             if (kern->dot4x2) {
                 for (; t + 2 <= p->n; t += 2) {
                     kern->dot4x2(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
