@@ -24,9 +24,10 @@ struct ModelSpeedTests {
     /// Busy CPU ticks of the whole machine and of this process (from /proc).
     static func busyTicks() -> (all: Double, mine: Double) {
         func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-        let cpu = read("/proc/stat").split(separator: "\n").first?.split(separator: " ").dropFirst().compactMap {
-            Double($0)
-        } ?? []
+        let cpu =
+            read("/proc/stat").split(separator: "\n").first?.split(separator: " ").dropFirst().compactMap {
+                Double($0)
+            } ?? []
         // user nice system idle iowait irq softirq steal
         let all = cpu.count >= 8 ? cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7] : 0
         let fields = read("/proc/self/stat").split(separator: ")").last?.split(separator: " ") ?? []
@@ -37,7 +38,7 @@ struct ModelSpeedTests {
     /// Waits (at most `limit` seconds) until other processes use less than 0.1 core over 0.5 s,
     /// as the llama.cpp measurements did; returns the cores others used in the last window.
     @discardableResult
-    static func waitQuiet(limit: Double = 30) -> Double {
+    static func waitQuiet(limit: Double = 8) -> Double {
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         let start = now()
         var others = 0.0
@@ -66,9 +67,11 @@ struct ModelSpeedTests {
             var y = [Float](repeating: 0, count: w.rows * n)
             q.withUnsafeMutableBytes { qb in
                 if w.type == .q4_1 {
-                    ck_quantize_row_q8_1(x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_1.self), Int32(w.columns))
+                    ck_quantize_row_q8_1(
+                        x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_1.self), Int32(w.columns))
                 } else {
-                    ck_quantize_row_q8_0(x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_0.self), Int32(w.columns))
+                    ck_quantize_row_q8_0(
+                        x, qb.baseAddress!.assumingMemoryBound(to: ck_block_q8_0.self), Int32(w.columns))
                 }
             }
             let reps = w.rows > 10000 ? 20 : 1000
@@ -76,7 +79,8 @@ struct ModelSpeedTests {
             q.withUnsafeBytes { qb in
                 y.withUnsafeMutableBufferPointer { yb in
                     var args = ck_matmul_args(
-                        type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows), k: Int32(w.columns),
+                        type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows),
+                        k: Int32(w.columns),
                         x: qb.baseAddress!, x_row_bytes: w.type == .q4_1 ? qRow : w.columns / 32 * 34, n: Int32(n),
                         y: yb.baseAddress!, ldy: Int32(w.rows))
                     for _ in 0..<reps { ck_matmul(nil, &args) }
@@ -84,7 +88,9 @@ struct ModelSpeedTests {
             }
             let dt = (Self.cpu() - c0) / Double(reps)
             let gbs = Double(w.rowBytes * w.rows) / dt / 1e9
-            print("kernel \(w.name) \(w.type) \(w.rows)x\(w.columns): \(String(format: "%.1f", dt * 1e6)) us, \(String(format: "%.1f", gbs)) GB/s (cpu time)")
+            print(
+                "kernel \(w.name) \(w.type) \(w.rows)x\(w.columns): \(String(format: "%.1f", dt * 1e6)) us, \(String(format: "%.1f", gbs)) GB/s (cpu time)"
+            )
         }
     }
 
@@ -141,15 +147,25 @@ struct ModelSpeedTests {
         if prefillCPU.isEmpty { prefillCPU = [0] }
         let fmt = { (xs: [Double]) in xs.map { String(format: "%.1f", $0) }.joined(separator: " ") }
         print("speed threads=\(threads): other processes before each run (cores): \(fmt(noise))")
-        print("speed threads=\(threads): tg128 median \(String(format: "%.1f", Self.median(decode))) tok/s [\(fmt(decode))]")
+        print(
+            "speed threads=\(threads): tg128 median \(String(format: "%.1f", Self.median(decode))) tok/s [\(fmt(decode))]"
+        )
         if !decodeClean.isEmpty {
-            print("speed threads=\(threads): tg128 quiet runs median \(String(format: "%.1f", Self.median(decodeClean))) [\(fmt(decodeClean))]")
+            print(
+                "speed threads=\(threads): tg128 quiet runs median \(String(format: "%.1f", Self.median(decodeClean))) [\(fmt(decodeClean))]"
+            )
         }
         if !prefillClean.isEmpty {
-            print("speed threads=\(threads): pp512 quiet runs median \(String(format: "%.1f", Self.median(prefillClean))) [\(fmt(prefillClean))]")
+            print(
+                "speed threads=\(threads): pp512 quiet runs median \(String(format: "%.1f", Self.median(prefillClean))) [\(fmt(prefillClean))]"
+            )
         }
         print("speed threads=\(threads): tg128 per CPU-second \(String(format: "%.1f", Self.median(decodeCPU)))")
-        print("speed threads=\(threads): pp512 per CPU-second x threads \(String(format: "%.1f", Self.median(prefillCPU)))")
-        print("speed threads=\(threads): pp512 median \(String(format: "%.1f", Self.median(prefill))) tok/s [\(fmt(prefill))]")
+        print(
+            "speed threads=\(threads): pp512 per CPU-second x threads \(String(format: "%.1f", Self.median(prefillCPU)))"
+        )
+        print(
+            "speed threads=\(threads): pp512 median \(String(format: "%.1f", Self.median(prefill))) tok/s [\(fmt(prefill))]"
+        )
     }
 }
