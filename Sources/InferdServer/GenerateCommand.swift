@@ -22,8 +22,7 @@ enum GenerateCommand {
             let path = options.last("model") ?? ServerConfiguration().model
             let threads = try options.int("threads") ?? ProcessInfo.processInfo.activeProcessorCount
             let requestedMaxTokens = try options.int("max-tokens")
-            // Greedy unless given a temperature, as the README documents.
-            var sampling = SamplingOptions.greedy
+            var sampling = SamplingOptions()
             if let v = try options.float("temperature") { sampling.temperature = v }
             if let v = try options.int("top-k") { sampling.topK = v }
             if let v = try options.float("top-p") { sampling.topP = v }
