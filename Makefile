@@ -26,10 +26,14 @@ serve: deps model build
 # other suites if both ran in parallel in one process.
 # After the Swift suites, the OpenAI compatibility suite drives the built server with the
 # official `openai` Python client (venv in .build/compat-venv, created once from PyPI).
+# The engine's numeric suites run first and alone: their synchronous compute occupies Swift's
+# cooperative threads, which would starve the request Tasks of the server suites beside them.
 SESSION_SUITES := SessionsTests|SessionsEndToEndTests|SessionsRestartTests
+ENGINE_SUITES := EngineTests\.
 test: deps model lint
 	swift build $(SWIFT_FLAGS)
-	swift test $(SWIFT_FLAGS) --skip '$(SESSION_SUITES)'
+	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
+	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
 

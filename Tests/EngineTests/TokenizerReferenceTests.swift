@@ -98,7 +98,7 @@ import Testing
             for _ in 0..<rounds { _ = tokenizer.encode(paragraph) }
         }
         let perEncode = elapsed / rounds
-        // Generous bound so a busy 2-core machine does not flake; typical is far below.
-        #expect(perEncode < .milliseconds(2), "encoding \(paragraph.count) characters took \(perEncode)")
+        // A figure, not a timed assertion: speed is reported (README), correctness is tested.
+        print("tokenizer: \(paragraph.count) characters encoded in \(perEncode) per call")
     }
 }
