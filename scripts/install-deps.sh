@@ -2,7 +2,8 @@
 # Installs the Debian packages inferd builds against, only when one is missing,
 # so `make serve` and `make test` work on a fresh machine and cost nothing after.
 set -euo pipefail
-pkgs=(libmicrohttpd-dev libsqlite3-dev pkg-config)
+# openssl and curl: the TLS tests make a self-signed certificate and call the server over HTTPS.
+pkgs=(libmicrohttpd-dev libsqlite3-dev pkg-config openssl curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -32,7 +32,7 @@ enum HTTPBench {
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(
-            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
+            configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
             metrics: Metrics())
         try server.start()
         defer { host.engine?.shutdown() }

@@ -49,16 +49,27 @@ extension InferdApp {
             throw HTTPError.badRequest(
                 "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
         }
+        guard prompt.count <= configuration.maxPromptTokens else {
+            throw HTTPError.badRequest(
+                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long")
+        }
         let context = engine.contextLength
         let maxTokens: Int
         if let requested = o.maxTokens {
             guard requested >= 1 else {
                 throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
             }
+            guard requested <= configuration.maxTokensLimit else {
+                throw HTTPError.badRequest(
+                    "max_tokens is \(requested); this server allows at most \(configuration.maxTokensLimit)",
+                    code: "max_tokens_too_large")
+            }
             maxTokens = requested
         } else {
-            // Without an explicit budget, answer as much as fits (up to the configured default).
-            maxTokens = max(1, min(configuration.defaultMaxTokens, context - prompt.count))
+            // Without an explicit budget, answer as much as fits (up to the configured default and limit).
+            let budget = min(configuration.defaultMaxTokens, configuration.maxTokensLimit)
+            maxTokens = max(1, min(budget, context - prompt.count))
         }
         guard prompt.count + maxTokens <= context else {
             throw HTTPError(

@@ -11,6 +11,9 @@ public final class InferdApp: Sendable {
     public let host: ModelHost
     public let logger: Logger
     public let metrics: Metrics
+    /// The API keys (disabled when none are configured) and `/metrics`' own key, if any.
+    let keyring: APIKeyring
+    let metricsKeyring: APIKeyring?
     let startedAt = Date()
 
     public init(configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics) {
@@ -18,10 +21,18 @@ public final class InferdApp: Sendable {
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        do {
+            (keyring, metricsKeyring) = try configuration.keyrings()
+        } catch {
+            // `serve` checks the keys before it gets here; if they still cannot be read, fail closed.
+            logger.error("API keys unreadable: refusing every authenticated request", ["error": "\(error)"])
+            (keyring, metricsKeyring) = (.refuseAll, .refuseAll)
+        }
     }
 
     public func makeRouter() -> Router {
         let router = Router()
+        router.use { [self] request, next in try await authenticate(request, next: next) }
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }
