@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model build serve test swift-test lint format tsan coverage bench clean
+.PHONY: all deps model build serve test swift-test compat lint format tsan coverage bench clean
 
 all: build
 
@@ -21,9 +21,16 @@ serve: deps model build
 	$(BIN) serve --model $(MODEL) $(ARGS)
 
 # Tests run against an optimized build: numeric code in a debug build is tens of times slower.
+# After the Swift suites, the OpenAI compatibility suite drives the built server with the
+# official `openai` Python client (venv in .build/compat-venv, created once from PyPI).
 test: deps model lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS)
+	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
+
+# The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
+compat: deps model build
+	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN) $(PYTEST_ARGS)
 
 lint:
 	swift format lint --strict --recursive Sources Tests Package.swift

@@ -4,7 +4,16 @@ import Telemetry
 enum SSEFormat {
     /// `event: NAME\nid: N\ndata: LINE\n…\n\n`; a data value with newlines becomes several `data:` lines.
     static func encode(event: String, id: Int, data: String) -> [UInt8] {
-        var out = "event: \(singleLine(event))\nid: \(id)\n"
+        encodeData(data, prefix: "event: \(singleLine(event))\nid: \(id)\n")
+    }
+
+    /// `data: LINE\n…\n\n` alone: no `event:` or `id:` field, as OpenAI-style streams expect.
+    static func encode(data: String) -> [UInt8] {
+        encodeData(data, prefix: "")
+    }
+
+    private static func encodeData(_ data: String, prefix: String) -> [UInt8] {
+        var out = prefix
         var line = ""
         var sawCR = false
         for scalar in data.unicodeScalars {
@@ -45,11 +54,14 @@ struct SSEQueue {
     enum Item: Equatable {
         case event(name: String, data: String)
         case snapshot(name: String, data: String)
+        /// A nameless, id-less event: only `data:` lines.
+        case data(String)
         case heartbeat
 
         var estimatedBytes: Int {
             switch self {
             case .event(let n, let d), .snapshot(let n, let d): n.utf8.count + d.utf8.count + 24
+            case .data(let d): d.utf8.count + 8
             case .heartbeat: SSEFormat.heartbeat.count
             }
         }
@@ -80,6 +92,15 @@ struct SSEQueue {
     mutating func send(event: String, data: String) {
         guard !finished else { return }
         pending.append(.event(name: event, data: data))
+        eventsAccepted += 1
+        notePeak()
+    }
+
+    /// Appends a bare `data:` event that must be delivered in order; it takes no id.
+    /// Ignored after `finish()`.
+    mutating func send(data: String) {
+        guard !finished else { return }
+        pending.append(.data(data))
         eventsAccepted += 1
         notePeak()
     }
@@ -121,6 +142,9 @@ struct SSEQueue {
                     out += SSEFormat.encode(event: name, id: nextID, data: data)
                     nextID += 1
                     events += 1
+                case .data(let data):
+                    out += SSEFormat.encode(data: data)
+                    events += 1
                 case .heartbeat:
                     out += SSEFormat.heartbeat
                 }
@@ -154,6 +178,15 @@ public final class EventStream: Sendable {
     public func send(event: String, data: String) {
         exchange.enqueue {
             $0.send(event: event, data: data)
+            return false
+        }
+    }
+
+    /// A bare `data: …` event (no `event:` or `id:` line), never dropped and kept in order with
+    /// `send(event:data:)`. For wire formats such as OpenAI's that carry everything in `data`.
+    public func send(data: String) {
+        exchange.enqueue {
+            $0.send(data: data)
             return false
         }
     }

@@ -25,8 +25,9 @@ enum BenchCommand {
         var decodeBandwidthGBps: Double?
         var memoryBandwidthGBps: Double
         var http: HTTPBench.Result?
+        var load: HTTPBench.LoadResult?
         enum CodingKeys: String, CodingKey {
-            case model, parameters, results, http
+            case model, parameters, results, http, load
             case modelBytes = "model_bytes"
             case decodeBandwidthGBps = "decode_bandwidth_gbps"
             case memoryBandwidthGBps = "memory_bandwidth_gbps"
@@ -40,12 +41,13 @@ enum BenchCommand {
         let repetitions: Int
         do {
             options = try CommandOptions(
-                arguments, known: ["model", "threads", "tests", "repetitions"], booleans: ["json", "http"])
+                arguments, known: ["model", "threads", "tests", "repetitions", "load"], booleans: ["json", "http"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
                 return t
             }
-            tests = try (options.last("tests") ?? "pp512,pp64,tg128").split(separator: ",").map(parseTest)
+            let testList = options.last("tests") ?? "pp512,pp64,tg128"
+            tests = testList == "none" ? [] : try testList.split(separator: ",").map(parseTest)
             repetitions = try options.int("repetitions") ?? 5
             guard repetitions >= 1 else { throw ConfigurationError("--repetitions must be at least 1") }
         } catch let error as ConfigurationError {
@@ -62,7 +64,7 @@ enum BenchCommand {
             let parameters = file.tensors.values.reduce(0) { $0 + $1.elementCount }
             var rows: [Report.Row] = []
             var bestDecode: (tokensPerSecond: Double, threads: Int)?
-            if !json { printHeader() }
+            if !json && !tests.isEmpty { printHeader() }
             for t in threadCounts {
                 let model = try LlamaModel(gguf: file, threads: t)
                 for test in tests {
@@ -85,10 +87,14 @@ enum BenchCommand {
             if options.flags.contains("http") {
                 http = try await HTTPBench.run(modelPath: path, threads: threadCounts.max() ?? 1)
             }
+            var load: HTTPBench.LoadResult?
+            if let streams = try options.int("load") {
+                load = try await HTTPBench.load(modelPath: path, threads: threadCounts.max() ?? 1, streams: streams)
+            }
             if json {
                 let report = Report(
                     model: name, modelBytes: file.fileSize, parameters: parameters, results: rows,
-                    decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory, http: http)
+                    decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory, http: http, load: load)
                 print(InferdApp.json(report))
             } else {
                 print("")
@@ -102,6 +108,15 @@ enum BenchCommand {
                             format:
                                 "decode weight bandwidth (tg median %.1f tok/s at %d threads x %.1f MB/token): %.1f GB/s = %.0f%% of the probe",
                             best.tokensPerSecond, best.threads, Double(weightBytes) / 1e6, d, d / memory * 100))
+                }
+                if let l = load {
+                    print(
+                        String(
+                            format:
+                                "load: %d streams x %d tokens: aggregate %.1f tok/s = %.2fx one stream alone (%.1f tok/s); first snapshot median %.0f ms, max %.0f ms (idle: %.0f ms)",
+                            l.streams, l.tokensPerStream, l.aggregateTokensPerSecond,
+                            l.aggregateTokensPerSecond / l.singleStreamTokensPerSecond, l.singleStreamTokensPerSecond,
+                            l.timeToFirstSnapshotMedianMs, l.timeToFirstSnapshotMaxMs, l.idleTimeToFirstSnapshotMs))
                 }
                 if let h = http {
                     print(

@@ -23,34 +23,103 @@ enum HTTPBench {
     static let prompt =
         "Summarize in two sentences why cooperative cancellation matters for a server that streams tokens to many clients at once, and what goes wrong without it."
 
+    /// One stream over HTTP on an otherwise idle server.
     static func run(modelPath: String, threads: Int) async throws -> Result {
+        try await withServer(modelPath: modelPath, threads: threads) { port in
+            try await Task.detachedOffPool { try measure(port: port, body: requestBody(maxTokens: 128)) }
+        }
+    }
+
+    struct LoadResult: Encodable {
+        var streams: Int
+        var tokensPerStream: Int
+        var aggregateTokensPerSecond: Double
+        var singleStreamTokensPerSecond: Double
+        var timeToFirstSnapshotMedianMs: Double
+        var timeToFirstSnapshotMaxMs: Double
+        var idleTimeToFirstSnapshotMs: Double
+        enum CodingKeys: String, CodingKey {
+            case streams
+            case tokensPerStream = "tokens_per_stream"
+            case aggregateTokensPerSecond = "aggregate_tokens_per_second"
+            case singleStreamTokensPerSecond = "single_stream_tokens_per_second"
+            case timeToFirstSnapshotMedianMs = "time_to_first_snapshot_median_ms"
+            case timeToFirstSnapshotMaxMs = "time_to_first_snapshot_max_ms"
+            case idleTimeToFirstSnapshotMs = "idle_time_to_first_snapshot_ms"
+        }
+    }
+
+    /// `streams` concurrent streams of `tokens` tokens each against one in-process server, after
+    /// one stream alone for the baseline; aggregate = all completion tokens / wall time.
+    static func load(modelPath: String, threads: Int, streams: Int, tokens: Int = 128) async throws -> LoadResult {
+        try await withServer(modelPath: modelPath, threads: threads) { port in
+            let body = requestBody(maxTokens: tokens, ignoreEOS: true)
+            let single = try await Task.detachedOffPool { try measure(port: port, body: body) }
+            let start = ContinuousClock.now
+            let results = try await withThrowingTaskGroup(of: Result.self) { group in
+                for _ in 0..<streams {
+                    group.addTask { try await Task.detachedOffPool { try measure(port: port, body: body) } }
+                }
+                var all: [Result] = []
+                for try await r in group { all.append(r) }
+                return all
+            }
+            let wall = (ContinuousClock.now - start).milliseconds / 1000
+            let total = results.reduce(0) { $0 + $1.completionTokens }
+            let ttfs = results.map(\.timeToFirstSnapshotMs).sorted()
+            return LoadResult(
+                streams: streams, tokensPerStream: tokens, aggregateTokensPerSecond: Double(total) / wall,
+                singleStreamTokensPerSecond: Double(single.completionTokens)
+                    / ((single.timeToFirstSnapshotMs / 1000) + Double(single.completionTokens - 1)
+                        / max(single.clientTokensPerSecond, 1e-9)),
+                timeToFirstSnapshotMedianMs: ttfs[ttfs.count / 2], timeToFirstSnapshotMaxMs: ttfs.last ?? 0,
+                idleTimeToFirstSnapshotMs: single.timeToFirstSnapshotMs)
+        }
+    }
+
+    /// Runs `body` against a server started in-process on a free port over the model.
+    static func withServer<T: Sendable>(
+        modelPath: String, threads: Int, _ body: (Int) async throws -> T
+    ) async throws -> T {
         var config = ServerConfiguration()
         config.port = 0
         config.model = modelPath
+        config.connectionTimeoutSeconds = 600
         let logger = Logger(label: "bench", minimumLevel: .warning)
         let host = ModelHost()
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
+        defer { host.engine?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
             metrics: Metrics())
         try server.start()
-        defer { host.engine?.shutdown() }
-        let port = server.boundPort
-        let body = InferdApp.json(
-            BenchRequest(prompt: prompt, stream: true, options: .init(temperature: 0, maxTokens: 128)))
-        let result = try await Task.detachedOffPool { try measure(port: port, body: body) }
-        await server.shutdown()
-        return result
+        do {
+            let result = try await body(server.boundPort)
+            await server.shutdown()
+            return result
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+
+    static func requestBody(maxTokens: Int, ignoreEOS: Bool = false) -> String {
+        InferdApp.json(
+            BenchRequest(
+                prompt: prompt, stream: true,
+                options: .init(temperature: 0, maxTokens: maxTokens, ignoreEOS: ignoreEOS)))
     }
 
     struct BenchRequest: Encodable {
         struct Options: Encodable {
             var temperature: Float
             var maxTokens: Int
+            var ignoreEOS: Bool
             enum CodingKeys: String, CodingKey {
                 case temperature
                 case maxTokens = "max_tokens"
+                case ignoreEOS = "ignore_eos"
             }
         }
         var prompt: String

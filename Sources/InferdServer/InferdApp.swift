@@ -36,6 +36,7 @@ public final class InferdApp: Sendable {
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }
+        addOpenAIRoutes(to: router)
         return router
     }
 

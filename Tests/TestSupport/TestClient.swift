@@ -221,7 +221,8 @@ public struct SSEReader: Sendable {
 
     public init(text: String = "") { self.text = text }
 
-    /// Everything parsed so far: events and `: comment` lines in order.
+    /// Everything parsed so far: events and `: comment` lines in order. An event has a name, or
+    /// only `data:` lines (OpenAI-style streams; its name is then empty).
     public var items: [String] {
         text.components(separatedBy: "\n\n").dropLast().map { $0 }
     }
@@ -239,6 +240,7 @@ public struct SSEReader: Sendable {
                     e.id = String(line.dropFirst(4))
                 } else if line.hasPrefix("data: ") {
                     data.append(String(line.dropFirst(6)))
+                    isEvent = true
                 }
             }
             e.data = data.joined(separator: "\n")

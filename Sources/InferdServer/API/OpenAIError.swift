@@ -1,0 +1,59 @@
+import HTTPServer
+
+/// An error in OpenAI's shape: `{"error":{"message","type","param","code"}}`. The OpenAI routes
+/// answer every failure with it; `HTTPError`s from the shared paths are converted.
+struct OpenAIError: Error, Sendable, Equatable {
+    var status: Int
+    var message: String
+    var type: String
+    var param: String?
+    var code: String?
+
+    init(status: Int, message: String, type: String, param: String? = nil, code: String?) {
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+    }
+
+    /// The same error from the shared validation and generation paths, with the parameter it is
+    /// about when the caller knows it.
+    init(_ e: HTTPError, param: String? = nil) {
+        self.init(status: e.status, message: e.message, type: e.type, param: param, code: e.code)
+    }
+
+    static func invalid(_ message: String, param: String?, code: String = "invalid_value") -> OpenAIError {
+        OpenAIError(status: 400, message: message, type: "invalid_request_error", param: param, code: code)
+    }
+
+    static func unsupported(_ message: String, param: String?) -> OpenAIError {
+        OpenAIError(
+            status: 400, message: message, type: "invalid_request_error", param: param, code: "unsupported_parameter")
+    }
+
+    static func modelNotFound(_ name: String, served: String) -> OpenAIError {
+        OpenAIError(
+            status: 404, message: "The model '\(name)' does not exist; this server serves '\(served)'",
+            type: "invalid_request_error", param: "model", code: "model_not_found")
+    }
+
+    var response: HTTPResponse { .json(Envelope(error: self), status: status) }
+
+    private struct Envelope: Encodable {
+        let error: OpenAIError
+    }
+}
+
+extension OpenAIError: Encodable {
+    enum CodingKeys: String, CodingKey { case message, type, param, code }
+
+    /// `param` and `code` are always present, null when unknown, as OpenAI sends them.
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(message, forKey: .message)
+        try c.encode(type, forKey: .type)
+        try c.encode(param, forKey: .param)
+        try c.encode(code, forKey: .code)
+    }
+}

@@ -1,0 +1,82 @@
+/// A JSON object read one typed field at a time. Null counts as absent, as in OpenAI's API;
+/// a value of the wrong type is a 400 naming the parameter (`messages[1].content`).
+struct OpenAIFields: Sendable {
+    let values: [String: OpenAIJSON]
+    /// The path of this object in the request, for error messages (empty at the top level).
+    let path: String
+
+    init(_ values: [String: OpenAIJSON], path: String = "") {
+        self.values = values
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    subscript(key: String) -> OpenAIJSON? {
+        guard let v = values[key], !v.isNull else { return nil }
+        return v
+    }
+
+    func typeError(_ key: String, _ expected: String, _ got: OpenAIJSON) -> OpenAIError {
+        .invalid("\(name(key)) must be \(expected), got \(got.typeName)", param: name(key), code: "invalid_type")
+    }
+
+    func string(_ key: String) throws(OpenAIError) -> String? {
+        guard let v = self[key] else { return nil }
+        guard case .string(let s) = v else { throw typeError(key, "a string", v) }
+        return s
+    }
+
+    func bool(_ key: String) throws(OpenAIError) -> Bool? {
+        guard let v = self[key] else { return nil }
+        guard case .bool(let b) = v else { throw typeError(key, "a boolean", v) }
+        return b
+    }
+
+    func int(_ key: String) throws(OpenAIError) -> Int? {
+        guard let v = self[key] else { return nil }
+        switch v {
+        case .int(let i) where i >= Int64(Int.min) && i <= Int64(Int.max): return Int(i)
+        case .double(let d) where d.rounded() == d && abs(d) < 1e15: return Int(d)
+        default: throw typeError(key, "an integer", v)
+        }
+    }
+
+    func float(_ key: String) throws(OpenAIError) -> Float? {
+        guard let v = self[key] else { return nil }
+        guard let d = v.number else { throw typeError(key, "a number", v) }
+        return Float(d)
+    }
+
+    /// `seed`: any 64-bit integer; negative ones keep their bit pattern.
+    func seed(_ key: String) throws(OpenAIError) -> UInt64? {
+        guard let v = self[key] else { return nil }
+        switch v {
+        case .int(let i): return UInt64(bitPattern: i)
+        case .double(let d) where d.rounded() == d && d >= 0 && d < 1.8e19: return UInt64(d)
+        default: throw typeError(key, "an integer", v)
+        }
+    }
+
+    func object(_ key: String) throws(OpenAIError) -> OpenAIFields? {
+        guard let v = self[key] else { return nil }
+        guard case .object(let o) = v else { throw typeError(key, "an object", v) }
+        return OpenAIFields(o, path: name(key))
+    }
+
+    /// `stop`: a string or a list of strings.
+    func stringOrList(_ key: String) throws(OpenAIError) -> [String]? {
+        guard let v = self[key] else { return nil }
+        switch v {
+        case .string(let s): return [s]
+        case .array(let items):
+            var out: [String] = []
+            for item in items {
+                guard case .string(let s) = item else { throw typeError(key, "a string or a list of strings", v) }
+                out.append(s)
+            }
+            return out
+        default: throw typeError(key, "a string or a list of strings", v)
+        }
+    }
+}

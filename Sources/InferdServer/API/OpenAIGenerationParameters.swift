@@ -1,0 +1,47 @@
+/// What chat and text completions share: the model asked for, streaming, and the sampling and
+/// length options, mapped onto the native `GenerationOptionsBody` so validation and defaults are
+/// the native API's.
+struct OpenAIGenerationParameters: Sendable {
+    var model: String
+    var stream: Bool
+    var includeUsage: Bool
+    var options: GenerationOptionsBody
+    /// The field that set `max_tokens`, for error messages.
+    var maxTokensParam: String
+
+    init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
+        guard let model = try f.string("model") else {
+            throw .invalid("you must provide a model parameter", param: "model", code: "missing_required_parameter")
+        }
+        self.model = model
+        stream = try f.bool("stream") ?? false
+        if let so = try f.object("stream_options") {
+            guard stream else {
+                throw .invalid("stream_options is only allowed when stream is true", param: "stream_options")
+            }
+            includeUsage = try so.bool("include_usage") ?? false
+        } else {
+            includeUsage = false
+        }
+        var o = GenerationOptionsBody()
+        o.temperature = try f.float("temperature")
+        o.topP = try f.float("top_p")
+        o.topK = try f.int("top_k")
+        o.minP = try f.float("min_p")
+        o.repeatPenalty = try f.float("repeat_penalty")
+        o.repeatLastN = try f.int("repeat_last_n")
+        o.seed = try f.seed("seed")
+        o.ignoreEos = try f.bool("ignore_eos")
+        if let stop = try f.stringOrList("stop") { o.stop = StopList(stop) }
+        maxTokensParam = maxTokensKeys.last ?? "max_tokens"
+        // The first key present wins (`max_completion_tokens` replaces the deprecated `max_tokens`).
+        for key in maxTokensKeys {
+            if let n = try f.int(key) {
+                o.maxTokens = n
+                maxTokensParam = key
+                break
+            }
+        }
+        options = o
+    }
+}

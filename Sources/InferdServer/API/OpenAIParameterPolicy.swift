@@ -1,0 +1,108 @@
+/// Which OpenAI parameters an endpoint honours, which it accepts and ignores, and which it
+/// refuses. A refused parameter is still accepted with the value that asks for nothing (null,
+/// `false`, `0`, `[]`, `n: 1`…) because many clients send those by default; any other value, and
+/// any parameter OpenAI's API does not have, gets one 400 that names every offender.
+/// The README's "OpenAI-compatible API" section lists the same sets.
+struct OpenAIParameterPolicy: Sendable {
+    /// Honoured (the handler reads them).
+    let supported: Set<String>
+    /// Accepted and without effect.
+    let ignored: Set<String>
+    /// Refused unless the value is neutral; the hint says what to do instead.
+    let refused: [String: Refusal]
+
+    struct Refusal: Sendable {
+        let isNeutral: @Sendable (OpenAIJSON) -> Bool
+        let hint: String
+
+        init(hint: String = "", isNeutral: @escaping @Sendable (OpenAIJSON) -> Bool = { _ in false }) {
+            self.hint = hint
+            self.isNeutral = isNeutral
+        }
+    }
+
+    /// Parameters common to both endpoints that inferd honours, OpenAI's and its extensions.
+    static let common: Set<String> = [
+        "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
+        "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos",
+    ]
+
+    static let commonRefused: [String: Refusal] = [
+        "n": Refusal(hint: "only n=1 is supported") { $0 == .int(1) },
+        "presence_penalty": Refusal(hint: "use the repeat_penalty extension") { $0.number == 0 },
+        "frequency_penalty": Refusal(hint: "use the repeat_penalty extension") { $0.number == 0 },
+        "logit_bias": Refusal { $0 == .object([:]) },
+        "logprobs": Refusal { $0 == .bool(false) },
+    ]
+
+    static let chat = OpenAIParameterPolicy(
+        supported: common.union(["messages", "max_completion_tokens", "session_id"]),
+        ignored: [
+            "user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key",
+            "safety_identifier",
+        ],
+        refused: commonRefused.merging(
+            [
+                "top_logprobs": Refusal { $0.number == 0 },
+                "tools": Refusal(hint: "tool calling is not supported") { $0 == .array([]) },
+                "tool_choice": Refusal { $0 == .string("none") },
+                "functions": Refusal(hint: "function calling is not supported") { $0 == .array([]) },
+                "function_call": Refusal { $0 == .string("none") },
+                "response_format": Refusal(hint: "only plain text output") { $0 == .object(["type": .string("text")]) },
+                "modalities": Refusal(hint: "text only") { $0 == .array([.string("text")]) },
+                "audio": Refusal(hint: "text only"),
+                "prediction": Refusal(),
+                "reasoning_effort": Refusal(),
+                "verbosity": Refusal(),
+                "web_search_options": Refusal(),
+            ], uniquingKeysWith: { a, _ in a }))
+
+    static let completion = OpenAIParameterPolicy(
+        supported: common.union(["prompt"]),
+        ignored: ["user"],
+        refused: commonRefused.merging(
+            [
+                "echo": Refusal { $0 == .bool(false) },
+                "best_of": Refusal(hint: "only best_of=1 is supported") { $0 == .int(1) },
+                "suffix": Refusal(hint: "insertion is not supported") { $0 == .string("") },
+                "logprobs": Refusal { $0 == .bool(false) || $0 == .int(0) },
+            ], uniquingKeysWith: { _, b in b }))
+
+    /// Throws one 400 listing every refused or unknown parameter; `param` names the first.
+    func check(_ fields: OpenAIFields) throws(OpenAIError) {
+        var refusedHere: [String] = []
+        var unknown: [String] = []
+        for key in fields.values.keys.sorted() {
+            let value = fields.values[key]!
+            if supported.contains(key) || ignored.contains(key) { continue }
+            if let refusal = refused[key] {
+                if value.isNull || refusal.isNeutral(value) { continue }
+                let hint = refusal.hint.isEmpty ? "" : " (\(refusal.hint))"
+                refusedHere.append("\(key)=\(value.compactDescription)\(hint)")
+            } else {
+                unknown.append(key)
+            }
+        }
+        guard !refusedHere.isEmpty || !unknown.isEmpty else { return }
+        var parts: [String] = []
+        if !refusedHere.isEmpty { parts.append("unsupported parameters: " + refusedHere.joined(separator: ", ")) }
+        if !unknown.isEmpty { parts.append("unrecognized request arguments: " + unknown.joined(separator: ", ")) }
+        let first = refusedHere.first.map { String($0.prefix { $0 != "=" }) } ?? unknown[0]
+        throw .unsupported(parts.joined(separator: "; "), param: first)
+    }
+}
+
+extension OpenAIJSON {
+    /// A short rendering for error messages: scalars as written, containers by type.
+    var compactDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool(let b): "\(b)"
+        case .int(let i): "\(i)"
+        case .double(let d): "\(d)"
+        case .string(let s): s.count <= 40 ? "\"\(s)\"" : "\"\(s.prefix(40))…\""
+        case .array: "[…]"
+        case .object: "{…}"
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// One `data:` line of an OpenAI stream: `chat.completion.chunk` with a `delta`, or
+/// `text_completion` with a `text` piece. The usage chunk has no choices. With
+/// `include_usage`, every chunk carries `usage` (null until the last), as OpenAI sends it.
+struct OpenAIStreamChunk: Encodable, Sendable {
+    var kind: OpenAICompletionBody.Kind
+    var id: String
+    var created: Int
+    var model: String
+    /// False for the final usage chunk (`choices: []`).
+    var hasChoice = true
+    /// Chat only: set on the first chunk.
+    var role: String?
+    /// The new text; nil in the role and finish chunks of a chat stream.
+    var content: String?
+    var finishReason: String?
+    var includeUsageField = false
+    var usage: OpenAIUsage?
+
+    enum Keys: String, CodingKey {
+        case id, object, created, model, choices, usage, index, delta, role, content, text, logprobs
+        case finishReason = "finish_reason"
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(kind == .chat ? "chat.completion.chunk" : "text_completion", forKey: .object)
+        try c.encode(created, forKey: .created)
+        try c.encode(model, forKey: .model)
+        var choices = c.nestedUnkeyedContainer(forKey: .choices)
+        if hasChoice {
+            var choice = choices.nestedContainer(keyedBy: Keys.self)
+            try choice.encode(0, forKey: .index)
+            switch kind {
+            case .chat:
+                var delta = choice.nestedContainer(keyedBy: Keys.self, forKey: .delta)
+                try delta.encodeIfPresent(role, forKey: .role)
+                try delta.encodeIfPresent(content, forKey: .content)
+            case .text:
+                try choice.encode(content ?? "", forKey: .text)
+            }
+            try choice.encodeNil(forKey: .logprobs)
+            try choice.encode(finishReason, forKey: .finishReason)
+        }
+        if includeUsageField { try c.encode(usage, forKey: .usage) }
+    }
+}

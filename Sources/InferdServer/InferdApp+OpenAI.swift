@@ -1,0 +1,160 @@
+import Engine
+import Foundation
+import HTTPServer
+
+/// The OpenAI-compatible face of the server: `/v1/models`, `/v1/chat/completions` and
+/// `/v1/completions`. Same engine, request Tasks, cancellation, validation and metrics as the
+/// native API; only the wire format differs.
+extension InferdApp {
+    func addOpenAIRoutes(to router: Router) {
+        router.get("/v1/models", openAI { [self] _ in try models() })
+        router.get("/v1/models/{model}", openAI { [self] request in try model(request) })
+        router.post("/v1/chat/completions", openAI { [self] request in try await chatCompletions(request) })
+        router.post("/v1/completions", openAI { [self] request in try await completions(request) })
+    }
+
+    /// Runs an OpenAI handler, answering every error in OpenAI's shape.
+    func openAI(_ handler: @escaping Handler) -> Handler {
+        { request in
+            do {
+                return try await handler(request)
+            } catch let e as OpenAIError {
+                return e.response
+            } catch let e as HTTPError {
+                return OpenAIError(e).response
+            }
+        }
+    }
+
+    /// The names a request may use for the served model: its name, and the GGUF file's base name.
+    func servedModelNames(_ engine: InferenceEngine) -> Set<String> {
+        [engine.modelName, URL(fileURLWithPath: engine.path).deletingPathExtension().lastPathComponent]
+    }
+
+    func checkModel(_ name: String, _ engine: InferenceEngine) throws(OpenAIError) {
+        guard servedModelNames(engine).contains(name) else { throw .modelNotFound(name, served: engine.modelName) }
+    }
+
+    func modelEntry(_ engine: InferenceEngine) -> OpenAIModelList.Model {
+        .init(
+            id: engine.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: engine.contextLength)
+    }
+
+    func models() throws -> HTTPResponse {
+        let engine = try requireEngine()
+        return .json(OpenAIModelList(data: [modelEntry(engine)]))
+    }
+
+    func model(_ request: HTTPRequest) throws -> HTTPResponse {
+        let engine = try requireEngine()
+        let name = request.pathParameters["model"]?.removingPercentEncoding ?? ""
+        try checkModel(name, engine)
+        return .json(modelEntry(engine))
+    }
+
+    /// The body as a JSON object; malformed JSON is 400 `invalid_request_error` (code `invalid_json`).
+    func openAIFields(_ request: HTTPRequest) throws -> OpenAIFields {
+        do {
+            return OpenAIFields(try request.decodeJSON([String: OpenAIJSON].self))
+        } catch let e as HTTPError where e.code == "invalid_request" {
+            throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
+        }
+    }
+
+    /// `POST /v1/chat/completions`.
+    func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let engine = try requireEngine()
+        let chat = try OpenAIChatRequest(try openAIFields(request))
+        try checkModel(chat.parameters.model, engine)
+        // Seam for the `session_id` extension (issue 6): when sessions exist, look the session up
+        // here, take the last user message of `chat.messages` as the new turn, build the prompt
+        // from the session's history, pass its sequence as `GenerationRequest.sequence`, and apply
+        // its `on_busy` policy before generating. Until then it is refused, never silently ignored.
+        if chat.sessionID != nil {
+            throw OpenAIError.unsupported(
+                "session_id: server-side sessions are not available on this server yet", param: "session_id")
+        }
+        let prompt = engine.promptTokens(for: chat.messages)
+        let generation = try openAIGenerationRequest(
+            prompt: prompt, chat.parameters, engine: engine, requestID: request.id, promptParam: "messages")
+        return try await answer(
+            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, engine: engine, request: request)
+    }
+
+    /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
+    /// caller can write its own template) or token ids; no chat template is applied.
+    func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let engine = try requireEngine()
+        let completion = try OpenAICompletionRequest(try openAIFields(request))
+        try checkModel(completion.parameters.model, engine)
+        let prompt: [Int32]
+        switch completion.prompt {
+        case .text(let text):
+            prompt = engine.tokenizer.encode(text, parseSpecial: true)
+        case .tokens(let ids):
+            let vocabulary = engine.tokenizer.vocabularySize
+            if let bad = ids.first(where: { Int($0) >= vocabulary }) {
+                throw OpenAIError.invalid(
+                    "prompt token id \(bad) is outside the vocabulary of \(vocabulary) tokens", param: "prompt")
+            }
+            prompt = ids
+        }
+        guard !prompt.isEmpty else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
+        let generation = try openAIGenerationRequest(
+            prompt: prompt, completion.parameters, engine: engine, requestID: request.id, promptParam: "prompt")
+        return try await answer(
+            generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, engine: engine,
+            request: request)
+    }
+
+    /// The native validation (`makeGenerationRequest`), with its errors naming OpenAI's parameters.
+    func openAIGenerationRequest(
+        prompt: [Int32], _ p: OpenAIGenerationParameters, engine: InferenceEngine, requestID: String,
+        promptParam: String
+    ) throws -> GenerationRequest {
+        do {
+            return try makeGenerationRequest(prompt: prompt, options: p.options, engine: engine, label: requestID)
+        } catch let error as HTTPError {
+            var e = OpenAIError(error)
+            if e.code == "context_length_exceeded" {
+                e.param = promptParam
+            } else if e.message.contains("max_tokens") {
+                e.param = p.maxTokensParam
+                e.message = e.message.replacingOccurrences(of: "max_tokens", with: p.maxTokensParam)
+            } else if e.message.contains("stop") {
+                e.param = "stop"
+            } else if let name = Self.samplingParameterNames.first(where: { e.message.contains("option \($0) ") }) {
+                e.param = name
+            }
+            throw e
+        }
+    }
+
+    static let samplingParameterNames = ["temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"]
+
+    /// Streams, or generates and answers once.
+    func answer(
+        _ generation: GenerationRequest, kind: OpenAICompletionBody.Kind, id: String,
+        _ p: OpenAIGenerationParameters, engine: InferenceEngine, request: HTTPRequest
+    ) async throws -> HTTPResponse {
+        let created = Int(Date().timeIntervalSince1970)
+        let chunk = OpenAIStreamChunk(
+            kind: kind, id: id, created: created, model: engine.modelName, includeUsageField: p.includeUsage)
+        if p.stream {
+            return .eventStream { [self] stream in
+                await streamOpenAI(generation, template: chunk, engine: engine, stream: stream)
+            }
+        }
+        let result = try await runGeneration(generation, engine: engine, requestID: request.id)
+        if result.finishReason == .cancelled {
+            let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
+            throw OpenAIError(
+                status: 503, message: "the request was cancelled (\(reason)) before the answer was complete",
+                type: "server_error", code: "cancelled")
+        }
+        return .json(
+            OpenAICompletionBody(
+                kind: kind, id: id, created: created, model: engine.modelName, content: result.content,
+                finishReason: result.finishReason.rawValue, usage: OpenAIUsage(result.usage)))
+    }
+}

@@ -1,0 +1,59 @@
+import Engine
+import Foundation
+import HTTPServer
+
+extension InferdApp {
+    /// The SSE side of the OpenAI routes, in OpenAI's convention: bare `data:` lines, a role
+    /// chunk first (chat), then one chunk per new piece of text, then a chunk with
+    /// `finish_reason`, the usage chunk when asked for, then `data: [DONE]`. Every chunk is sent
+    /// with `send(data:)`, which never drops or reorders: deltas, unlike snapshots, cannot be
+    /// conflated. A failure or a shutdown mid-way ends the stream with an `error` object and no
+    /// `[DONE]`; after a disconnect nothing more is written.
+    func streamOpenAI(
+        _ generation: GenerationRequest, template: OpenAIStreamChunk, engine: InferenceEngine, stream: EventStream
+    ) async {
+        let tracker = OpenAIDeltaTracker()
+        if template.kind == .chat {
+            var first = template
+            first.role = "assistant"
+            first.content = ""
+            stream.send(data: Self.json(first))
+        }
+        let result: GenerationResult
+        do {
+            result = try await runGeneration(generation, engine: engine, requestID: stream.requestID) { event in
+                guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
+                var chunk = template
+                chunk.content = piece
+                stream.send(data: Self.json(chunk))
+            }
+        } catch {
+            stream.send(data: Self.json(OpenAIStreamError(error: OpenAIError(error))))
+            return
+        }
+        if result.finishReason == .cancelled {
+            let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
+            let error = OpenAIError(
+                status: 503, message: "the request was cancelled (\(reason)) before the answer was complete",
+                type: "server_error", code: "cancelled")
+            stream.send(data: Self.json(OpenAIStreamError(error: error)))
+            return
+        }
+        // Text held back as a possible stop string is released with the result, not a snapshot.
+        if let rest = tracker.delta(for: result.content) {
+            var chunk = template
+            chunk.content = rest
+            stream.send(data: Self.json(chunk))
+        }
+        var finish = template
+        finish.finishReason = result.finishReason.rawValue
+        stream.send(data: Self.json(finish))
+        if template.includeUsageField {
+            var usage = template
+            usage.hasChoice = false
+            usage.usage = OpenAIUsage(result.usage)
+            stream.send(data: Self.json(usage))
+        }
+        stream.send(data: "[DONE]")
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+@testable import InferdServer
+
+/// Reading OpenAI request bodies, the parameter policy and snapshot-to-delta conversion, without
+/// a model or a socket.
+@Suite struct OpenAIRequestTests {
+    func fields(_ json: String) throws -> OpenAIFields {
+        OpenAIFields(try JSONDecoder().decode([String: OpenAIJSON].self, from: Data(json.utf8)))
+    }
+
+    /// The OpenAIError `body` throws, nil when it succeeds (any other error is a test failure).
+    func error(_ body: () throws -> Void) -> OpenAIError? {
+        do {
+            try body()
+            return nil
+        } catch let e as OpenAIError {
+            return e
+        } catch {
+            Issue.record("unexpected error \(error)")
+            return nil
+        }
+    }
+
+    @Test func chatRequestMapsParametersOntoNativeOptions() throws {
+        let f = try fields(
+            #"""
+            {"model": "m", "messages": [{"role": "developer", "content": "Be brief."},
+              {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+             "max_tokens": 5, "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "seed": -1,
+             "stop": "x", "top_k": 3, "min_p": 0.1, "repeat_penalty": 1.2, "stream": true,
+             "stream_options": {"include_usage": true}, "user": "ignored", "n": 1, "logprobs": false}
+            """#)
+        let chat = try OpenAIChatRequest(f)
+        #expect(chat.messages.map(\.role) == [.system, .user])
+        #expect(chat.messages[1].content == "ab")
+        let p = chat.parameters
+        #expect(p.model == "m" && p.stream && p.includeUsage)
+        #expect(p.options.maxTokens == 7 && p.maxTokensParam == "max_completion_tokens")
+        #expect(p.options.temperature == 0.5 && p.options.topP == 0.9 && p.options.topK == 3)
+        #expect(p.options.seed == UInt64.max)
+        #expect(p.options.stop?.values == ["x"])
+        #expect(p.options.repeatPenalty == 1.2 && p.options.minP == 0.1)
+    }
+
+    @Test func refusedAndUnknownParametersAreNamedTogether() throws {
+        let f = try fields(#"{"model": "m", "messages": [], "n": 2, "tools": [{}], "frobnicate": 1}"#)
+        let e = try #require(error { _ = try OpenAIChatRequest(f) })
+        #expect(e.status == 400 && e.code == "unsupported_parameter")
+        #expect(e.param == "n")
+        #expect(e.message.contains("n=2") && e.message.contains("tools") && e.message.contains("frobnicate"))
+    }
+
+    @Test func neutralValuesOfRefusedParametersPass() throws {
+        let f = try fields(
+            #"""
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1, "presence_penalty": 0,
+             "frequency_penalty": 0.0, "tools": [], "tool_choice": "none", "logit_bias": {}, "top_logprobs": 0,
+             "response_format": {"type": "text"}, "functions": null}
+            """#)
+        #expect(error { _ = try OpenAIChatRequest(f) } == nil)
+    }
+
+    @Test func badMessagesNameTheirPath() throws {
+        func param(_ messages: String) throws -> String? {
+            let f = try fields(#"{"model": "m", "messages": \#(messages)}"#)
+            return error { _ = try OpenAIChatRequest(f) }?.param
+        }
+        #expect(try param("[]") == "messages")
+        #expect(try param(#""hi""#) == "messages")
+        #expect(try param(#"[{"role": "user"}]"#) == "messages[0].content")
+        #expect(try param(#"[{"role": "user", "content": 3}]"#) == "messages[0].content")
+        #expect(try param(#"[{"role": "tool", "content": "x"}]"#) == "messages[0].role")
+        #expect(try param(#"[{"role": "user", "content": [{"type": "image_url"}]}]"#) == "messages[0].content[0].type")
+        #expect(
+            try param(#"[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "tool_calls": [{}]}]"#)
+                == "messages[1].tool_calls")
+    }
+
+    @Test func missingModelAndStreamOptionsWithoutStream() throws {
+        let noModel = error { _ = try OpenAIChatRequest(try fields(#"{"messages": []}"#)) }
+        #expect(noModel?.param == "model" && noModel?.code == "missing_required_parameter")
+        let options = error {
+            _ = try OpenAIChatRequest(
+                try fields(
+                    #"{"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}"#
+                ))
+        }
+        #expect(options?.param == "stream_options")
+    }
+
+    @Test func completionPromptsAndDefaults() throws {
+        let text = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": "hi"}"#))
+        #expect(text.prompt == .text("hi"))
+        #expect(text.parameters.options.maxTokens == 16)
+        let ids = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": [1, 2, 3], "max_tokens": 4}"#))
+        #expect(ids.prompt == .tokens([1, 2, 3]) && ids.parameters.options.maxTokens == 4)
+        #expect(try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["one"]}"#)).prompt == .text("one"))
+        let many = error { _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["a", "b"]}"#)) }
+        #expect(many?.param == "prompt" && many?.code == "unsupported_parameter")
+        let echo = error {
+            _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": "a", "echo": true}"#))
+        }
+        #expect(echo?.param == "echo")
+    }
+
+    @Test func deltasAreTheNewSuffixOfEachSnapshot() {
+        let t = OpenAIDeltaTracker()
+        #expect(t.delta(for: "") == nil)
+        #expect(t.delta(for: "Hé") == "Hé")
+        #expect(t.delta(for: "Hé") == nil)
+        #expect(t.delta(for: "Héllo 🌍") == "llo 🌍")
+        #expect(t.delta(for: "Other") == nil)
+        #expect(t.text == "Héllo 🌍")
+    }
+
+    @Test func errorsEncodeAllFourFieldsWithNulls() throws {
+        let r = OpenAIError.invalid("bad", param: nil, code: "x").response
+        guard case .bytes(let bytes) = r.body else {
+            Issue.record("expected a body")
+            return
+        }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let error = try #require(json["error"] as? [String: Any])
+        #expect(Set(error.keys) == ["message", "type", "param", "code"])
+        #expect(error["param"] is NSNull)
+        #expect(r.status == 400)
+    }
+}
