@@ -25,6 +25,8 @@ let package = Package(
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
+        // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
+        .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),

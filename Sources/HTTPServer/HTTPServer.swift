@@ -544,7 +544,7 @@ public final class HTTPServer: Sendable {
         return withExtendedLifetime(box) { box.items }
     }
 
-    static func isValidRequestID(_ s: String) -> Bool {
+    package static func isValidRequestID(_ s: String) -> Bool {
         let utf8 = s.utf8
         guard (1...64).contains(utf8.count) else { return false }
         return utf8.allSatisfy { c in

@@ -23,7 +23,7 @@ public final class Router: Sendable {
         case parameter(String)
     }
 
-    enum Match {
+    package enum Match {
         case found(pattern: String, handler: Handler, parameters: [String: String])
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
@@ -65,7 +65,7 @@ public final class Router: Sendable {
         }
     }
 
-    func match(_ method: HTTPMethod, _ path: String) -> Match {
+    package func match(_ method: HTTPMethod, _ path: String) -> Match {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         let all = routes.withLock { $0 }
         // (route, parameters, literal count) for every pattern matching the path.

@@ -183,7 +183,7 @@ public struct HTTPRequest: Sendable {
     /// The deepest nesting of `[` and `{` outside strings, counting no further than one past
     /// `stopAfter`. A linear scan with no recursion: it only has to be right for valid JSON, and
     /// for anything else it just has to end (the decoder then reports the syntax error).
-    static func nestingDepth(_ bytes: [UInt8], stopAfter limit: Int) -> Int {
+    package static func nestingDepth(_ bytes: [UInt8], stopAfter limit: Int) -> Int {
         var depth = 0
         var deepest = 0
         var inString = false
@@ -214,7 +214,7 @@ public struct HTTPRequest: Sendable {
         return deepest
     }
 
-    static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
+    package static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
         var offset = 0

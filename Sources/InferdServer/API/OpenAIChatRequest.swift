@@ -1,13 +1,13 @@
 import Engine
 
 /// `POST /v1/chat/completions`, read from its JSON object.
-struct OpenAIChatRequest: Sendable {
+package struct OpenAIChatRequest: Sendable {
     var messages: [ChatMessage]
     var parameters: OpenAIGenerationParameters
     /// The `session_id` extension: not served yet (see `InferdApp.chatCompletions`).
     var sessionID: String?
 
-    init(_ f: OpenAIFields) throws(OpenAIError) {
+    package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
         sessionID = try f.string("session_id")
