@@ -15,21 +15,22 @@ if [ ! -x "$bin" ]; then
   echo "compat: no server binary at $bin (build first: make build)" >&2
   exit 1
 fi
-if ! "$venv/bin/python" -c 'import openai, pytest' 2>/dev/null; then
+if ! "$venv/bin/python" -c "import openai, pytest; assert openai.__version__ == '3.57.0'" 2>/dev/null; then
   echo "compat: creating $venv (openai, pytest from PyPI)" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check openai pytest
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "pytest==9.2.0"
 fi
 
 log=$(mktemp)
-"$bin" serve --port 0 --model "$model" --log-format text >"$log" 2>&1 &
+data=$(mktemp -d)
+"$bin" serve --port 0 --model "$model" --data-dir "$data" --log-format text >"$log" 2>&1 &
 pid=$!
 stop_server() {
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   fi
-  rm -f "$log"
+  rm -rf "$log" "$data"
 }
 trap stop_server EXIT
 

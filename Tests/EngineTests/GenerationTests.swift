@@ -106,8 +106,9 @@ import Testing
                 onEvent: seen.record)
         }
         try await Task.sleep(for: .milliseconds(150))
-        let callsAtCancel = p.calls.withLock { $0.count }
         task.cancel()
+        // Read after cancel(): a step already past its cancellation check may still start.
+        let callsAtCancel = p.calls.withLock { $0.count }
         let result = try await task.value
         // generate returned only after the engine stopped: nothing in flight, nothing more runs.
         #expect(p.inFlight.load(ordering: .relaxed) == 0)

@@ -49,7 +49,7 @@ struct RunningServer {
         return RunningServer(app: app, server: server, metrics: metrics, logs: logs)
     }
 
-    func client(timeout: Double = 30) throws -> TestClient { try TestClient(port: port, timeout: timeout) }
+    func client(timeout: Double = 120) throws -> TestClient { try TestClient(port: port, timeout: timeout) }
 
     func cancelledGenerations() -> Double {
         metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
