@@ -162,13 +162,18 @@ def get(port, path, headers=None):
     return status_of(data), data.split(b"\r\n\r\n", 1)[-1]
 
 
-def server_request_total(port):
+def server_metrics(port):
+    """(HTTP requests completed, generations by finish reason) from the server's /metrics."""
     _, body = get(port, "/metrics", {"Authorization": f"Bearer {KEY}"})
     total = 0.0
+    finishes = {}
     for line in body.decode(errors="replace").splitlines():
         if line.startswith("inferd_http_requests_total{"):
             total += float(line.rsplit(" ", 1)[1])
-    return total
+        m = re.match(r'inferd_generations_total\{finish_reason="(\w+)"\} (\S+)', line)
+        if m:
+            finishes[m.group(1)] = int(float(m.group(2)))
+    return total, finishes
 
 
 def main():
@@ -228,7 +233,7 @@ def main():
     alive = proc.poll() is None
     final = proc_stats(proc.pid) if alive else None
     monitors = MONITOR["answered"]  # a request is counted when it completes: /metrics cannot count itself
-    served = server_request_total(port) if alive else -1
+    served, finishes = server_metrics(port) if alive else (-1, {})
     health_ok = alive and get(port, "/health")[0] == 200
 
     proc.send_signal(signal.SIGTERM)
@@ -258,6 +263,7 @@ def main():
     for kind in sorted(counts.kinds):
         print(f"    {kind:18} " + ", ".join(f"{k} {v}" for k, v in sorted(counts.kinds[kind].items())))
     print(f"  server counted {served:.0f} HTTP requests (sent {c['sent']} + {monitors} health probes)")
+    print("  server generations by finish reason: " + ", ".join(f"{k} {v}" for k, v in sorted(finishes.items())))
     fmt = lambda s: f"threads {s['threads']}, fds {s['fds']}, RSS {s['rss_mb']:.1f} MB" if s else "n/a"
     print(f"  after warm-up: {fmt(warm)}\n  peak:          {fmt(peak)}\n  after load:    {fmt(final)}")
     for f in counts.failures:

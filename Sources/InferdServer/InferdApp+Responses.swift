@@ -60,11 +60,6 @@ extension InferdApp {
             guard requested >= 1 else {
                 throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
             }
-            guard requested <= configuration.maxTokensLimit else {
-                throw HTTPError.badRequest(
-                    "max_tokens is \(requested); this server allows at most \(configuration.maxTokensLimit)",
-                    code: "max_tokens_too_large")
-            }
             maxTokens = requested
         } else {
             // Without an explicit budget, answer as much as fits (up to the configured default and limit).
@@ -77,6 +72,12 @@ extension InferdApp {
                 message:
                     "\(GenerationError.contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))",
                 type: "invalid_request_error", code: "context_length_exceeded")
+        }
+        // After the context check, so a request that could never fit is told so first.
+        guard maxTokens <= configuration.maxTokensLimit else {
+            throw HTTPError.badRequest(
+                "max_tokens is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large")
         }
         var request = GenerationRequest(
             promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)

@@ -22,7 +22,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Longest prompt (in tokens, after the chat template) a request may send.
     public var maxPromptTokens = 4096
     /// Largest `max_tokens` a request may ask for.
-    public var maxTokensLimit = 2048
+    public var maxTokensLimit = 4096
     /// Deepest array/object nesting accepted in a JSON body.
     public var maxJSONDepth = 32
     /// API keys: "" (none: no authentication), a comma-separated list, or "@/path/file" with one

@@ -55,7 +55,7 @@ import Testing
 
     @Test func defaultsAreSafe() {
         let c = ServerConfiguration()
-        #expect(c.maxPromptTokens == 4096 && c.maxTokensLimit == 2048 && c.maxJSONDepth == 32)
+        #expect(c.maxPromptTokens == 4096 && c.maxTokensLimit == 4096 && c.maxJSONDepth == 32)
         #expect(c.maxBodyBytes == 1 << 20 && c.headerMemoryLimitBytes == 32 << 10)
         #expect(c.connectionLimit == 512 && c.connectionTimeoutSeconds == 30)
     }
