@@ -115,6 +115,9 @@ struct ExchangeState {
     /// The owner wants the Task stopped.
     mutating func cancel(_ reason: CancellationReason) -> CancelAction {
         guard taskStarted, !taskFinished, cancelReason == nil else { return .none }
+        // The handler already gave its complete answer: the Task is only returning. A client
+        // that reads that answer and hangs up at once has not interrupted anything.
+        if reason == .clientDisconnected && head?.body != nil { return .none }
         cancelReason = reason
         eventsAtCancel = sse.eventsAccepted
         return .cancelTask(reason)
@@ -123,11 +126,8 @@ struct ExchangeState {
     /// libmicrohttpd finished with the request (NOTIFY_COMPLETED): the connection must never be
     /// touched again, and a Task still running is cancelled so it does not outlive it.
     mutating func closed() -> CancelAction {
-        let answered = phase == .responding && head?.body != nil
         phase = .closed
         suspended = false
-        // A complete (non-stream) answer was sent: the Task is only returning, nothing to cancel.
-        if answered { return .none }
         return cancel(.clientDisconnected)
     }
 

@@ -21,7 +21,7 @@ enum GenerateCommand {
             showStats = options.flags.contains("stats")
             let path = options.last("model") ?? ServerConfiguration().model
             let threads = try options.int("threads") ?? ProcessInfo.processInfo.activeProcessorCount
-            engine = try InferenceEngine(path: path, threads: max(1, threads))
+            let requestedMaxTokens = try options.int("max-tokens")
             var sampling = SamplingOptions()
             if let v = try options.float("temperature") { sampling.temperature = v }
             if let v = try options.int("top-k") { sampling.topK = v }
@@ -29,14 +29,19 @@ enum GenerateCommand {
             if let v = try options.float("min-p") { sampling.minP = v }
             if let v = try options.float("repeat-penalty") { sampling.repeatPenalty = v }
             if let v = try options.int("seed") { sampling.seed = UInt64(truncatingIfNeeded: v) }
+            try sampling.validate()
+            // Options are checked before the model loads, so a typo fails at once.
+            engine = try InferenceEngine(path: path, threads: max(1, threads))
             var messages: [ChatMessage] = []
             if let system = options.last("system") { messages.append(ChatMessage(role: .system, content: system)) }
             messages.append(ChatMessage(role: .user, content: options.positional[0]))
             let prompt = engine.promptTokens(for: messages)
-            let maxTokens = try options.int("max-tokens") ?? min(512, engine.contextLength - prompt.count)
+            let maxTokens = requestedMaxTokens ?? min(512, engine.contextLength - prompt.count)
             request = GenerationRequest(
                 promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: options.values["stop"] ?? [])
         } catch let error as ConfigurationError {
+            return InferdCLI.fail(error.description, code: 2)
+        } catch let error as GenerationError {
             return InferdCLI.fail(error.description, code: 2)
         } catch {
             return InferdCLI.fail("\(error)")

@@ -93,6 +93,22 @@ struct ExchangeStateTests {
         #expect(s.cancelReason == nil)
     }
 
+    @Test func hangUpAfterACompleteAnswerIsNotACancellation() {
+        var s = ExchangeState()
+        s.started()
+        _ = s.respond(head)
+        // The client read the answer and closed before the Task returned.
+        #expect(s.cancel(.clientDisconnected) == .none)
+        #expect(s.cancel(.shutdown) == .cancelTask(.shutdown))
+    }
+
+    @Test func hangUpDuringAStreamIsACancellation() {
+        var s = ExchangeState()
+        s.started()
+        _ = s.respond(ResponseHead(status: 200, headers: [], body: nil))
+        #expect(s.cancel(.clientDisconnected) == .cancelTask(.clientDisconnected))
+    }
+
     @Test func directAnswerSkipsTheTask() {
         var s = ExchangeState()
         s.answerDirectly(ResponseHead(status: 413, headers: [], body: []))

@@ -55,7 +55,7 @@ import Testing
 
     @Test func badArgumentsAreClearErrors() async throws {
         let r = try await run(["generate", "--model", Self.model, "--max-tokens", "many", "hi"])
-        #expect(r.status == 2 && r.stderr.contains("--max-tokens"))
+        #expect(r.status == 2 && r.stderr.contains("--max-tokens"), "status \(r.status): \(r.stderr)")
         let missing = try await run(["tokenize", "--model", "/nonexistent.gguf", "hi"])
         #expect(missing.status == 1 && missing.stderr.contains("/nonexistent.gguf"))
         let unknown = try await run(["serve", "--prot", "1"])
