@@ -14,6 +14,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // GnuTLS's client side, for `inferd healthcheck` against an HTTPS server.
+        .systemLibrary(
+            name: "CGnuTLS",
+            pkgConfig: "gnutls",
+            providers: [.apt(["libgnutls28-dev"])]
+        ),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
@@ -23,7 +29,7 @@ let package = Package(
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
         .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry"]),
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry", "CGnuTLS"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),

@@ -65,6 +65,12 @@ import Testing
         // An unverified client is refused by curl itself; plain HTTP gets no HTTP answer.
         let untrusted = try await Self.run("curl", ["-sS", "--max-time", "10", url + "/health"])
         #expect(untrusted.status != 0)
+        // `inferd healthcheck` speaks HTTPS when tls_cert is set.
+        let tlsArgs = [
+            "--port", "\(s.port)", "--tls-cert", cacert, "--tls-key", dir.appendingPathComponent("key.pem").path,
+        ]
+        #expect(HealthcheckCommand.run(arguments: tlsArgs) == 0)
+        #expect(HealthcheckCommand.run(arguments: ["--port", "\(s.port)"]) == 1)
         let plain = try await Self.run(
             "curl",
             ["-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(s.port)/health"])
