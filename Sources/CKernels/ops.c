@@ -101,6 +101,27 @@ CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d
     return _mm256_add_ps(t80, t81);
 }
 
+// acc[l][d] = sum over keys j < n with j % lanes == l, in increasing j, of fma(v_j[d], w_j, .):
+// the per-lane partial sums of a `lanes`-wide vector dot product over the keys. Each lane's
+// sums stay in registers while its keys go by (head_dim <= 256: at most 32 ymm, the compiler
+// spills beyond its register file but the order of operations is fixed).
+CK_FAST static void accumulate_lanes(float *acc, int lanes, int hd, const uint16_t *vbase, int kv_stride,
+                                     const float *w, int n) {
+    const int nv = hd / 8;
+    for (int l = 0; l < lanes; l++) {
+        __m256 a[CK_MAX_HEAD_DIM / 8];
+        for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+        for (int j = l; j < n; j += lanes) {
+            const uint16_t *vj = vbase + (size_t)j * kv_stride;
+            const __m256 wj = _mm256_set1_ps(w[j]);
+            for (int v = 0; v < nv; v++) {
+                a[v] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), wj, a[v]);
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(acc + (size_t)l * hd + 8 * v, a[v]);
+    }
+}
+
 // head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: n_kv floats.
 CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h, float *acc, float *scores) {
     const int hd = p->head_dim;
@@ -152,50 +173,46 @@ CK_FAST static void attention_unit_fast(const ck_attention_args *p, int t, int h
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     if (batched) {
         // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
-        for (int i = 0; i < 16 * hd; i++) acc[i] = 0.0f;
-        for (int j = 0; j < nk; j++) {
-            const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
-            float *a = acc + (size_t)(j & 15) * hd;
-            const __m256 w = _mm256_set1_ps(scores[j]);
-            for (int v = 0; v < nv; v++) {
-                const __m256 cur = _mm256_loadu_ps(a + 8 * v);
-                _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
-            }
-        }
+        accumulate_lanes(acc, 16, hd, vbase, p->kv_stride, scores, nk);
         for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
         return;
     }
     // ggml_vec_dot_f16 per output dimension over the padded key range.
     const int np = n_kv & ~63;
     const int nmain = nk < np ? nk : np;
-    for (int i = 0; i < 64 * hd; i++) acc[i] = 0.0f;
-    for (int j = 0; j < nmain; j++) {
-        const uint16_t *vj = vbase + (size_t)j * p->kv_stride;
-        float *a = acc + (size_t)(j & 63) * hd;
-        const __m256 w = _mm256_set1_ps(scores[j]);
-        for (int v = 0; v < nv; v++) {
-            const __m256 cur = _mm256_loadu_ps(a + 8 * v);
-            _mm256_storeu_ps(a + 8 * v, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), w, cur));
-        }
-    }
-    // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
-    for (int l = 0; l < 16; l++) {
-        float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
-        const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
-        for (int v = 0; v < nv; v++) {
-            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
-            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
-            _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
-        }
-    }
-    for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
-    if (nk > np) {
-        for (int d = 0; d < hd; d++) {
-            double s = (double)out[d];
-            for (int j = np; j < nk; j++) {
-                s += (double)(scores[j] * _cvtsh_ss(vbase[(size_t)j * p->kv_stride + d]));
+    if (nmain > 0) {
+        accumulate_lanes(acc, 64, hd, vbase, p->kv_stride, scores, nmain);
+        // fold the four 16-lane sums (lanes l, 16+l, 32+l, 48+l): (0+2) + (1+3)
+        for (int l = 0; l < 16; l++) {
+            float *a0 = acc + (size_t)l * hd, *a1 = acc + (size_t)(16 + l) * hd;
+            const float *a2 = acc + (size_t)(32 + l) * hd, *a3 = acc + (size_t)(48 + l) * hd;
+            for (int v = 0; v < nv; v++) {
+                const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(a0 + 8 * v), _mm256_loadu_ps(a2 + 8 * v));
+                const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * v), _mm256_loadu_ps(a3 + 8 * v));
+                _mm256_storeu_ps(a0 + 8 * v, _mm256_add_ps(x0, x1));
             }
-            out[d] = (float)s;
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, reduce16_over_d(acc, hd, 8 * v));
+    } else {
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(out + 8 * v, _mm256_setzero_ps());
+    }
+    // Leftover keys (beyond the last full 64) in double, key by key, 4 output dims per register.
+    // The f16 x f16 products are exact in float, so converting them to double loses nothing.
+    if (nk > np) {
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            const int dn = hd - d0 < 32 ? hd - d0 : 32;  // a multiple of 8
+            __m256d s[8];
+            for (int g = 0; g < dn / 4; g++) s[g] = _mm256_cvtps_pd(_mm_loadu_ps(out + d0 + 4 * g));
+            for (int j = np; j < nk; j++) {
+                const uint16_t *vj = vbase + (size_t)j * p->kv_stride + d0;
+                const __m256 w = _mm256_set1_ps(scores[j]);
+                for (int g = 0; g < dn / 8; g++) {
+                    const __m256 prod = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * g))), w);
+                    s[2 * g] = _mm256_add_pd(s[2 * g], _mm256_cvtps_pd(_mm256_castps256_ps128(prod)));
+                    s[2 * g + 1] = _mm256_add_pd(s[2 * g + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(prod, 1)));
+                }
+            }
+            for (int g = 0; g < dn / 4; g++) _mm_storeu_ps(out + d0 + 4 * g, _mm256_cvtpd_ps(s[g]));
         }
     }
 }
@@ -227,32 +244,23 @@ void ck_attention_units(const ck_attention_args *p, int u0, int u1, int slot) {
 typedef struct {
     const ck_attention_args *args;
     int fast;
-    _Atomic int next;
-    int units;
 } attention_job;
 
-static void attention_task(void *ctx, int ith, int nth) {
-    (void)nth;
-    attention_job *job = (attention_job *)ctx;
-    for (;;) {
-        const int u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-        if (u >= job->units) break;
-        attention_units_with(job->fast, job->args, u, u + 1, ith);
-    }
+static void attention_chunk(void *ctx, int u, int thread) {
+    const attention_job *job = (const attention_job *)ctx;
+    attention_units_with(job->fast, job->args, u, u + 1, thread);
 }
 
 void ck_attention(ck_pool *pool, const ck_attention_args *args) {
     const int units = args->n_tokens * args->n_head;
-    if (!pool || ck_pool_size(pool) <= 1 || units < 2) {
-        ck_attention_units(args, 0, units, 0);
-        return;
-    }
     attention_job job;
     job.args = args;
     job.fast = ck_fast_paths_enabled();
-    job.units = units;
-    atomic_init(&job.next, 0);
-    ck_pool_run(pool, attention_task, &job);
+    if (!pool || ck_pool_size(pool) <= 1 || units < 2) {
+        attention_units_with(job.fast, args, 0, units, 0);
+        return;
+    }
+    ck_pool_run_chunks(pool, attention_chunk, &job, units);
 }
 
 // MARK: - Element-wise

@@ -1,7 +1,7 @@
 // A fixed pool of compute threads. The caller publishes a task by bumping a generation counter;
 // workers spin briefly on it (tasks inside one forward pass follow each other within
-// microseconds), then sleep on a futex. The caller runs share 0 itself and spins until the
-// workers are done. No allocation after creation.
+// microseconds), then sleep on a futex. Everyone, the caller included, claims chunks of the task
+// until none is left. No allocation after creation.
 #define _GNU_SOURCE
 #include <limits.h>
 #include <pthread.h>
@@ -24,14 +24,20 @@ typedef struct {
     int index;
 } ck_worker;
 
+// A task is a number of chunks. Threads claim chunk indices with a CAS on `claim`
+// (generation << 32 | next index); the caller returns when `done` reaches the chunk count. A
+// worker that was descheduled, or is slow to wake, simply finds nothing left to claim: the
+// caller never waits for a thread, only for chunks already claimed.
 struct ck_pool {
     int n;
     pthread_t *threads;
     ck_worker *workers;
-    ck_task_fn fn;
+    ck_chunk_fn fn;
     void *ctx;
-    _Atomic uint32_t generation;
-    _Atomic int pending;
+    int n_chunks;
+    _Atomic uint64_t claim;
+    _Atomic uint32_t generation;  // futex word, mirrors the high half of claim
+    _Atomic int done;
     _Atomic int sleepers;
     _Atomic int stop;
 #if !CK_HAVE_FUTEX
@@ -63,6 +69,24 @@ static void pool_wake_all(ck_pool *pool) {
 #endif
 }
 
+// Claims and runs chunks of generation `g` until none is left.
+static void pool_work(ck_pool *pool, uint32_t g, int thread) {
+    for (;;) {
+        uint64_t s = atomic_load_explicit(&pool->claim, memory_order_acquire);
+        if ((uint32_t)(s >> 32) != g) return;
+        const uint32_t i = (uint32_t)s;
+        // n_chunks cannot change while chunks of g remain unclaimed (the caller is still waiting);
+        // if it was already replaced, the CAS below fails on the generation.
+        if (i >= (uint32_t)pool->n_chunks) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &s, s + 1, memory_order_acq_rel,
+                                                   memory_order_acquire)) {
+            continue;
+        }
+        pool->fn(pool->ctx, (int)i, thread);
+        atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+    }
+}
+
 static void *worker_main(void *arg) {
     ck_worker *w = (ck_worker *)arg;
     ck_pool *pool = w->pool;
@@ -81,8 +105,7 @@ static void *worker_main(void *arg) {
         }
         seen = g;
         if (atomic_load_explicit(&pool->stop, memory_order_acquire)) break;
-        pool->fn(pool->ctx, w->index, pool->n);
-        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+        pool_work(pool, g, w->index);
     }
     return NULL;
 }
@@ -92,8 +115,9 @@ ck_pool *ck_pool_create(int n_threads) {
     ck_pool *pool = (ck_pool *)calloc(1, sizeof(ck_pool));
     if (!pool) return NULL;
     pool->n = n_threads;
+    atomic_init(&pool->claim, 0);
     atomic_init(&pool->generation, 0);
-    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->done, 0);
     atomic_init(&pool->sleepers, 0);
     atomic_init(&pool->stop, 0);
 #if !CK_HAVE_FUTEX
@@ -114,26 +138,26 @@ ck_pool *ck_pool_create(int n_threads) {
 
 int ck_pool_size(const ck_pool *pool) { return pool ? pool->n : 1; }
 
-static void pool_publish(ck_pool *pool) {
-    atomic_fetch_add(&pool->generation, 1);  // seq_cst: ordered before the sleepers load
-    if (atomic_load(&pool->sleepers) > 0) pool_wake_all(pool);
-}
-
-void ck_pool_run(ck_pool *pool, ck_task_fn fn, void *ctx) {
-    if (!pool || pool->n <= 1) {
-        fn(ctx, 0, 1);
+void ck_pool_run_chunks(ck_pool *pool, ck_chunk_fn fn, void *ctx, int n_chunks) {
+    if (n_chunks <= 0) return;
+    if (!pool || pool->n <= 1 || n_chunks == 1) {
+        for (int i = 0; i < n_chunks; i++) fn(ctx, i, 0);
         return;
     }
     pool->fn = fn;
     pool->ctx = ctx;
-    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
-    pool_publish(pool);
-    fn(ctx, 0, pool->n);
+    pool->n_chunks = n_chunks;
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+    const uint32_t g = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
+    atomic_store(&pool->claim, (uint64_t)g << 32);  // seq_cst: publishes fn, ctx, n_chunks
+    atomic_store(&pool->generation, g);
+    if (atomic_load(&pool->sleepers) > 0) pool_wake_all(pool);
+    pool_work(pool, g, 0);
     int spins = 0;
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) {
+    while (atomic_load_explicit(&pool->done, memory_order_acquire) < n_chunks) {
         ck_cpu_relax();
         if (++spins > 4096) {
-            sched_yield();  // a worker may have been descheduled by another process
+            sched_yield();  // the thread running the last chunk may have been descheduled
             spins = 0;
         }
     }
@@ -143,7 +167,7 @@ void ck_pool_destroy(ck_pool *pool) {
     if (!pool) return;
     if (pool->n > 1) {
         atomic_store(&pool->stop, 1);
-        pool_publish(pool);
+        atomic_fetch_add(&pool->generation, 1);
         pool_wake_all(pool);
         for (int i = 1; i < pool->n; i++) pthread_join(pool->threads[i], NULL);
     }

@@ -329,6 +329,217 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
     return hsum8(acc);
 }
 
+// Four weight rows against one or two activation rows: the same per-row arithmetic as the
+// single-row kernels (each output keeps its own accumulator and block order), with activation
+// loads and scale conversions shared, and four to eight independent dependency chains. The scale
+// products of the four rows come from one conversion: lanes [d0 m0 d1 m1 d2 m2 d3 m3] times
+// [da sa da sa ...]; even lanes are d_r * d_a, odd lanes feed the summs chains (lane-wise FMA, so
+// each chain is the scalar FMA chain of the single-row kernel).
+#define CK_Q41_KERNELS(SUFFIX, TARGET, DOT)                                                                          \
+    TARGET static inline __m256 q41_scales_##SUFFIX(const ck_block_q4_1 *w0, const ck_block_q4_1 *w1,                \
+                                                    const ck_block_q4_1 *w2, const ck_block_q4_1 *w3) {               \
+        int32_t b0, b1, b2, b3;                                                                                      \
+        memcpy(&b0, w0, 4);                                                                                          \
+        memcpy(&b1, w1, 4);                                                                                          \
+        memcpy(&b2, w2, 4);                                                                                          \
+        memcpy(&b3, w3, 4);                                                                                          \
+        __m128i dm = _mm_cvtsi32_si128(b0);                                                                          \
+        dm = _mm_insert_epi32(dm, b1, 1);                                                                            \
+        dm = _mm_insert_epi32(dm, b2, 2);                                                                            \
+        dm = _mm_insert_epi32(dm, b3, 3);                                                                            \
+        return _mm256_cvtph_ps(dm);                                                                                  \
+    }                                                                                                                \
+    TARGET static inline __m256 q81_scales_##SUFFIX(const ck_block_q8_1 *a) {                                        \
+        int32_t b;                                                                                                   \
+        memcpy(&b, a, 4);                                                                                            \
+        const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(b));                                                        \
+        return _mm256_castpd_ps(_mm256_broadcastsd_pd(_mm_castps_pd(ds)));                                           \
+    }                                                                                                                \
+    TARGET static void dot4_q4_1_##SUFFIX(int k, const ck_block_q4_1 *w, size_t wrb, const ck_block_q8_1 *a,          \
+                                          float *out) {                                                              \
+        const int nb = k / CK_QK;                                                                                    \
+        const ck_block_q4_1 *w0 = w, *w1 = w + wrb, *w2 = w + 2 * wrb, *w3 = w + 3 * wrb;                            \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                              \
+        __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();                                              \
+        __m256 summs = _mm256_setzero_ps();                                                                          \
+        const __m256i mask = _mm256_set1_epi8(0x0f);                                                                 \
+        const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);                                            \
+        const size_t ahead = 8 * wrb * sizeof(ck_block_q4_1);                                                        \
+        for (int i = 0; i < nb; i++) {                                                                               \
+            if ((i & 1) == 0) {                                                                                      \
+                _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);                                             \
+                _mm_prefetch((const char *)&w1[i] + ahead, _MM_HINT_T0);                                             \
+                _mm_prefetch((const char *)&w2[i] + ahead, _MM_HINT_T0);                                             \
+                _mm_prefetch((const char *)&w3[i] + ahead, _MM_HINT_T0);                                             \
+            }                                                                                                        \
+            const __m256 dm = q41_scales_##SUFFIX(&w0[i], &w1[i], &w2[i], &w3[i]);                                   \
+            const __m256 as = q81_scales_##SUFFIX(&a[i]);                                                            \
+            const __m256 prod = _mm256_mul_ps(dm, as);                                                               \
+            summs = _mm256_fmadd_ps(dm, as, summs);                                                                  \
+            const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);                                         \
+            CK_Q41_STEP(DOT, w0, acc0, prod, 0, aq);                                                                 \
+            CK_Q41_STEP(DOT, w1, acc1, prod, 2, aq);                                                                 \
+            CK_Q41_STEP(DOT, w2, acc2, prod, 4, aq);                                                                 \
+            CK_Q41_STEP(DOT, w3, acc3, prod, 6, aq);                                                                 \
+        }                                                                                                            \
+        float sm[8];                                                                                                 \
+        _mm256_storeu_ps(sm, summs);                                                                                 \
+        out[0] = hsum8(acc0) + sm[1];                                                                                \
+        out[1] = hsum8(acc1) + sm[3];                                                                                \
+        out[2] = hsum8(acc2) + sm[5];                                                                                \
+        out[3] = hsum8(acc3) + sm[7];                                                                                \
+    }                                                                                                                \
+    /* Four rows x two tokens: the unpacked weights and their scales serve both tokens. */                          \
+    TARGET static void dot4x2_q4_1_##SUFFIX(int k, const ck_block_q4_1 *w, size_t wrb, const ck_block_q8_1 *a,        \
+                                            const ck_block_q8_1 *b, float *out_a, float *out_b) {                    \
+        const int nb = k / CK_QK;                                                                                    \
+        const ck_block_q4_1 *w0 = w, *w1 = w + wrb, *w2 = w + 2 * wrb, *w3 = w + 3 * wrb;                            \
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(); \
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps(); \
+        __m256 summs_a = _mm256_setzero_ps(), summs_b = _mm256_setzero_ps();                                         \
+        const __m256i mask = _mm256_set1_epi8(0x0f);                                                                 \
+        const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);                                            \
+        for (int i = 0; i < nb; i++) {                                                                               \
+            const __m256 dm = q41_scales_##SUFFIX(&w0[i], &w1[i], &w2[i], &w3[i]);                                   \
+            const __m256 as = q81_scales_##SUFFIX(&a[i]);                                                            \
+            const __m256 bs = q81_scales_##SUFFIX(&b[i]);                                                            \
+            const __m256 pa = _mm256_mul_ps(dm, as);                                                                 \
+            const __m256 pb = _mm256_mul_ps(dm, bs);                                                                 \
+            summs_a = _mm256_fmadd_ps(dm, as, summs_a);                                                              \
+            summs_b = _mm256_fmadd_ps(dm, bs, summs_b);                                                              \
+            const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);                                         \
+            const __m256i bq = _mm256_loadu_si256((const __m256i *)b[i].qs);                                         \
+            CK_Q41_STEP2(DOT, w0, a0, b0, 0);                                                                        \
+            CK_Q41_STEP2(DOT, w1, a1, b1, 2);                                                                        \
+            CK_Q41_STEP2(DOT, w2, a2, b2, 4);                                                                        \
+            CK_Q41_STEP2(DOT, w3, a3, b3, 6);                                                                        \
+        }                                                                                                            \
+        float sa[8], sb[8];                                                                                          \
+        _mm256_storeu_ps(sa, summs_a);                                                                               \
+        _mm256_storeu_ps(sb, summs_b);                                                                               \
+        out_a[0] = hsum8(a0) + sa[1];                                                                                \
+        out_a[1] = hsum8(a1) + sa[3];                                                                                \
+        out_a[2] = hsum8(a2) + sa[5];                                                                                \
+        out_a[3] = hsum8(a3) + sa[7];                                                                                \
+        out_b[0] = hsum8(b0) + sb[1];                                                                                \
+        out_b[1] = hsum8(b1) + sb[3];                                                                                \
+        out_b[2] = hsum8(b2) + sb[5];                                                                                \
+        out_b[3] = hsum8(b3) + sb[7];                                                                                \
+    }
+
+#define CK_Q41_STEP(DOT, W, ACC, PROD, LANE, AQ)                                                                   \
+    do {                                                                                                           \
+        const __m256 d = _mm256_permutevar8x32_ps(PROD, _mm256_set1_epi32(LANE));                                  \
+        const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)W[i].qs));               \
+        const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);                                  \
+        ACC = _mm256_fmadd_ps(d, DOT(q, AQ), ACC);                                                                 \
+    } while (0)
+
+#define CK_Q41_STEP2(DOT, W, ACCA, ACCB, LANE)                                                                     \
+    do {                                                                                                           \
+        const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)W[i].qs));               \
+        const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);                                  \
+        ACCA = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pa, _mm256_set1_epi32(LANE)), DOT(q, aq), ACCA);          \
+        ACCB = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(pb, _mm256_set1_epi32(LANE)), DOT(q, bq), ACCB);          \
+    } while (0)
+
+#define CK_DOT_MADD(u, s) dot_u8_s8(u, s)
+CK_Q41_KERNELS(avx2, CK_FAST, CK_DOT_MADD)
+
+#define CK_FAST_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+CK_FAST_VNNI static inline __m256 dot_u8_s8_vnni(__m256i u, __m256i s) {
+    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s));
+}
+#define CK_DOT_VNNI(u, s) dot_u8_s8_vnni(u, s)
+CK_Q41_KERNELS(vnni, CK_FAST_VNNI, CK_DOT_VNNI)
+
+// Four rows x four tokens (VNNI build only: it has 32 vector registers for the 16 accumulators).
+CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t wrb, const ck_block_q8_1 *const *x,
+                                          float *const *out) {
+    const int nb = k / CK_QK;
+    const ck_block_q4_1 *w0 = w, *w1 = w + wrb, *w2 = w + 2 * wrb, *w3 = w + 3 * wrb;
+    const ck_block_q8_1 *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    __m256 acc[4][4];
+    __m256 summs[4];
+    for (int t = 0; t < 4; t++) {
+        summs[t] = _mm256_setzero_ps();
+        for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();
+    }
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    for (int i = 0; i < nb; i++) {
+        const __m256 dm = q41_scales_vnni(&w0[i], &w1[i], &w2[i], &w3[i]);
+        __m256i q[4];
+        const ck_block_q4_1 *wr[4] = {&w0[i], &w1[i], &w2[i], &w3[i]};
+        for (int r = 0; r < 4; r++) {
+            const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)wr[r]->qs));
+            q[r] = _mm256_and_si256(_mm256_srlv_epi32(raw, shifts), mask);
+        }
+        const ck_block_q8_1 *xb[4] = {&x0[i], &x1[i], &x2[i], &x3[i]};
+        for (int t = 0; t < 4; t++) {
+            const __m256 as = q81_scales_vnni(xb[t]);
+            const __m256 prod = _mm256_mul_ps(dm, as);
+            summs[t] = _mm256_fmadd_ps(dm, as, summs[t]);
+            const __m256i aq = _mm256_loadu_si256((const __m256i *)xb[t]->qs);
+            for (int r = 0; r < 4; r++) {
+                const __m256 d = _mm256_permutevar8x32_ps(prod, _mm256_set1_epi32(2 * r));
+                acc[t][r] = _mm256_fmadd_ps(d, dot_u8_s8_vnni(q[r], aq), acc[t][r]);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        float sm[8];
+        _mm256_storeu_ps(sm, summs[t]);
+        for (int r = 0; r < 4; r++) out[t][r] = hsum8(acc[t][r]) + sm[2 * r + 1];
+    }
+}
+
+static int ck_cpu_has_vnni(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+                 __builtin_cpu_supports("avx512f");
+    }
+    return cached;
+}
+
+CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
+                                        float *out) {
+    const int nb = k / CK_QK;
+    const ck_block_q8_0 *w0 = w, *w1 = w + w_row_blocks, *w2 = w + 2 * w_row_blocks, *w3 = w + 3 * w_row_blocks;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+#define CK_Q80_ROW(W, ACC, LANE)                                                                    \
+    do {                                                                                          \
+        const __m256 d = _mm256_permutevar8x32_ps(prod, _mm256_set1_epi32(LANE));                 \
+        const __m256i wq = _mm256_loadu_si256((const __m256i *)W[i].qs);                          \
+        ACC = _mm256_fmadd_ps(d, dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq)), ACC); \
+    } while (0)
+    const size_t ahead = 8 * w_row_blocks * sizeof(ck_block_q8_0);
+    for (int i = 0; i < nb; i++) {
+        _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w1[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w2[i] + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)&w3[i] + ahead, _MM_HINT_T0);
+        __m128i dw = _mm_cvtsi32_si128(w0[i].d);
+        dw = _mm_insert_epi16(dw, w1[i].d, 1);
+        dw = _mm_insert_epi16(dw, w2[i].d, 2);
+        dw = _mm_insert_epi16(dw, w3[i].d, 3);
+        const __m256 ad = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a[i].d)));
+        const __m256 prod = _mm256_mul_ps(_mm256_cvtph_ps(dw), ad);
+        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        CK_Q80_ROW(w0, acc0, 0);
+        CK_Q80_ROW(w1, acc1, 1);
+        CK_Q80_ROW(w2, acc2, 2);
+        CK_Q80_ROW(w3, acc3, 3);
+    }
+#undef CK_Q80_ROW
+    out[0] = hsum8(acc0);
+    out[1] = hsum8(acc1);
+    out[2] = hsum8(acc2);
+    out[3] = hsum8(acc3);
+}
+
 CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int i = 0;
@@ -408,58 +619,107 @@ static ck_dot_fn pick_dot(int type, int fast) {
     (void)fast;
 }
 
-static void matmul_rows_with(ck_dot_fn dot, const ck_matmul_args *p, int r0, int r1) {
-    if (!dot) return;
+typedef void (*ck_dot4_fn)(int k, const void *w, size_t w_row_blocks, const void *x, float *out);
+typedef void (*ck_dot4x2_fn)(int k, const void *w, size_t w_row_blocks, const void *x0, const void *x1, float *out0,
+                             float *out1);
+
+typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const void *const *x, float *const *out);
+
+typedef struct {
+    ck_dot_fn dot;
+    ck_dot4_fn dot4;
+    ck_dot4x2_fn dot4x2;
+    ck_dot4x4_fn dot4x4;
+} ck_kernels;
+
+static ck_kernels pick_kernels(int type, int fast) {
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0};
+#if CK_X86
+    if (fast && type == CK_TYPE_Q4_1) {
+        const int vnni = ck_cpu_has_vnni();
+        k.dot4 = vnni ? (ck_dot4_fn)dot4_q4_1_vnni : (ck_dot4_fn)dot4_q4_1_avx2;
+        k.dot4x2 = vnni ? (ck_dot4x2_fn)dot4x2_q4_1_vnni : (ck_dot4x2_fn)dot4x2_q4_1_avx2;
+        if (vnni) k.dot4x4 = (ck_dot4x4_fn)dot4x4_q4_1_vnni;
+    }
+    if (fast && type == CK_TYPE_Q8_0) k.dot4 = (ck_dot4_fn)dot4_q8_0_q8_0_fast;
+#endif
+    return k;
+}
+
+static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    if (!kern->dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    // Each weight row is read once from memory and reused from L1 for every token.
-    for (int r = r0; r < r1; r++) {
+    int r = r0;
+    // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
+    if (kern->dot4) {
+        const size_t blocks = p->type == CK_TYPE_Q4_1 ? p->w_row_bytes / sizeof(ck_block_q4_1)
+                                                      : p->w_row_bytes / sizeof(ck_block_q8_0);
+        for (; r + 4 <= r1; r += 4) {
+            const void *wr = w + (size_t)r * p->w_row_bytes;
+            int t = 0;
+            if (kern->dot4x4) {
+                for (; t + 4 <= p->n; t += 4) {
+                    const void *xs[4];
+                    float *ys[4];
+                    for (int u = 0; u < 4; u++) {
+                        xs[u] = x + (size_t)(t + u) * p->x_row_bytes;
+                        ys[u] = p->y + (size_t)(t + u) * p->ldy + r;
+                    }
+                    kern->dot4x4(p->k, wr, blocks, xs, ys);
+                }
+            }
+            if (kern->dot4x2) {
+                for (; t + 2 <= p->n; t += 2) {
+                    kern->dot4x2(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                 p->y + (size_t)t * p->ldy + r, p->y + (size_t)(t + 1) * p->ldy + r);
+                }
+            }
+            for (; t < p->n; t++) kern->dot4(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, p->y + (size_t)t * p->ldy + r);
+        }
+    }
+    for (; r < r1; r++) {
         const void *wr = w + (size_t)r * p->w_row_bytes;
         for (int t = 0; t < p->n; t++) {
-            p->y[(size_t)t * p->ldy + r] = dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
+            p->y[(size_t)t * p->ldy + r] = kern->dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
         }
     }
 }
 
 void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
-    matmul_rows_with(pick_dot(p->type, ck_fast_paths_enabled()), p, r0, r1);
+    const ck_kernels kern = pick_kernels(p->type, ck_fast_paths_enabled());
+    matmul_rows_with(&kern, p, r0, r1);
 }
 
 typedef struct {
     const ck_matmul_args *args;
-    ck_dot_fn dot;
+    ck_kernels kern;
     int chunk;
-    _Atomic int next;
 } matmul_job;
 
-static void matmul_task(void *ctx, int ith, int nth) {
-    (void)ith;
-    (void)nth;
-    matmul_job *job = (matmul_job *)ctx;
+static void matmul_chunk(void *ctx, int c, int thread) {
+    (void)thread;
+    const matmul_job *job = (const matmul_job *)ctx;
     const int rows = job->args->rows;
-    for (;;) {
-        const int c = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-        const int r0 = c * job->chunk;
-        if (r0 >= rows) break;
-        const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
-        matmul_rows_with(job->dot, job->args, r0, r1);
-    }
+    const int r0 = c * job->chunk;
+    const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
+    matmul_rows_with(&job->kern, job->args, r0, r1);
 }
 
 void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     const int nth = pool ? ck_pool_size(pool) : 1;
-    if (nth <= 1 || args->rows < 16) {
-        ck_matmul_rows(args, 0, args->rows);
-        return;
-    }
     matmul_job job;
     job.args = args;
-    job.dot = pick_dot(args->type, ck_fast_paths_enabled());
-    // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest up.
+    job.kern = pick_kernels(args->type, ck_fast_paths_enabled());
+    if (nth <= 1 || args->rows < 16) {
+        matmul_rows_with(&job.kern, args, 0, args->rows);
+        return;
+    }
+    // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest
+    // up; chunks are whole groups of 4 rows.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
     chunk = (chunk + 3) & ~3;
     if (chunk < 4) chunk = 4;
     job.chunk = chunk;
-    atomic_init(&job.next, 0);
-    ck_pool_run(pool, matmul_task, &job);
+    ck_pool_run_chunks(pool, matmul_chunk, &job, (args->rows + chunk - 1) / chunk);
 }

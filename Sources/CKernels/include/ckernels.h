@@ -71,15 +71,16 @@ float ck_dot_f16_f32(int k, const uint16_t *w, const float *a);
 // MARK: - Thread pool
 
 typedef struct ck_pool ck_pool;
-/// A task body: run share `ith` of `nth`.
-typedef void (*ck_task_fn)(void *ctx, int ith, int nth);
+/// One chunk of a task; `thread` (0..<pool size, 0 = caller) identifies per-thread scratch.
+typedef void (*ck_chunk_fn)(void *ctx, int chunk, int thread);
 /// A pool of `n_threads` workers in total, the calling thread included (n_threads - 1 are spawned).
 ck_pool *ck_pool_create(int n_threads);
 void ck_pool_destroy(ck_pool *pool);
 int ck_pool_size(const ck_pool *pool);
-/// Runs fn(ctx, i, n) for i in 0..<n on the pool (i = 0 on the caller) and returns when all are done.
-/// Not reentrant: one caller at a time.
-void ck_pool_run(ck_pool *pool, ck_task_fn fn, void *ctx);
+/// Runs fn(ctx, c, thread) for every chunk c in 0..<n_chunks, each exactly once, on whichever
+/// threads are free (the caller works too), and returns when all chunks are done. A descheduled
+/// worker never holds the caller up unless it is inside a chunk. One caller at a time.
+void ck_pool_run_chunks(ck_pool *pool, ck_chunk_fn fn, void *ctx, int n_chunks);
 
 // MARK: - Matrix multiplication
 

@@ -37,6 +37,16 @@ struct WeightMatrix {
         self.rowBytes = rowBytes
     }
 
+    /// A view on rows already validated elsewhere (tests and benchmarks).
+    init(name: String, type: GGMLType, columns: Int, rows: Int, data: UnsafeRawPointer, rowBytes: Int) {
+        self.name = name
+        self.type = type
+        self.columns = columns
+        self.rows = rows
+        self.data = data
+        self.rowBytes = rowBytes
+    }
+
     var kernelType: Int32 { Int32(type.rawValue) }
 
     /// Writes row `row` as f32 into `out` (`columns` floats).
