@@ -20,6 +20,12 @@ let package = Package(
             pkgConfig: "gnutls",
             providers: [.apt(["libgnutls28-dev"])]
         ),
+        // SQLite from Debian's libsqlite3-dev, plus the one thin shim header.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
@@ -28,8 +34,11 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Telemetry"]),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
         .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
+        // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
+        // Knows nothing of HTTP or JSON wire formats.
+        .target(name: "Sessions", dependencies: ["Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Telemetry", "CGnuTLS"]),
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry", "CGnuTLS"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
@@ -37,8 +46,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "EngineTests", dependencies: ["Engine"]),
+        .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
-            name: "InferdServerTests", dependencies: ["InferdServer", "HTTPServer", "Engine", "TestSupport"]),
+            name: "InferdServerTests",
+            dependencies: ["InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -494,7 +494,9 @@ CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t 
     }
 }
 
-static int ck_cpu_has_vnni(void) {
+static _Thread_local int ck_vnni_override = -1;
+
+static int ck_cpu_has_vnni_hw(void) {
     static int cached = -1;
     if (cached < 0) {
         __builtin_cpu_init();
@@ -503,6 +505,10 @@ static int ck_cpu_has_vnni(void) {
     }
     return cached;
 }
+
+static int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_has_vnni_hw(); }
+
+void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
 
 CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
                                         float *out) {

@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Sessions
 import Telemetry
 
 /// The server's routes over one model: operations endpoints and the native API.
@@ -14,9 +15,14 @@ public final class InferdApp: Sendable {
     /// The API keys (disabled when none are configured) and `/metrics`' own key, if any.
     let keyring: APIKeyring
     let metricsKeyring: APIKeyring?
+    /// Conversation sessions; without one given, an in-memory store (nothing survives a restart).
+    public let sessions: SessionManager
     let startedAt = Date()
 
-    public init(configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics) {
+    public init(
+        configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
+        sessions: SessionManager? = nil
+    ) {
         self.configuration = configuration
         self.host = host
         self.logger = logger
@@ -28,6 +34,9 @@ public final class InferdApp: Sendable {
             logger.error("API keys unreadable: refusing every authenticated request", ["error": "\(error)"])
             (keyring, metricsKeyring) = (.refuseAll, .refuseAll)
         }
+        self.sessions =
+            sessions
+            ?? Self.makeSessions(configuration: configuration, store: .inMemory(), logger: logger, metrics: metrics)
     }
 
     public func makeRouter() -> Router {
@@ -36,6 +45,7 @@ public final class InferdApp: Sendable {
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }
+        registerSessionRoutes(router)
         addOpenAIRoutes(to: router)
         return router
     }

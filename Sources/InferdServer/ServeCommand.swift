@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Sessions
 import Telemetry
 
 /// `inferd serve`: listen first, load the model in the background, serve until SIGINT/SIGTERM,
@@ -35,8 +36,16 @@ enum ServeCommand {
             return 1
         }
         let metrics = Metrics()
+        let sessions: SessionManager
+        do {
+            sessions = try InferdApp.openSessions(configuration: config, logger: logger, metrics: metrics)
+        } catch {
+            // Never start over a database we cannot read or write: that would lose transcripts.
+            logger.error("session store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
+            return 1
+        }
         let host = ModelHost()
-        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics)
+        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions)
         let server = HTTPServer(
             configuration: httpConfiguration, router: app.makeRouter(), logger: logger,
             metrics: metrics)

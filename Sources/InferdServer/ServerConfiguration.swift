@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// PEM certificate chain and private key paths; both set turns on HTTPS.
     public var tlsCert = ""
     public var tlsKey = ""
+    public var maxSessionQueue = 16
+    public var kvCacheMiB = 1024
 
     public init() {}
 }
@@ -83,7 +85,7 @@ extension ServerConfiguration {
         int("port", "TCP port; 0 picks a free one and logs it.", \.port, min: 0),
         str("model", "Path to the GGUF model file.", \.model),
         int("threads", "Compute threads for the model (default: number of cores).", \.threads, min: 1),
-        str("data_dir", "Folder for server state.", \.dataDir),
+        str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
         choice("log_format", "Log line format.", ["text", "json"], \.logFormat),
         choice("log_level", "Lowest level logged.", ["debug", "info", "warning", "error"], \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
@@ -122,6 +124,12 @@ extension ServerConfiguration {
             \.metricsAuth),
         str("tls_cert", "PEM certificate chain path; with tls_key turns on HTTPS.", \.tlsCert, optional: true),
         str("tls_key", "PEM private key path for tls_cert.", \.tlsKey, optional: true),
+        int(
+            "max_session_queue", "Most requests waiting in one session (on_busy queue); more get 429.",
+            \.maxSessionQueue, min: 0),
+        int(
+            "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
+            \.kvCacheMiB, min: 0),
     ]
 
     private static func str(

@@ -21,12 +21,17 @@ struct SeededRandom {
     mutating func floats(_ n: Int, _ scale: Float = 1) -> [Float] { (0..<n).map { _ in float(scale) } }
 }
 
-/// Runs `body` with the fast paths on, then with the portable paths, restoring the default.
+/// Runs `body` with the fast paths (with and without AVX-512 VNNI), then with the portable
+/// paths, restoring the default.
 func bothPaths(_ body: (String) throws -> Void) rethrows {
-    defer { ck_set_fast_paths(1) }
-    for fast in [Int32(1), 0] {
+    defer {
+        ck_set_fast_paths(1)
+        ck_set_vnni(1)
+    }
+    for (fast, vnni) in [(Int32(1), Int32(1)), (1, 0), (0, 0)] {
         ck_set_fast_paths(fast)
-        try body(fast == 1 ? "fast" : "portable")
+        ck_set_vnni(vnni)
+        try body(fast == 1 ? (vnni == 1 ? "fast" : "fast-avx2") : "portable")
     }
 }
 

@@ -96,6 +96,7 @@ struct ModelSpeedTests {
 
     @Test(arguments: [1, 2])
     func decodeAndPromptSpeed(threads: Int) throws {
+        if let only = ProcessInfo.processInfo.environment["INFERD_BENCH_THREADS"], Int(only) != threads { return }
         let runs = Int(ProcessInfo.processInfo.environment["INFERD_BENCH_RUNS"] ?? "") ?? 5
         let gguf = try GGUFFile(path: try TestFixtures.requireModel())
         let model = try LlamaModel(gguf: gguf, threads: threads)

@@ -18,6 +18,10 @@ int ck_fast_paths_enabled(void);
 /// thread and the pool tasks it starts. For tests.
 void ck_set_fast_paths(int enabled);
 
+/// Turns the AVX-512 VNNI variants of the fast kernels off (0) or back on (1, if supported) for
+/// the calling thread. For tests: the AVX2-only variants must stay correct.
+void ck_set_vnni(int enabled);
+
 // MARK: - Formats (ggml layouts)
 
 enum {

@@ -1,0 +1,213 @@
+import Engine
+import Sessions
+
+/// `POST /v1/sessions`.
+struct CreateSessionBody: Decodable, Sendable {
+    var instructions: String?
+    var options: GenerationOptionsBody?
+    var onBusy: String?
+
+    enum CodingKeys: String, CodingKey {
+        case instructions, options
+        case onBusy = "on_busy"
+    }
+}
+
+/// `POST /v1/sessions/{id}/responses`.
+struct SessionTurnRequestBody: Decodable, Sendable {
+    var prompt: String
+    var stream: Bool?
+    var options: GenerationOptionsBody?
+    var onBusy: String?
+    var onCancel: String?
+    var priority: String?
+
+    enum CodingKeys: String, CodingKey {
+        case prompt, stream, options, priority
+        case onBusy = "on_busy"
+        case onCancel = "on_cancel"
+    }
+}
+
+/// `POST /v1/sessions/{id}/cancel` (the body is optional).
+struct SessionCancelBody: Decodable, Sendable {
+    var requestId: String?
+    enum CodingKeys: String, CodingKey { case requestId = "request_id" }
+}
+
+struct TranscriptEntryBody: Encodable, Sendable {
+    var type: String
+    var content: String
+    var requestId: String?
+    var status: String?
+    var finishReason: String?
+    var reason: String?
+
+    init(_ e: TranscriptEntry) {
+        type = e.kind.rawValue
+        content = e.content
+        requestId = e.requestID
+        status = e.status?.rawValue
+        finishReason = e.finishReason
+        reason = e.reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, content, status, reason
+        case requestId = "request_id"
+        case finishReason = "finish_reason"
+    }
+}
+
+/// A session as `GET /v1/sessions/{id}` (and creation) shows it.
+struct SessionBody: Encodable, Sendable {
+    var id: String
+    var object = "session"
+    var created: Int
+    /// `idle` or `responding`.
+    var status: String
+    var onBusy: String
+    var activeRequestId: String?
+    var queued: Int
+    var transcript: [TranscriptEntryBody]?
+    var contextTokens: Int?
+    var contextLimit: Int?
+
+    init(_ s: SessionSnapshot, withTranscript: Bool = true) {
+        id = s.id
+        created = s.created
+        status = s.responding ? "responding" : "idle"
+        onBusy = s.onBusy.rawValue
+        activeRequestId = s.activeRequest
+        queued = s.queued
+        transcript = withTranscript ? s.entries.map(TranscriptEntryBody.init) : nil
+        contextTokens = s.contextTokens
+        contextLimit = s.contextLimit
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, object, created, status, queued, transcript
+        case onBusy = "on_busy"
+        case activeRequestId = "active_request_id"
+        case contextTokens = "context_tokens"
+        case contextLimit = "context_limit"
+    }
+}
+
+struct SessionListBody: Encodable, Sendable {
+    var object = "list"
+    var data: [SessionBody]
+}
+
+struct SessionUsageBody: Encodable, Sendable {
+    var promptTokens: Int
+    var completionTokens: Int
+    var cachedTokens: Int
+
+    enum CodingKeys: String, CodingKey {
+        case promptTokens = "prompt_tokens"
+        case completionTokens = "completion_tokens"
+        case cachedTokens = "cached_tokens"
+    }
+}
+
+/// A session turn's answer, and the payload of the `completed` and `cancelled` events.
+struct SessionTurnBody: Encodable, Sendable {
+    var id: String
+    var requestId: String
+    var object = "session.response"
+    var sessionId: String
+    /// `completed` or `cancelled` (failures travel as errors).
+    var status: String
+    var content: String
+    var finishReason: String?
+    var reason: String?
+    var usage: SessionUsageBody
+
+    init(_ o: TurnOutcome) {
+        id = o.requestID
+        requestId = o.requestID
+        sessionId = o.sessionID
+        status = o.status.rawValue
+        content = o.content
+        finishReason = o.finishReason?.rawValue
+        reason = o.reason?.rawValue
+        usage = SessionUsageBody(
+            promptTokens: o.usage?.promptTokens ?? 0, completionTokens: o.usage?.completionTokens ?? 0,
+            cachedTokens: o.usage?.cachedTokens ?? 0)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, object, status, content, reason, usage
+        case requestId = "request_id"
+        case sessionId = "session_id"
+        case finishReason = "finish_reason"
+    }
+}
+
+struct QueuedEvent: Encodable, Sendable {
+    var requestId: String
+    var position: Int
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case position
+    }
+}
+
+/// What a cancel endpoint did to one request.
+struct CancellationBody: Encodable, Sendable {
+    var object = "cancellation"
+    var requestId: String
+    var sessionId: String
+    /// True when this call stopped or removed it; false when it had already ended.
+    var cancelled: Bool
+    /// `running`, `queued` or `finished`: where it was when the cancel arrived.
+    var was: String
+    /// How it ended, as the transcript holds it: `completed`, `cancelled` or `failed`.
+    var status: String
+    var reason: String?
+    var content: String
+
+    init(_ result: Session.CancelResult) {
+        let o = result.outcome
+        requestId = o.requestID
+        sessionId = o.sessionID
+        switch result {
+        case .stopped: was = "running"
+        case .removed: was = "queued"
+        case .alreadyFinished: was = "finished"
+        }
+        cancelled = was != "finished" && o.status == .cancelled
+        status = o.status.rawValue
+        reason = o.reason?.rawValue
+        content = o.content
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case object, cancelled, was, status, reason, content
+        case requestId = "request_id"
+        case sessionId = "session_id"
+    }
+}
+
+struct SessionCancellationListBody: Encodable, Sendable {
+    var object = "list"
+    var sessionId: String
+    var data: [CancellationBody]
+    enum CodingKeys: String, CodingKey {
+        case object, data
+        case sessionId = "session_id"
+    }
+}
+
+extension GenerationOptionsBody {
+    /// These options over `base`: a field given here wins, an absent one falls back.
+    func over(_ base: GenerationOptionsBody?) -> GenerationOptionsBody {
+        guard let b = base else { return self }
+        return GenerationOptionsBody(
+            temperature: temperature ?? b.temperature, topK: topK ?? b.topK, topP: topP ?? b.topP,
+            minP: minP ?? b.minP, repeatPenalty: repeatPenalty ?? b.repeatPenalty,
+            repeatLastN: repeatLastN ?? b.repeatLastN, seed: seed ?? b.seed, maxTokens: maxTokens ?? b.maxTokens,
+            stop: stop ?? b.stop, ignoreEos: ignoreEos ?? b.ignoreEos)
+    }
+}

@@ -1,0 +1,232 @@
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+import Telemetry
+
+/// The session API: stateful conversations with one request at a time per session, snapshot
+/// streaming, cancel-then-await, kept KV caches and durable transcripts (see docs/sessions.md).
+/// The semantics live in the `Sessions` module; this file only maps them to HTTP and JSON.
+extension InferdApp {
+    static func makeSessions(
+        configuration c: ServerConfiguration, store: TranscriptStore, logger: Logger, metrics: Metrics
+    ) -> SessionManager {
+        let environment = SessionEnvironment(
+            store: store, caches: KVCacheBudget(budgetBytes: c.kvCacheMiB << 20), maxQueue: c.maxSessionQueue,
+            defaultMaxTokens: c.defaultMaxTokens, logger: logger, metrics: metrics)
+        // A fresh in-memory store holds nothing to load, so this cannot fail.
+        return try! SessionManager(environment: environment)
+    }
+
+    /// Opens `data_dir`'s database and restores every session; a bad database is an error here.
+    public static func openSessions(
+        configuration c: ServerConfiguration, logger: Logger, metrics: Metrics
+    ) throws(StoreError) -> SessionManager {
+        let store = try TranscriptStore.open(dataDir: c.dataDir)
+        let environment = SessionEnvironment(
+            store: store, caches: KVCacheBudget(budgetBytes: c.kvCacheMiB << 20), maxQueue: c.maxSessionQueue,
+            defaultMaxTokens: c.defaultMaxTokens, logger: logger, metrics: metrics)
+        let manager = try SessionManager(environment: environment)
+        logger.info(
+            "sessions restored",
+            ["count": "\(manager.count)", "interrupted": "\(store.interruptedOnOpen)", "data_dir": c.dataDir])
+        return manager
+    }
+
+    func registerSessionRoutes(_ router: Router) {
+        router.post("/v1/sessions") { [self] request in try await createSession(request) }
+        router.get("/v1/sessions") { [self] _ in await listSessions() }
+        router.get("/v1/sessions/{id}") { [self] request in try await getSession(request) }
+        router.delete("/v1/sessions/{id}") { [self] request in try await deleteSession(request) }
+        router.post("/v1/sessions/{id}/responses") { [self] request in try await sessionRespond(request) }
+        router.post("/v1/sessions/{id}/cancel") { [self] request in try await cancelInSession(request) }
+        router.post("/v1/requests/{request_id}/cancel") { [self] request in try await cancelRequest(request) }
+    }
+
+    func createSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let body = request.body.isEmpty ? CreateSessionBody() : try request.decodeJSON(CreateSessionBody.self)
+        let onBusy = try Self.choice(body.onBusy, "on_busy", default: BusyPolicy.queue)
+        if let o = body.options { _ = try turnParameters(o) }
+        let options = body.options.map { Self.json($0) }
+        let session: Session
+        do {
+            session = try sessions.create(instructions: body.instructions, onBusy: onBusy, options: options)
+        } catch {
+            throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        }
+        return .json(SessionBody(await session.snapshot(model: host.engine)), status: 201)
+    }
+
+    func listSessions() async -> HTTPResponse {
+        var data: [SessionBody] = []
+        for s in sessions.all { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        return .json(SessionListBody(data: data))
+    }
+
+    func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try requireSession(request)
+        return .json(SessionBody(await session.snapshot(model: host.engine)))
+    }
+
+    func deleteSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        do {
+            guard try await sessions.delete(id) else { throw Self.httpError(for: SessionError.sessionNotFound(id)) }
+        } catch let error as StoreError {
+            throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    func sessionRespond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let engine = try requireEngine()
+        let session = try requireSession(request)
+        let body = try request.decodeJSON(SessionTurnRequestBody.self)
+        guard !body.prompt.isEmpty else {
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+        }
+        let base = session.options.flatMap {
+            try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
+        }
+        let turn = TurnRequest(
+            id: request.id, prompt: body.prompt,
+            onBusy: try Self.choice(body.onBusy, "on_busy", default: session.onBusy),
+            onCancel: try Self.choice(body.onCancel, "on_cancel", default: CancelPolicy.keep),
+            priority: try Self.choice(body.priority, "priority", default: TurnPriority.interactive),
+            parameters: try turnParameters((body.options ?? GenerationOptionsBody()).over(base)))
+        do {
+            try await sessions.admit(turn, to: session, model: engine)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        let context = request.context
+        let reason: @Sendable () -> CancelReason = {
+            switch context.cancellationReason {
+            case .clientDisconnected: .clientDisconnected
+            case .shutdown: .shutdown
+            case .some(let other): CancelReason(rawValue: other.rawValue)
+            case nil: .cancelRequest
+            }
+        }
+        if body.stream == true {
+            return .eventStream { stream in
+                let id = turn.id
+                let outcome = await session.run(id, observer: { event in Self.send(event, id: id, to: stream) }) {
+                    reason()
+                }
+                switch outcome.status {
+                case .completed: stream.send(event: "completed", data: Self.json(SessionTurnBody(outcome)))
+                case .cancelled: stream.send(event: "cancelled", data: Self.json(SessionTurnBody(outcome)))
+                case .failed:
+                    let e = Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
+                    stream.send(
+                        event: "error",
+                        data: Self.json(
+                            ErrorEvent(requestId: id, error: .init(message: e.message, type: e.type, code: e.code))))
+                }
+            }
+        }
+        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: reason)
+        if outcome.status == .failed {
+            throw Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
+        }
+        return .json(SessionTurnBody(outcome))
+    }
+
+    static func send(_ event: TurnEvent, id: String, to stream: EventStream) {
+        switch event {
+        case .queued(let position):
+            stream.send(event: "queued", data: json(QueuedEvent(requestId: id, position: position)))
+        case .started(let p, let c):
+            stream.send(event: "started", data: json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c)))
+        case .snapshot(let content):
+            stream.sendSnapshot(
+                event: "snapshot", data: json(SessionSnapshotEvent(requestId: id, content: content)))
+        }
+    }
+
+    func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try requireSession(request)
+        let body = request.body.isEmpty ? SessionCancelBody() : try request.decodeJSON(SessionCancelBody.self)
+        if let rid = body.requestId {
+            guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
+                throw Self.httpError(for: SessionError.requestNotFound(rid))
+            }
+            return .json(CancellationBody(result))
+        }
+        let results = await session.cancelAll(reason: .cancelRequest)
+        return .json(SessionCancellationListBody(sessionId: session.id, data: results.map(CancellationBody.init)))
+    }
+
+    func cancelRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let rid = request.pathParameters["request_id"] ?? ""
+        guard let session = sessions.session(forRequest: rid),
+            let result = await session.cancel(requestID: rid, reason: .cancelRequest)
+        else { throw Self.httpError(for: SessionError.requestNotFound(rid)) }
+        return .json(CancellationBody(result))
+    }
+
+    func requireSession(_ request: HTTPRequest) throws -> Session {
+        let id = request.pathParameters["id"] ?? ""
+        guard let session = sessions.session(id) else { throw Self.httpError(for: SessionError.sessionNotFound(id)) }
+        return session
+    }
+
+    /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
+    func turnParameters(_ o: GenerationOptionsBody) throws -> TurnParameters {
+        var sampling = SamplingOptions()
+        if let v = o.temperature { sampling.temperature = v }
+        if let v = o.topK { sampling.topK = v }
+        if let v = o.topP { sampling.topP = v }
+        if let v = o.minP { sampling.minP = v }
+        if let v = o.repeatPenalty { sampling.repeatPenalty = v }
+        if let v = o.repeatLastN { sampling.repeatLastN = v }
+        sampling.seed = o.seed
+        do {
+            try sampling.validate()
+        } catch {
+            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+        }
+        let stop = o.stop?.values ?? []
+        guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
+            throw HTTPError.badRequest(
+                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
+        }
+        if let m = o.maxTokens, m < 1 {
+            throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+        }
+        return TurnParameters(
+            maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false)
+    }
+
+    static func choice<T: RawRepresentable & CaseIterable>(_ raw: String?, _ name: String, default d: T) throws -> T
+    where T.RawValue == String {
+        guard let raw else { return d }
+        guard let value = T(rawValue: raw) else {
+            let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
+            throw HTTPError.badRequest("\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request")
+        }
+        return value
+    }
+
+    static func httpError(for error: SessionError) -> HTTPError {
+        switch error {
+        case .sessionNotFound(let id): .notFound("no session \(id)", code: "session_not_found")
+        case .requestNotFound(let id): .notFound("no request \(id)", code: "request_not_found")
+        case .busy: .conflict("\(error)", code: "session_busy")
+        case .queueFull: .tooManyRequests("\(error)", code: "session_queue_full")
+        case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
+        case .generation(let e): httpError(for: e)
+        case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        }
+    }
+}
+
+struct SessionSnapshotEvent: Encodable, Sendable {
+    var requestId: String
+    var content: String
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case content
+    }
+}

@@ -1,0 +1,210 @@
+import Engine
+import Foundation
+
+extension Session {
+    /// The prompt and the completion budget of a request against the transcript as it is now.
+    func plan(_ request: TurnRequest, model: any SessionModel) throws(SessionError) -> (tokens: [Int32], maxTokens: Int)
+    {
+        let tokens = model.promptTokens(
+            for: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)])
+        let context = model.contextLength
+        let maxTokens =
+            request.parameters.maxTokens ?? max(1, min(env.defaultMaxTokens, context - tokens.count))
+        guard tokens.count + maxTokens <= context else {
+            count("inferd_session_errors_total", ["code": "context_length_exceeded"])
+            throw .generation(
+                .contextOverflow(promptTokens: tokens.count, maxTokens: maxTokens, contextLength: context))
+        }
+        return (tokens, maxTokens)
+    }
+
+    /// Runs the active request's generation (inside the Task this actor owns) and records its end.
+    func executeTurn(_ requestID: String) async -> TurnOutcome {
+        let turn = turns[requestID]!
+        let request = turn.request
+        let model = turn.model
+        let planned: (tokens: [Int32], maxTokens: Int)
+        do {
+            planned = try plan(request, model: model)
+        } catch {
+            // The transcript grew while it waited: an error, not a cancellation; nothing recorded.
+            turns[requestID]!.lifecycle.refuse()
+            return endFailed(requestID, error)
+        }
+        // The prompt is accepted: it and an in-progress response enter the transcript together.
+        let promptEntry = TranscriptEntry(
+            position: nextPosition, kind: .prompt, content: request.prompt, requestID: requestID)
+        var responseEntry = TranscriptEntry(
+            position: nextPosition + 1, kind: .response, content: "", requestID: requestID, status: .inProgress)
+        do {
+            try env.store.beginTurn(session: id, prompt: promptEntry, response: responseEntry)
+        } catch {
+            turns[requestID]!.lifecycle.refuse()
+            env.logger.error("session store write failed", ["session_id": id, "error": error.description])
+            return endFailed(requestID, .storage(error.description))
+        }
+        nextPosition += 2
+        entries += [promptEntry, responseEntry]
+
+        // The kept cache, if it still exists and is big enough; otherwise a bigger one with room to
+        // grow (twice what this turn needs), so growing, which recomputes the prompt once, is rare.
+        let needed = planned.tokens.count + planned.maxTokens
+        let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
+        let previous = env.caches.checkOut(id, reservingBytes: capacity * model.kvBytesPerToken)
+        let sequenceToUse: any PredictorSequence
+        if let previous, previous.capacity >= needed {
+            sequenceToUse = previous
+        } else {
+            sequenceToUse = model.makeSequence(capacity: capacity)
+        }
+        // A cache this turn did not touch: what a discarded turn goes back to.
+        let untouched = previous.flatMap { $0 === sequenceToUse ? nil : $0 }
+        // What of the cache belongs to earlier turns: a discarded turn rolls back to this.
+        let shared = zip(sequenceToUse.tokens, planned.tokens).prefix { $0 == $1 }.count
+        let rollback = min(shared, planned.tokens.count - 1)
+
+        let gate = SnapshotGate(forward: turn.observer ?? { _ in })
+        turns[requestID]!.gate = gate
+        if turns[requestID]!.lifecycle.stopReason != nil { gate.close() }
+        var generation = GenerationRequest(
+            promptTokens: planned.tokens, maxTokens: planned.maxTokens, sampling: request.parameters.sampling,
+            stop: request.parameters.stop, sequence: sequenceToUse, label: requestID)
+        generation.ignoreEndOfGeneration = request.parameters.ignoreEndOfGeneration
+
+        probe.enter()
+        let result: Result<GenerationResult, GenerationError>
+        do {
+            result = .success(
+                try await model.generate(generation) { event in
+                    switch event {
+                    case .promptProcessed(let p, let c): gate.publish(.started(promptTokens: p, cachedTokens: c))
+                    case .snapshot(let content, _): gate.publish(.snapshot(content: content))
+                    }
+                })
+        } catch {
+            result = .failure(error)
+        }
+        probe.leave()
+        if let pause = env.hooks.beforeRecord { await pause(requestID) }
+
+        // Whichever the session records first wins: a stop recorded by now beats this result.
+        let resolution = turns[requestID]!.lifecycle.engineReturned(result.map(\.finishReason))
+        var outcome = TurnOutcome(
+            requestID: requestID, sessionID: id, status: .completed, content: "",
+            finishReason: try? result.get().finishReason, usage: try? result.get().usage)
+        outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
+        var keepCache = true
+        var sequenceToKeep = sequenceToUse
+        switch resolution {
+        case .completed:
+            let r = try! result.get()
+            gate.close()
+            outcome.content = r.content
+            responseEntry.content = r.content
+            responseEntry.status = .completed
+            responseEntry.finishReason = r.finishReason.rawValue
+        case .cancelled(let reason):
+            // What the client saw last is what the transcript keeps: never more, never a repeat.
+            let shown = gate.close()
+            outcome.status = .cancelled
+            outcome.reason = reason
+            outcome.finishReason = .cancelled
+            // A superseded request's output is stale: it publishes nothing and leaves no turn.
+            let discard = request.onCancel == .discard || reason == .superseded
+            outcome.content = reason == .superseded ? "" : shown
+            if discard {
+                if let untouched {
+                    sequenceToKeep = untouched
+                } else {
+                    sequenceToUse.truncate(to: min(rollback, sequenceToUse.count))
+                }
+                removeTurn(promptEntry.position, responseEntry.position)
+            } else {
+                responseEntry.content = shown
+                responseEntry.status = .cancelled
+                responseEntry.finishReason = FinishReason.cancelled.rawValue
+                responseEntry.reason = reason.rawValue
+            }
+        case .failed:
+            gate.close()
+            let error: GenerationError
+            if case .failure(let e) = result { error = e } else { error = .computeFailed("unknown") }
+            outcome.status = .failed
+            outcome.error = .generation(error)
+            responseEntry.status = .failed
+            keepCache = false
+            count("inferd_session_errors_total", ["code": Self.errorCode(error)])
+        }
+        if responseEntry.status != .inProgress {
+            replaceEntry(responseEntry)
+            do {
+                try env.store.finishTurn(session: id, response: responseEntry)
+            } catch {
+                env.logger.error("session store write failed", ["session_id": id, "error": error.description])
+            }
+        }
+        if keepCache {
+            let dropped = env.caches.checkIn(
+                id, sequence: sequenceToKeep, bytes: sequenceToKeep.capacity * model.kvBytesPerToken)
+            for owner in dropped {
+                count("inferd_kv_cache_evictions_total", [:])
+                env.logger.info("kv cache dropped", ["session_id": owner, "budget_bytes": "\(env.caches.budgetBytes)"])
+            }
+        } else {
+            env.caches.drop(id)
+        }
+        count("inferd_session_turns_total", ["status": outcome.status.rawValue])
+        log(outcome)
+        finish(requestID, outcome)
+        activeTask = nil
+        advanceQueue()
+        if let pause = env.hooks.afterRecord { await pause(requestID) }
+        return outcome
+    }
+
+    private func endFailed(_ requestID: String, _ error: SessionError) -> TurnOutcome {
+        var outcome = TurnOutcome(requestID: requestID, sessionID: id, status: .failed, content: "")
+        outcome.error = error
+        count("inferd_session_turns_total", ["status": "failed"])
+        log(outcome)
+        finish(requestID, outcome)
+        activeTask = nil
+        advanceQueue()
+        return outcome
+    }
+
+    private func replaceEntry(_ entry: TranscriptEntry) {
+        if let i = entries.firstIndex(where: { $0.position == entry.position }) { entries[i] = entry }
+    }
+
+    private func removeTurn(_ positions: Int...) {
+        entries.removeAll { positions.contains($0.position) }
+        do {
+            try env.store.removeEntries(session: id, positions: positions)
+        } catch {
+            env.logger.error("session store write failed", ["session_id": id, "error": error.description])
+        }
+    }
+
+    private func log(_ o: TurnOutcome) {
+        env.logger.info(
+            "session turn finished",
+            [
+                "session_id": id, "request_id": o.requestID, "status": o.status.rawValue,
+                "reason": o.reason?.rawValue ?? "", "finish_reason": o.finishReason?.rawValue ?? "",
+                "prompt_tokens": "\(o.usage?.promptTokens ?? 0)", "cached_tokens": "\(o.usage?.cachedTokens ?? 0)",
+                "completion_tokens": "\(o.usage?.completionTokens ?? 0)", "steps_after_cancel": "\(o.stepsAfterCancel)",
+                "error": o.error.map { "\($0)" } ?? "",
+            ])
+    }
+
+    static func errorCode(_ error: GenerationError) -> String {
+        switch error {
+        case .contextOverflow: "context_length_exceeded"
+        case .emptyPrompt: "invalid_request"
+        case .invalidOption: "invalid_option"
+        case .computeFailed: "generation_failed"
+        case .shuttingDown: "shutting_down"
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Telemetry
+
+/// What every session of a server shares: the store, the KV-cache budget, limits, telemetry,
+/// and the hooks tests use to make races deterministic.
+public struct SessionEnvironment: Sendable {
+    public var store: TranscriptStore
+    public var caches: KVCacheBudget
+    /// Most requests waiting in one session (`max_session_queue`).
+    public var maxQueue: Int
+    /// max_tokens when a request gives none (capped by what fits).
+    public var defaultMaxTokens: Int
+    public var logger: Logger
+    public var metrics: Metrics
+    public var hooks: SessionHooks
+
+    public init(
+        store: TranscriptStore, caches: KVCacheBudget, maxQueue: Int, defaultMaxTokens: Int, logger: Logger,
+        metrics: Metrics, hooks: SessionHooks = SessionHooks()
+    ) {
+        self.store = store
+        self.caches = caches
+        self.maxQueue = maxQueue
+        self.defaultMaxTokens = defaultMaxTokens
+        self.logger = logger
+        self.metrics = metrics
+        self.hooks = hooks
+    }
+}

@@ -1,0 +1,28 @@
+import Engine
+
+/// Errors of the session API, each with what the caller needs to act on it.
+public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
+    case sessionNotFound(String)
+    case requestNotFound(String)
+    /// `on_busy: reject` while a request runs or waits.
+    case busy(activeRequest: String?)
+    /// `on_busy: queue` with `limit` requests already waiting.
+    case queueFull(limit: Int)
+    case duplicateRequest(String)
+    /// The engine refused or failed the generation (context overflow, compute failure, …).
+    case generation(GenerationError)
+    /// The transcript store could not record the turn.
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case .sessionNotFound(let id): "no session \(id)"
+        case .requestNotFound(let id): "no request \(id)"
+        case .busy(let active): "the session is answering request \(active ?? "?") (on_busy is reject)"
+        case .queueFull(let limit): "the session already has \(limit) requests waiting"
+        case .duplicateRequest(let id): "request \(id) is already in this session"
+        case .generation(let e): "\(e)"
+        case .storage(let why): "the transcript could not be stored: \(why)"
+        }
+    }
+}

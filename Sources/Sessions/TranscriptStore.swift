@@ -1,0 +1,160 @@
+import Foundation
+
+/// Sessions and transcripts in SQLite (WAL mode): written in a transaction when a prompt is
+/// accepted and at each terminal event, so a restart, even after `kill -9`, brings every
+/// session back. Opening marks responses that were in flight `interrupted`.
+public final class TranscriptStore: Sendable {
+    public static let fileName = "inferd.sqlite"
+    private let db: SQLiteDatabase
+    /// Responses found in flight (and marked interrupted) when the store was opened.
+    public let interruptedOnOpen: Int
+
+    /// Opens (creating if needed) `dataDir/inferd.sqlite`. A corrupt or unwritable database is
+    /// an error here, never silent loss later.
+    public static func open(dataDir: String) throws(StoreError) -> TranscriptStore {
+        do {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError("cannot create data_dir \(dataDir): \(error.localizedDescription)")
+        }
+        let path = URL(fileURLWithPath: dataDir).appendingPathComponent(fileName).path
+        return try TranscriptStore(path: path)
+    }
+
+    /// An in-memory store (for one-off servers and tests that need no durability).
+    public static func inMemory() -> TranscriptStore {
+        // Opening ":memory:" cannot meet a damaged file or a read-only folder.
+        try! TranscriptStore(path: ":memory:")
+    }
+
+    init(path: String) throws(StoreError) {
+        db = try SQLiteDatabase(path: path)
+        do {
+            let check = try db.query("PRAGMA quick_check")
+            guard check.first?.first?.text == "ok" else {
+                throw StoreError(
+                    "integrity check failed: \(check.compactMap { $0.first?.text }.joined(separator: "; "))")
+            }
+            if path != ":memory:" {
+                let mode = try db.query("PRAGMA journal_mode=WAL").first?.first?.text
+                guard mode == "wal" else { throw StoreError("cannot switch to WAL mode (got \(mode ?? "nothing"))") }
+            }
+            // WAL with synchronous=NORMAL survives a killed process (not a power cut) and keeps
+            // commits off the disk's flush path.
+            try db.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")
+            try db.execute(
+                """
+                CREATE TABLE IF NOT EXISTS sessions(
+                    id TEXT PRIMARY KEY, created INTEGER NOT NULL, on_busy TEXT NOT NULL, options TEXT);
+                CREATE TABLE IF NOT EXISTS entries(
+                    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL, kind TEXT NOT NULL, content TEXT NOT NULL,
+                    request_id TEXT, status TEXT, finish_reason TEXT, reason TEXT,
+                    PRIMARY KEY(session_id, position));
+                """)
+            interruptedOnOpen = try db.transaction { t throws(StoreError) in
+                let n = try t.query("SELECT COUNT(*) FROM entries WHERE status = 'in_progress'").first?.first?.int ?? 0
+                try t.query("UPDATE entries SET status = 'interrupted' WHERE status = 'in_progress'")
+                return n
+            }
+        } catch {
+            throw StoreError("database \(path) is unusable: \(error)")
+        }
+    }
+
+    public func createSession(_ session: StoredSession) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            try t.query(
+                "INSERT INTO sessions(id, created, on_busy, options) VALUES (?, ?, ?, ?)",
+                [
+                    .text(session.id), .int(session.created), .text(session.onBusy.rawValue),
+                    Self.optional(session.options),
+                ])
+            for entry in session.entries { try Self.insert(entry, session: session.id, t) }
+        }
+    }
+
+    /// A prompt was accepted: its entry and the response's `in_progress` entry, together.
+    public func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            try Self.insert(prompt, session: session, t)
+            try Self.insert(response, session: session, t)
+        }
+    }
+
+    /// A terminal event: the response entry takes its final content and status.
+    public func finishTurn(session: String, response: TranscriptEntry) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            try t.query(
+                "UPDATE entries SET content = ?, status = ?, finish_reason = ?, reason = ? WHERE session_id = ? AND position = ?",
+                [
+                    .text(response.content), Self.optional(response.status?.rawValue),
+                    Self.optional(response.finishReason),
+                    Self.optional(response.reason), .text(session), .int(response.position),
+                ])
+        }
+    }
+
+    /// A discarded turn leaves the transcript.
+    public func removeEntries(session: String, positions: [Int]) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            for p in positions {
+                try t.query("DELETE FROM entries WHERE session_id = ? AND position = ?", [.text(session), .int(p)])
+            }
+        }
+    }
+
+    public func deleteSession(_ id: String) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            try t.query("DELETE FROM entries WHERE session_id = ?", [.text(id)])
+            try t.query("DELETE FROM sessions WHERE id = ?", [.text(id)])
+        }
+    }
+
+    /// Every stored session with its transcript, oldest first.
+    public func loadAll() throws(StoreError) -> [StoredSession] {
+        let rows = try db.query("SELECT id, created, on_busy, options FROM sessions ORDER BY created, id")
+        var sessions: [StoredSession] = []
+        var index: [String: Int] = [:]
+        for row in rows {
+            let id = row[0].text ?? ""
+            index[id] = sessions.count
+            sessions.append(
+                StoredSession(
+                    id: id, created: row[1].int ?? 0, onBusy: BusyPolicy(rawValue: row[2].text ?? "") ?? .queue,
+                    options: row[3].text, entries: []))
+        }
+        let entries = try db.query(
+            """
+            SELECT session_id, position, kind, content, request_id, status, finish_reason, reason
+            FROM entries ORDER BY session_id, position
+            """)
+        for row in entries {
+            guard let i = index[row[0].text ?? ""], let kind = TranscriptEntry.Kind(rawValue: row[2].text ?? "") else {
+                continue
+            }
+            sessions[i].entries.append(
+                TranscriptEntry(
+                    position: row[1].int ?? 0, kind: kind, content: row[3].text ?? "", requestID: row[4].text,
+                    status: row[5].text.flatMap(TranscriptEntry.Status.init(rawValue:)), finishReason: row[6].text,
+                    reason: row[7].text))
+        }
+        return sessions
+    }
+
+    private static func insert(
+        _ e: TranscriptEntry, session: String, _ t: SQLiteDatabase.Transaction
+    ) throws(StoreError) {
+        try t.query(
+            """
+            INSERT INTO entries(session_id, position, kind, content, request_id, status, finish_reason, reason)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(session), .int(e.position), .text(e.kind.rawValue), .text(e.content), optional(e.requestID),
+                optional(e.status?.rawValue), optional(e.finishReason), optional(e.reason),
+            ])
+    }
+
+    private static func optional(_ s: String?) -> SQLiteDatabase.Value { s.map { .text($0) } ?? .null }
+}

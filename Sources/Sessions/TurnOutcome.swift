@@ -1,0 +1,29 @@
+import Engine
+
+/// How a request ended, exactly as the transcript records it.
+public struct TurnOutcome: Sendable, Equatable {
+    public enum Status: String, Sendable {
+        case completed, cancelled, failed
+    }
+
+    public var requestID: String
+    public var sessionID: String
+    public var status: Status
+    /// Set when cancelled.
+    public var reason: CancelReason?
+    /// Completed: the whole answer. Cancelled: the last snapshot published ("" when nothing was).
+    public var content: String
+    /// stop, length or cancelled; nil when the generation never ran or failed.
+    public var finishReason: FinishReason?
+    public var usage: GenerationUsage?
+    /// Set when failed.
+    public var error: SessionError?
+    /// Steps the engine computed after the stop was requested.
+    public var stepsAfterCancel: Int = 0
+
+    static func cancelledUnstarted(_ id: String, session: String, reason: CancelReason) -> TurnOutcome {
+        TurnOutcome(
+            requestID: id, sessionID: session, status: .cancelled, reason: reason, content: "",
+            finishReason: .cancelled)
+    }
+}

@@ -1,0 +1,20 @@
+import Engine
+
+/// How much to generate and how to sample, already validated by the caller.
+public struct TurnParameters: Sendable {
+    /// Nil: as much as fits, up to the server's default.
+    public var maxTokens: Int?
+    public var sampling: SamplingOptions
+    public var stop: [String]
+    public var ignoreEndOfGeneration: Bool
+
+    public init(
+        maxTokens: Int? = nil, sampling: SamplingOptions = .init(), stop: [String] = [],
+        ignoreEndOfGeneration: Bool = false
+    ) {
+        self.maxTokens = maxTokens
+        self.sampling = sampling
+        self.stop = stop
+        self.ignoreEndOfGeneration = ignoreEndOfGeneration
+    }
+}

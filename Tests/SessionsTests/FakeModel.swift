@@ -1,0 +1,174 @@
+import Engine
+import Foundation
+import Sessions
+import Synchronization
+import Telemetry
+import TestSupport
+
+/// A tiny deterministic model for session tests, run by the real `GenerationRunner` (so
+/// cancellation, prefix reuse and "returns only once stopped" are the engine's own).
+///
+/// Tokens are bytes plus markers: 1 system, 3 user, 255 assistant (also the generation cue),
+/// 2 end of message, 256 end of generation. After the last 255 it answers `reply`, byte by byte,
+/// then ends. A prompt containing "FAIL" makes the compute step throw (a genuine engine failure).
+final class FakePredictor: TokenPredictor, @unchecked Sendable {
+    static let end: Int32 = 256
+    let reply: [UInt8]
+    let stepDelay: Double
+    let vocabularySize = 257
+    let contextLength: Int
+    /// Tokens run through the model so far (prompt chunks and generated tokens).
+    let computed = Atomic<Int>(0)
+
+    init(reply: String, contextLength: Int = 4096, stepDelay: Double = 0.002) {
+        self.reply = Array(reply.utf8)
+        self.contextLength = contextLength
+        self.stepDelay = stepDelay
+    }
+
+    final class Sequence: PredictorSequence, @unchecked Sendable {
+        let capacity: Int
+        var tokens: [Int32] = []
+        init(capacity: Int) { self.capacity = capacity }
+        var count: Int { tokens.count }
+        func truncate(to length: Int) { tokens.removeSubrange(min(max(0, length), tokens.count)...) }
+    }
+
+    func makeSequence(capacity: Int) -> any PredictorSequence { Sequence(capacity: capacity) }
+
+    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws {
+        computed.add(tokens.count, ordering: .relaxed)
+        if stepDelay > 0 { Thread.sleep(forTimeInterval: stepDelay) }
+        let seq = sequence as! Sequence
+        guard seq.tokens.count + tokens.count <= seq.capacity else { throw GenerationError.computeFailed("overflow") }
+        if String(decoding: (seq.tokens + tokens).compactMap { $0 < 256 ? UInt8($0) : nil }, as: UTF8.self).contains(
+            "FAIL")
+        {
+            throw GenerationError.computeFailed("the fake model was told to fail")
+        }
+        seq.tokens += tokens
+        let lastCue = seq.tokens.lastIndex(of: 255) ?? -1
+        let produced = seq.tokens.count - lastCue - 1
+        for i in 0..<logits.count { logits[i] = 0 }
+        logits[produced < reply.count ? Int(reply[produced]) : Int(Self.end)] = 10
+    }
+}
+
+struct ByteTextDecoder: IncrementalTextDecoder {
+    var pending: [UInt8] = []
+    mutating func append(_ id: Int32) -> String {
+        guard id < 256 else { return "" }
+        pending.append(UInt8(id))
+        if let s = String(validating: pending, as: UTF8.self) {
+            pending.removeAll()
+            return s
+        }
+        return ""
+    }
+}
+
+final class FakeModel: SessionModel {
+    let predictor: FakePredictor
+    let runner: GenerationRunner
+
+    init(
+        reply: String = "The quick brown fox jumps over the lazy dog.", contextLength: Int = 4096,
+        stepDelay: Double = 0.002
+    ) {
+        predictor = FakePredictor(reply: reply, contextLength: contextLength, stepDelay: stepDelay)
+        runner = GenerationRunner(
+            predictor: predictor, endOfGeneration: [FakePredictor.end], makeDecoder: { ByteTextDecoder() })
+    }
+
+    deinit { runner.shutdown() }
+
+    var contextLength: Int { predictor.contextLength }
+    var kvBytesPerToken: Int { 1024 }
+
+    func promptTokens(for messages: [ChatMessage]) -> [Int32] {
+        var out: [Int32] = []
+        for m in messages {
+            let open: Int32 =
+                switch m.role {
+                case .system: 1
+                case .user: 3
+                case .assistant: 255
+                }
+            out.append(open)
+            out += m.content.utf8.map { Int32($0) }
+            out.append(2)
+        }
+        return out + [255]
+    }
+
+    func makeSequence(capacity: Int) -> any PredictorSequence { predictor.makeSequence(capacity: capacity) }
+
+    func generate(
+        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        try await runner.generate(request, onEvent: onEvent)
+    }
+}
+
+/// Everything a requester was told, in order.
+final class Recorder: Sendable {
+    let events = Locked<[TurnEvent]>([])
+    func record(_ e: TurnEvent) { events.withLock { $0.append(e) } }
+    var snapshots: [String] {
+        events.withLock { $0.compactMap { if case .snapshot(let c) = $0 { c } else { nil } } }
+    }
+    var positions: [Int] {
+        events.withLock { $0.compactMap { if case .queued(let p) = $0 { p } else { nil } } }
+    }
+    var started: Bool { events.withLock { $0.contains { if case .started = $0 { true } else { false } } } }
+}
+
+struct Harness {
+    let manager: SessionManager
+    let model: FakeModel
+    let logs = LogCapture()
+
+    init(
+        model: FakeModel = FakeModel(), maxQueue: Int = 16, budgetBytes: Int = 1 << 30,
+        store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks()
+    ) throws {
+        self.model = model
+        let env = SessionEnvironment(
+            store: store, caches: KVCacheBudget(budgetBytes: budgetBytes), maxQueue: maxQueue, defaultMaxTokens: 64,
+            logger: logs.logger, metrics: Metrics(), hooks: hooks)
+        manager = try SessionManager(environment: env)
+    }
+
+    func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) throws -> Session {
+        try manager.create(instructions: instructions, onBusy: onBusy, options: nil)
+    }
+
+    static func request(
+        _ id: String, _ prompt: String = "hello", maxTokens: Int = 8, onBusy: BusyPolicy = .queue,
+        onCancel: CancelPolicy = .keep, priority: TurnPriority = .interactive, longRun: Bool = false
+    ) -> TurnRequest {
+        TurnRequest(
+            id: id, prompt: prompt, onBusy: onBusy, onCancel: onCancel, priority: priority,
+            parameters: TurnParameters(maxTokens: maxTokens, sampling: .greedy, ignoreEndOfGeneration: longRun))
+    }
+
+    func admit(_ r: TurnRequest, _ s: Session) async throws {
+        try await manager.admit(r, to: s, model: model)
+    }
+
+    /// Admits, then runs in a Task of its own (the "HTTP request Task"); cancelling that Task is a disconnect.
+    func start(_ r: TurnRequest, _ s: Session, _ rec: Recorder = Recorder()) async throws -> Task<TurnOutcome, Never> {
+        try await admit(r, s)
+        return Task { await s.run(r.id, observer: rec.record, cancelReason: { .clientDisconnected }) }
+    }
+
+    func respond(_ r: TurnRequest, _ s: Session, _ rec: Recorder = Recorder()) async throws -> TurnOutcome {
+        try await admit(r, s)
+        return await s.run(r.id, observer: rec.record, cancelReason: { .clientDisconnected })
+    }
+}
+
+extension Session {
+    func responses() async -> [TranscriptEntry] { await transcript.filter { $0.kind == .response } }
+    func prompts() async -> [TranscriptEntry] { await transcript.filter { $0.kind == .prompt } }
+}
