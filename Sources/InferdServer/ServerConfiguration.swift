@@ -36,6 +36,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// PEM certificate chain and private key paths; both set turns on HTTPS.
     public var tlsCert = ""
     public var tlsKey = ""
+    /// Most sessions one API key (or, without keys, everyone together) may hold.
+    public var maxSessionsPerKey = 100
+    /// Most turns (prompts) one session's transcript may hold.
+    public var maxSessionTurns = 1000
     public var maxSessionQueue = 16
     public var kvCacheMiB = 1024
 
@@ -124,6 +128,12 @@ extension ServerConfiguration {
             \.metricsAuth),
         str("tls_cert", "PEM certificate chain path; with tls_key turns on HTTPS.", \.tlsCert, optional: true),
         str("tls_key", "PEM private key path for tls_cert.", \.tlsKey, optional: true),
+        int(
+            "max_sessions_per_key", "Most sessions one API key holds (without keys: all together); more get 429.",
+            \.maxSessionsPerKey, min: 1),
+        int(
+            "max_session_turns", "Most turns one session's transcript holds; one more gets 409 session_full.",
+            \.maxSessionTurns, min: 1),
         int(
             "max_session_queue", "Most requests waiting in one session (on_busy queue); more get 429.",
             \.maxSessionQueue, min: 0),
