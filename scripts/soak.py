@@ -2,7 +2,9 @@
 """make soak: many loopback clients against the release binary for a while, then checks.
 
 Starts `inferd serve` on port 0 (with API keys, so auth is exercised), waits for /health, and runs
-CLIENTS threads until SECONDS pass. Each request is one of: a one-shot /v1/responses, a full
+CLIENTS threads until SECONDS pass. Each request is one of: a session's life (create, turns
+some of them abandoned mid-stream, a read by another key which must get 404, a transcript
+check, delete), a one-shot /v1/responses, a full
 stream, a stream or one-shot the client abandons part-way (a cancel: the server must notice the
 disconnect and stop), or a bad request (bad JSON, too deep, max_tokens over the limit, no key,
 wrong key, unknown path, oversized body). Every request sent is classified by the client as
@@ -18,6 +20,7 @@ THREAD_BOUND = 4          # extra threads allowed after the load, versus after w
 FD_BOUND = 4              # extra open fds allowed
 RSS_BOUND_MB = 64         # extra resident memory allowed
 KEY = "soak-key-0123456789abcdef"
+OTHER_KEY = "soak-other-key-0123456789"
 
 
 def proc_stats(pid):
@@ -78,10 +81,15 @@ def status_of(data):
 
 def client(port, deadline, counts, rng):
     auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    other = {"Authorization": f"Bearer {OTHER_KEY}", "Content-Type": "application/json"}
     prompts = ["Hi", "Name three colors.", "Count to ten.", "What is the capital of France?", "Write a haiku."]
     while time.monotonic() < deadline:
         kind = rng.choices(
-            ["oneshot", "stream", "stream_abandon", "oneshot_abandon", "bad"], weights=[3, 3, 2, 1, 3])[0]
+            ["oneshot", "stream", "stream_abandon", "oneshot_abandon", "bad", "session"],
+            weights=[3, 3, 2, 1, 3, 2])[0]
+        if kind == "session":
+            session_flow(port, counts, rng, auth, other, prompts)
+            continue
         body = {"prompt": rng.choice(prompts), "options": {"max_tokens": rng.randint(1, 24), "temperature": 0.7}}
         counts.sent()
         try:
@@ -153,6 +161,82 @@ def client(port, deadline, counts, rng):
 MONITOR = {"answered": 0}  # /health and /metrics calls the soak itself made (the server counts them too)
 
 
+def call(port, counts, kind, method, path, body, headers, expect, detail_ok=None):
+    """One counted request whose answer should have status `expect` (2xx: completed, 4xx:
+    refused); returns the parsed JSON body or None."""
+    counts.sent()
+    try:
+        s = raw_request(port, method, path, json.dumps(body).encode() if body is not None else b"", headers)
+        data = read_all(s)
+        s.close()
+    except Exception as e:  # noqa: BLE001
+        counts.add("failed", kind, repr(e))
+        return None
+    st = status_of(data)
+    payload = data.split(b"\r\n\r\n", 1)[-1]
+    parsed = None
+    if b"chunked" not in data.split(b"\r\n\r\n", 1)[0].lower():
+        try:
+            parsed = json.loads(payload) if payload else {}
+        except ValueError:
+            parsed = None
+    problem = None if st == expect else f"status {st}, expected {expect}: {data[:200]!r}"
+    if problem is None and detail_ok is not None:
+        problem = detail_ok(parsed, data)
+    if problem:
+        counts.add("failed", kind, problem)
+        return None
+    counts.add("completed" if st < 300 else "refused", kind)
+    return parsed if parsed is not None else {}
+
+
+def session_flow(port, counts, rng, auth, other, prompts):
+    """Create a session, run turns (some streamed, some abandoned mid-stream), check that the
+    other key cannot see it, check the transcript, delete it."""
+    created = call(port, counts, "session_create", "POST", "/v1/sessions",
+                   {"instructions": "Be brief.", "options": {"max_tokens": 8, "temperature": 0.7}}, auth, 201)
+    if not created:
+        return
+    sid = created["id"]
+    turns = 0
+    for _ in range(rng.randint(1, 3)):
+        body = {"prompt": rng.choice(prompts), "options": {"max_tokens": rng.randint(1, 8)}}
+        if rng.random() < 0.3:
+            body["stream"] = True
+            body["options"].update({"max_tokens": 200, "ignore_eos": True})
+            counts.sent()
+            try:
+                s = raw_request(port, "POST", f"/v1/sessions/{sid}/responses", json.dumps(body).encode(), auth)
+                data = read_all(s, stop=lambda d: b"event: snapshot" in d or b"event: error" in d)
+                s.close()
+                ok = status_of(data) == 200
+                counts.add("cancelled" if ok else "failed", "session_turn_abandon", data[:200])
+                turns += 1 if ok else 0
+            except Exception as e:  # noqa: BLE001
+                counts.add("failed", "session_turn_abandon", repr(e))
+        else:
+            r = call(port, counts, "session_turn", "POST", f"/v1/sessions/{sid}/responses", body, auth, 200)
+            turns += 1 if r is not None else 0
+    # The other key: 404, as if the session did not exist.
+    call(port, counts, "session_other_key", "GET", f"/v1/sessions/{sid}", None, other, 404)
+    # A last turn waits behind anything still cancelling; then every response must be terminal.
+    if call(port, counts, "session_turn", "POST", f"/v1/sessions/{sid}/responses",
+            {"prompt": "Bye.", "options": {"max_tokens": 1}}, auth, 200) is not None:
+        turns += 1
+
+    def consistent(parsed, _data):
+        t = (parsed or {}).get("transcript") or []
+        prompts_seen = [e for e in t if e.get("type") == "prompt"]
+        responses = [e for e in t if e.get("type") == "response"]
+        bad = [e.get("status") for e in responses if e.get("status") not in ("completed", "cancelled")]
+        if len(prompts_seen) != turns or len(responses) != turns or bad:
+            return f"transcript of {sid}: {len(prompts_seen)} prompts, {len(responses)} responses, {turns} turns, bad {bad}"
+        return None
+
+    call(port, counts, "session_transcript", "GET", f"/v1/sessions/{sid}", None, auth, 200, consistent)
+    call(port, counts, "session_delete", "DELETE", f"/v1/sessions/{sid}", None, auth, 204)
+
+
 def get(port, path, headers=None):
     s = raw_request(port, "GET", path, headers=headers or {}, timeout=10)
     data = read_all(s)
@@ -186,7 +270,7 @@ def main():
     a = ap.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="inferd-soak-")
-    env = dict(os.environ, INFERD_API_KEYS=KEY)
+    env = dict(os.environ, INFERD_API_KEYS=f"{KEY},{OTHER_KEY}")
     log_path = os.path.join(data_dir, "server.log")
     log = open(log_path, "w")
     proc = subprocess.Popen(
