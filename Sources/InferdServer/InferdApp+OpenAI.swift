@@ -67,7 +67,7 @@ extension InferdApp {
         let chat = try OpenAIChatRequest(try openAIFields(request))
         try checkModel(chat.parameters.model, engine)
         // Seam for the `session_id` extension (issue 6): when sessions exist, look the session up
-        // here, take the last user message of `chat.messages` as the new turn, build the prompt
+        // here with `requireSession` semantics (another API key's session is a 404), take the last user message of `chat.messages` as the new turn, build the prompt
         // from the session's history, pass its sequence as `GenerationRequest.sequence`, and apply
         // its `on_busy` policy before generating. Until then it is refused, never silently ignored.
         if chat.sessionID != nil {
