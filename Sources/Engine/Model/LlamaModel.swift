@@ -50,7 +50,12 @@ public final class LlamaModel: @unchecked Sendable {
     private let attnScratch: UnsafeMutablePointer<Float>
     private let attnScratchStride: Int
     private let quantized: UnsafeMutableRawPointer
+    /// Logits of several sequences' last tokens, [maxSequencesPerBatch × vocabularySize].
+    private let batchLogits: UnsafeMutablePointer<Float>
     private var allocations: [UnsafeMutableRawPointer] = []
+
+    /// Most sequences one batched pass takes (their tokens together at most `maxBatch`).
+    public static let maxSequencesPerBatch = 16
 
     public init(gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount) throws {
         let config = try LlamaConfig(gguf: gguf)
@@ -113,6 +118,7 @@ public final class LlamaModel: @unchecked Sendable {
         let qBytes = b * (maxColumns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
         allocations.append(quantized)
+        batchLogits = floats(Self.maxSequencesPerBatch * config.vocabularySize)
         self.allocations = allocations
     }
 
@@ -131,41 +137,111 @@ public final class LlamaModel: @unchecked Sendable {
     /// (`vocabularySize` floats). Throws before doing anything when the cache would overflow.
     public func forward(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
         guard !tokens.isEmpty else { return }
-        guard cache.layers == config.blockCount, cache.kvDim == config.kvDim else {
-            throw ModelError.cacheFromAnotherModel
-        }
-        guard cache.count + tokens.count <= cache.capacity else {
-            throw ModelError.cacheOverflow(count: cache.count, adding: tokens.count, capacity: cache.capacity)
-        }
-        guard logits.count >= config.vocabularySize, let logitsBase = logits.baseAddress else {
-            throw ModelError.logitsBufferTooSmall(count: logits.count, needed: config.vocabularySize)
-        }
-        for t in tokens where t < 0 || Int(t) >= config.vocabularySize {
-            throw ModelError.invalidToken(t, vocabularySize: config.vocabularySize)
-        }
+        try validate(tokens: tokens, cache: cache, logits: logits)
         lock.lock()
         defer { lock.unlock() }
         var start = 0
         while start < tokens.count {
             let end = min(tokens.count, start + Self.maxBatch)
             let chunk = tokens[start..<end]
-            runChunk(chunk, cache: cache, logits: end == tokens.count ? logitsBase : nil)
+            let segment = Segment(
+                tokens: chunk, cache: cache, logits: end == tokens.count ? logits.baseAddress : nil)
+            runChunk([segment])
             cache.append(chunk)
             start = end
         }
     }
 
+    /// One sequence's part of a batched pass.
+    public struct BatchItem {
+        public var tokens: [Int32]
+        public var cache: KVCache
+        public var logits: UnsafeMutableBufferPointer<Float>
+
+        public init(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
+            self.tokens = tokens
+            self.cache = cache
+            self.logits = logits
+        }
+    }
+
+    /// Runs several sequences through one pass: their tokens share every weight read (the
+    /// point of batching decode steps), while attention and the KV cache stay per sequence.
+    /// Each sequence's result is bit-identical to running it alone. Items that do not fit one
+    /// pass (more than `maxBatch` tokens together, or more than `maxSequencesPerBatch`
+    /// sequences) are run in further passes. Throws before doing anything on a bad item.
+    public func forward(batch items: [BatchItem]) throws {
+        for item in items {
+            try validate(tokens: item.tokens, cache: item.cache, logits: item.logits)
+        }
+        guard Set(items.map { ObjectIdentifier($0.cache) }).count == items.count else {
+            throw ModelError.invalidHyperParameter("a batch holds the same KV cache twice")
+        }
+        var pending = items.filter { !$0.tokens.isEmpty }
+        while !pending.isEmpty {
+            var group: [BatchItem] = []
+            var total = 0
+            while let next = pending.first, group.count < Self.maxSequencesPerBatch,
+                total + next.tokens.count <= Self.maxBatch
+            {
+                group.append(pending.removeFirst())
+                total += next.tokens.count
+            }
+            if group.isEmpty {
+                // One long prompt: it runs alone, in chunks.
+                let item = pending.removeFirst()
+                try forward(tokens: item.tokens, cache: item.cache, logits: item.logits)
+                continue
+            }
+            lock.lock()
+            runChunk(group.map { Segment(tokens: $0.tokens[...], cache: $0.cache, logits: $0.logits.baseAddress) })
+            for item in group { item.cache.append(item.tokens[...]) }
+            lock.unlock()
+        }
+    }
+
+    private func validate(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
+        guard cache.layers == config.blockCount, cache.kvDim == config.kvDim else {
+            throw ModelError.cacheFromAnotherModel
+        }
+        guard cache.count + tokens.count <= cache.capacity else {
+            throw ModelError.cacheOverflow(count: cache.count, adding: tokens.count, capacity: cache.capacity)
+        }
+        guard logits.count >= config.vocabularySize, logits.baseAddress != nil else {
+            throw ModelError.logitsBufferTooSmall(count: logits.count, needed: config.vocabularySize)
+        }
+        for t in tokens where t < 0 || Int(t) >= config.vocabularySize {
+            throw ModelError.invalidToken(t, vocabularySize: config.vocabularySize)
+        }
+    }
+
+    /// Rows of one sequence inside a pass: its tokens, its cache, where its last logits go.
+    struct Segment {
+        let tokens: ArraySlice<Int32>
+        let cache: KVCache
+        let logits: UnsafeMutablePointer<Float>?
+    }
+
     // MARK: - The pass
 
-    private func runChunk(_ tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutablePointer<Float>?) {
+    /// One pass over the rows of `segments` (together at most `maxBatch` rows). Weight products
+    /// run once over all rows; RoPE positions, the KV cache and attention are per segment.
+    private func runChunk(_ segments: [Segment]) {
         let c = config
-        let n = tokens.count
         let dim = c.embeddingLength
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
-        let pos0 = cache.count
-        for (t, id) in tokens.enumerated() {
-            tokenEmbedding.dequantizeRow(Int(id), into: x + t * dim)
+        // Row offset of each segment. Shape of x, xn, q, attn, proj: [n × dim]; k, v: [n × kvDim].
+        var offsets: [Int] = []
+        var n = 0
+        for segment in segments {
+            offsets.append(n)
+            n += segment.tokens.count
+        }
+        for (segment, offset) in zip(segments, offsets) {
+            for (t, id) in segment.tokens.enumerated() {
+                tokenEmbedding.dequantizeRow(Int(id), into: x + (offset + t) * dim)
+            }
         }
         for (l, layer) in layers.enumerated() {
             // Attention block
@@ -174,25 +250,31 @@ public final class LlamaModel: @unchecked Sendable {
             matmul(layer.wq, &activations, into: q, ldy: dim)
             matmul(layer.wk, &activations, into: k, ldy: kvDim)
             matmul(layer.wv, &activations, into: v, ldy: kvDim)
-            let kCache = cache.keys(layer: l)
-            let vCache = cache.values(layer: l)
-            for t in 0..<n {
-                let pos = pos0 + t
-                ck_rope(
-                    q + t * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
-                    c.ropeFreqBase)
-                ck_rope(
-                    k + t * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
-                    c.ropeFreqBase)
-                ck_fp32_to_fp16_row(k + t * kvDim, kCache + pos * kvDim, kvDim)
-                ck_fp32_to_fp16_row(v + t * kvDim, vCache + pos * kvDim, kvDim)
+            for (segment, offset) in zip(segments, offsets) {
+                let kCache = segment.cache.keys(layer: l)
+                let vCache = segment.cache.values(layer: l)
+                let pos0 = segment.cache.count
+                let rows = segment.tokens.count
+                for t in 0..<rows {
+                    let pos = pos0 + t
+                    let row = offset + t
+                    ck_rope(
+                        q + row * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
+                        c.ropeFreqBase)
+                    ck_rope(
+                        k + row * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount),
+                        Int32(pos), c.ropeFreqBase)
+                    ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
+                    ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
+                }
+                var args = ck_attention_args(
+                    q: q + offset * dim, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache,
+                    kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
+                    head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
+                    scale: 1 / Float(c.headDim).squareRoot(), out: attn + offset * dim, out_stride: Int32(dim),
+                    scratch: attnScratch, scratch_stride: Int32(attnScratchStride))
+                ck_attention(pool.raw, &args)
             }
-            var args = ck_attention_args(
-                q: q, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache, kv_stride: Int32(kvDim),
-                n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
-                n_tokens: Int32(n), pos0: Int32(pos0), scale: 1 / Float(c.headDim).squareRoot(),
-                out: attn, out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(attnScratchStride))
-            ck_attention(pool.raw, &args)
             var attnActivations = PreparedActivations(source: attn, n: n, columns: dim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
             ck_add(x, proj, Int32(n * dim))
@@ -207,11 +289,22 @@ public final class LlamaModel: @unchecked Sendable {
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
             ck_add(x, proj, Int32(n * dim))
         }
-        guard let logits else { return }
-        let last = x + (n - 1) * dim
-        ck_rmsnorm(last, outputNorm, xn, Int32(dim), c.rmsNormEpsilon)
-        var outActivations = PreparedActivations(source: xn, n: 1, columns: dim)
-        matmul(output, &outActivations, into: logits, ldy: c.vocabularySize)
+        // Output head over the last row of each segment that wants logits, in one product.
+        let wanting = zip(segments, offsets).filter { $0.0.logits != nil }
+        guard !wanting.isEmpty else { return }
+        for (i, (segment, offset)) in wanting.enumerated() {
+            let last = x + (offset + segment.tokens.count - 1) * dim
+            ck_rmsnorm(last, outputNorm, xn + i * dim, Int32(dim), c.rmsNormEpsilon)
+        }
+        var outActivations = PreparedActivations(source: xn, n: wanting.count, columns: dim)
+        if wanting.count == 1 {
+            matmul(output, &outActivations, into: wanting[0].0.logits!, ldy: c.vocabularySize)
+            return
+        }
+        matmul(output, &outActivations, into: batchLogits, ldy: c.vocabularySize)
+        for (i, (segment, _)) in wanting.enumerated() {
+            segment.logits!.update(from: batchLogits + i * c.vocabularySize, count: c.vocabularySize)
+        }
     }
 
     private func rmsNorm(
