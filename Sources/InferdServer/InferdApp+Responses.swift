@@ -49,11 +49,6 @@ extension InferdApp {
             throw HTTPError.badRequest(
                 "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
         }
-        guard prompt.count <= configuration.maxPromptTokens else {
-            throw HTTPError.badRequest(
-                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
-                code: "prompt_too_long")
-        }
         let context = engine.contextLength
         let maxTokens: Int
         if let requested = o.maxTokens {
@@ -74,6 +69,11 @@ extension InferdApp {
                 type: "invalid_request_error", code: "context_length_exceeded")
         }
         // After the context check, so a request that could never fit is told so first.
+        guard prompt.count <= configuration.maxPromptTokens else {
+            throw HTTPError.badRequest(
+                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long")
+        }
         guard maxTokens <= configuration.maxTokensLimit else {
             throw HTTPError.badRequest(
                 "max_tokens is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",

@@ -96,7 +96,8 @@ extension InferdApp {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
         }
         let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: body.prompt)]).count
-        guard promptTokens <= configuration.maxPromptTokens else {
+        // Beyond the context, the session's own check answers (context_length_exceeded) first.
+        guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
             throw HTTPError.badRequest(
                 "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
                 code: "prompt_too_long")

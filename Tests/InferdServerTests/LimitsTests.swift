@@ -23,6 +23,9 @@ import Testing
         let tooLong = try await post(s, long)
         #expect(tooLong.status == 400 && tooLong.errorCode == "prompt_too_long")
         #expect((tooLong.json?["error"] as? [String: Any])?["message"] as? String ?? "" != "")
+        // A prompt that could never fit the context is told so first, as before the limit existed.
+        let huge = try await post(s, jsonString(["prompt": String(repeating: "hello ", count: 9000)]))
+        #expect(huge.status == 400 && huge.errorCode == "context_length_exceeded", "\(huge.text)")
         let greedy = jsonString(["prompt": "Hi", "options": ["max_tokens": 9]])
         let tooMany = try await post(s, greedy)
         #expect(tooMany.status == 400 && tooMany.errorCode == "max_tokens_too_large")
