@@ -66,13 +66,8 @@ extension InferdApp {
         let engine = try requireEngine()
         let chat = try OpenAIChatRequest(try openAIFields(request))
         try checkModel(chat.parameters.model, engine)
-        // Seam for the `session_id` extension (issue 6): when sessions exist, look the session up
-        // here with `requireSession` semantics (another API key's session is a 404), take the last user message of `chat.messages` as the new turn, build the prompt
-        // from the session's history, pass its sequence as `GenerationRequest.sequence`, and apply
-        // its `on_busy` policy before generating. Until then it is refused, never silently ignored.
-        if chat.sessionID != nil {
-            throw OpenAIError.unsupported(
-                "session_id: server-side sessions are not available on this server yet", param: "session_id")
+        if let sessionID = chat.sessionID {
+            return try await sessionChatCompletion(chat, sessionID: sessionID, engine: engine, request: request)
         }
         let prompt = engine.promptTokens(for: chat.messages)
         let generation = try openAIGenerationRequest(
@@ -115,19 +110,24 @@ extension InferdApp {
         do {
             return try makeGenerationRequest(prompt: prompt, options: p.options, engine: engine, label: requestID)
         } catch let error as HTTPError {
-            var e = OpenAIError(error)
-            if e.code == "context_length_exceeded" {
-                e.param = promptParam
-            } else if e.message.contains("max_tokens") {
-                e.param = p.maxTokensParam
-                e.message = e.message.replacingOccurrences(of: "max_tokens", with: p.maxTokensParam)
-            } else if e.message.contains("stop") {
-                e.param = "stop"
-            } else if let name = Self.samplingParameterNames.first(where: { e.message.contains("option \($0) ") }) {
-                e.param = name
-            }
-            throw e
+            throw Self.openAIError(error, p, promptParam: promptParam)
         }
+    }
+
+    /// A validation error of the shared paths, naming the OpenAI parameter it is about.
+    static func openAIError(_ error: HTTPError, _ p: OpenAIGenerationParameters, promptParam: String) -> OpenAIError {
+        var e = OpenAIError(error)
+        if e.code == "context_length_exceeded" {
+            e.param = promptParam
+        } else if e.message.contains("max_tokens") {
+            e.param = p.maxTokensParam
+            e.message = e.message.replacingOccurrences(of: "max_tokens", with: p.maxTokensParam)
+        } else if e.message.contains("stop") {
+            e.param = "stop"
+        } else if let name = Self.samplingParameterNames.first(where: { e.message.contains("option \($0) ") }) {
+            e.param = name
+        }
+        return e
     }
 
     static let samplingParameterNames = ["temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"]

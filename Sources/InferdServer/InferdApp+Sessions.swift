@@ -92,45 +92,10 @@ extension InferdApp {
         let engine = try requireEngine()
         let session = try requireSession(request)
         let body = try request.decodeJSON(SessionTurnRequestBody.self)
-        guard !body.prompt.isEmpty else {
-            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
-        }
-        let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: body.prompt)]).count
-        // Beyond the context, the session's own check answers (context_length_exceeded) first.
-        guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
-            throw HTTPError.badRequest(
-                "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
-                code: "prompt_too_long")
-        }
-        let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
-        guard turns < configuration.maxSessionTurns else {
-            throw HTTPError.conflict(
-                "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
-                code: "session_full")
-        }
-        let base = session.options.flatMap {
-            try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
-        }
-        let turn = TurnRequest(
-            id: request.id, prompt: body.prompt,
-            onBusy: try Self.choice(body.onBusy, "on_busy", default: session.onBusy),
-            onCancel: try Self.choice(body.onCancel, "on_cancel", default: CancelPolicy.keep),
-            priority: try Self.choice(body.priority, "priority", default: TurnPriority.interactive),
-            parameters: try turnParameters((body.options ?? GenerationOptionsBody()).over(base)))
-        do {
-            try await sessions.admit(turn, to: session, model: engine)
-        } catch {
-            throw Self.httpError(for: error)
-        }
-        let context = request.context
-        let reason: @Sendable () -> CancelReason = {
-            switch context.cancellationReason {
-            case .clientDisconnected: .clientDisconnected
-            case .shutdown: .shutdown
-            case .some(let other): CancelReason(rawValue: other.rawValue)
-            case nil: .cancelRequest
-            }
-        }
+        let turn = try await admitSessionTurn(
+            to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
+            priority: body.priority, options: body.options, engine: engine)
+        let reason = sessionCancelReason(request.context)
         if body.stream == true {
             return .eventStream { stream in
                 let id = turn.id
@@ -154,6 +119,59 @@ extension InferdApp {
             throw Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
         }
         return .json(SessionTurnBody(outcome))
+    }
+
+    /// Checks and admits one turn to a session: the native session endpoint and the OpenAI
+    /// `session_id` extension share it, so both follow the same rules (the session's options
+    /// under the request's, its `on_busy` unless the request names one, its context budget).
+    func admitSessionTurn(
+        to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?, priority: String?,
+        options: GenerationOptionsBody?, engine: InferenceEngine
+    ) async throws -> TurnRequest {
+        guard !prompt.isEmpty else {
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+        }
+        let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: prompt)]).count
+        // Beyond the context, the session's own check answers (context_length_exceeded) first.
+        guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
+            throw HTTPError.badRequest(
+                "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long")
+        }
+        let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
+        guard turns < configuration.maxSessionTurns else {
+            throw HTTPError.conflict(
+                "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
+                code: "session_full")
+        }
+        let base = session.options.flatMap {
+            try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
+        }
+        let turn = TurnRequest(
+            id: id, prompt: prompt,
+            onBusy: try Self.choice(onBusy, "on_busy", default: session.onBusy),
+            onCancel: try Self.choice(onCancel, "on_cancel", default: CancelPolicy.keep),
+            priority: try Self.choice(priority, "priority", default: TurnPriority.interactive),
+            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base)))
+        do {
+            try await sessions.admit(turn, to: session, model: engine)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        return turn
+    }
+
+    /// Why a turn stops when its request's Task is cancelled: the HTTP layer's reason (a client
+    /// disconnect, a shutdown), else an explicit cancel request.
+    func sessionCancelReason(_ context: RequestContext) -> @Sendable () -> CancelReason {
+        {
+            switch context.cancellationReason {
+            case .clientDisconnected: .clientDisconnected
+            case .shutdown: .shutdown
+            case .some(let other): CancelReason(rawValue: other.rawValue)
+            case nil: .cancelRequest
+            }
+        }
     }
 
     static func send(_ event: TurnEvent, id: String, to stream: EventStream) {
@@ -190,8 +208,12 @@ extension InferdApp {
     }
 
     func requireSession(_ request: HTTPRequest) throws -> Session {
-        let id = request.pathParameters["id"] ?? ""
-        // Another key's session answers exactly as a missing one: its existence is not revealed.
+        try requireSession(id: request.pathParameters["id"] ?? "", request)
+    }
+
+    /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
+    /// Another key's session answers exactly as a missing one: its existence is not revealed.
+    func requireSession(id: String, _ request: HTTPRequest) throws -> Session {
         guard let session = sessions.session(id), mayAccess(ownedBy: session.owner, request) else {
             throw Self.httpError(for: SessionError.sessionNotFound(id))
         }

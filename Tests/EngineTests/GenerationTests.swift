@@ -171,6 +171,8 @@ import Testing
             GenerationRequest(promptTokens: ScriptedPredictor.prompt("b"), maxTokens: 30, sampling: .greedy))
         let (ra, rb) = try await (a, b)
         #expect(ra.content.count == 30 && rb.content.count == 30)
+        // Their decode steps shared batched predictions.
+        #expect(p.batches.withLock { $0 }.contains(2))
     }
 
     @Test func eventSequenceEndsWithFinishedAndCancelsWhenAbandoned() async throws {

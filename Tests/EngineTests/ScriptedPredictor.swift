@@ -31,7 +31,15 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
         func truncate(to length: Int) { tokens.removeSubrange(min(length, tokens.count)...) }
     }
 
+    /// Sizes of every batched prediction, in order.
+    let batches = Locked<[Int]>([])
+
     func makeSequence(capacity: Int) -> any PredictorSequence { Sequence(capacity: capacity) }
+
+    func predict(batch: [PredictionInput]) throws {
+        batches.withLock { $0.append(batch.count) }
+        for input in batch { try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits) }
+    }
 
     func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws {
         inFlight.add(1, ordering: .relaxed)

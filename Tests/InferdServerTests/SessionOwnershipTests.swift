@@ -48,6 +48,12 @@ import Testing
             #expect(r.errorCode == "session_not_found" || r.errorCode == "request_not_found", "\(r.text)")
             #expect(!r.text.contains("forbidden"))
         }
+        // The OpenAI route's session_id extension is the same lookup.
+        let model = try SharedModel.engine().modelName
+        let chat = try await call(
+            s, "POST", "/v1/chat/completions", key: Self.beta,
+            ["model": model, "session_id": id, "messages": [["role": "user", "content": "Hi"]], "max_tokens": 1])
+        #expect(chat.status == 404 && chat.errorCode == "session_not_found", "\(chat.text)")
         let theirs = try await call(s, "GET", "/v1/sessions", key: Self.beta)
         #expect((theirs.json?["data"] as? [Any])?.count == 0)
 
@@ -56,7 +62,7 @@ import Testing
         #expect((mine.json?["data"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
         let still = try await call(s, "GET", "/v1/sessions/\(id)", key: Self.alpha)
         #expect(still.status == 200)
-        #expect((still.json?["transcript"] as? [Any])?.count == 2)
+        #expect((still.json?["transcript"] as? [Any])?.count == 2, "the refused calls added nothing")
         #expect(try await call(s, "DELETE", "/v1/sessions/\(id)", key: Self.alpha).status == 204)
     }
 

@@ -141,7 +141,6 @@ def test_extensions_top_k_min_p_repeat_penalty(client, model):
         ({"messages": HI, "temperature": -1}, "temperature"),
         ({"messages": HI, "max_tokens": 0}, "max_tokens"),
         ({"messages": HI, "stop": [""]}, "stop"),
-        ({"messages": HI, "extra_body": {"session_id": "s1"}}, "session_id"),
     ],
 )
 def test_invalid_requests_name_the_parameter(client, model, kw, param):

@@ -23,6 +23,7 @@ final class GenerationJob: @unchecked Sendable {
     }
 
     let request: GenerationRequest
+    let vocabularySize: Int
     let endOfGeneration: Set<Int32>
     let onEvent: @Sendable (GenerationEvent) -> Void
     let onFinish: @Sendable (Result<GenerationResult, GenerationError>) -> Void
@@ -43,11 +44,13 @@ final class GenerationJob: @unchecked Sendable {
     var promptDoneAt: ContinuousClock.Instant?
 
     init(
-        request: GenerationRequest, decoder: any IncrementalTextDecoder, endOfGeneration: Set<Int32>,
+        request: GenerationRequest, vocabularySize: Int, decoder: any IncrementalTextDecoder,
+        endOfGeneration: Set<Int32>,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void,
         onFinish: @escaping @Sendable (Result<GenerationResult, GenerationError>) -> Void
     ) {
         self.request = request
+        self.vocabularySize = vocabularySize
         self.decoder = decoder
         self.endOfGeneration = endOfGeneration
         self.onEvent = onEvent
@@ -101,6 +104,37 @@ final class GenerationJob: @unchecked Sendable {
             fail(.computeFailed("\(error)"))
         }
         if isCancelled && !isDone { stepsAfterCancel += 1 }
+    }
+
+    /// The token this job feeds next when it is decoding and not cancelled (it can join a batch).
+    var pendingDecodeToken: Int32? {
+        guard case .decode(let last) = phase, !isCancelled else { return nil }
+        return last
+    }
+
+    /// This job's own logits buffer, for batched steps (the worker's scratch serves single steps).
+    private(set) lazy var batchLogits: UnsafeMutableBufferPointer<Float> = {
+        let b = UnsafeMutableBufferPointer<Float>.allocate(capacity: vocabularySize)
+        b.initialize(repeating: 0)
+        return b
+    }()
+    private var batchLogitsAllocated = false
+
+    /// Prepares a batched decode step: the input to predict for this job.
+    func batchInput() -> PredictionInput? {
+        guard let token = pendingDecodeToken else { return nil }
+        batchLogitsAllocated = true
+        return PredictionInput(tokens: [token], sequence: sequence, logits: batchLogits)
+    }
+
+    /// Finishes a batched decode step whose logits are in `batchLogits`.
+    func completeBatchedDecode() {
+        accept(sampleNext(logits: batchLogits))
+        if isCancelled && !isDone { stepsAfterCancel += 1 }
+    }
+
+    deinit {
+        if batchLogitsAllocated { batchLogits.deallocate() }
     }
 
     private func start(predictor: any TokenPredictor) throws(GenerationError) {

@@ -32,7 +32,8 @@ public final class GenerationRunner: Sendable {
         let result: Result<GenerationResult, GenerationError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let job = GenerationJob(
-                    request: request, decoder: makeDecoder(), endOfGeneration: endOfGeneration,
+                    request: request, vocabularySize: predictor.vocabularySize, decoder: makeDecoder(),
+                    endOfGeneration: endOfGeneration,
                     onEvent: onEvent, onFinish: { continuation.resume(returning: $0) })
                 jobBox.withLock { $0 = job }
                 if Task.isCancelled { job.cancel() }
@@ -50,7 +51,8 @@ public final class GenerationRunner: Sendable {
     public func events(_ request: GenerationRequest) -> AsyncThrowingStream<GenerationStreamElement, Error> {
         let (stream, continuation) = AsyncThrowingStream<GenerationStreamElement, Error>.makeStream()
         let job = GenerationJob(
-            request: request, decoder: makeDecoder(), endOfGeneration: endOfGeneration,
+            request: request, vocabularySize: predictor.vocabularySize, decoder: makeDecoder(),
+            endOfGeneration: endOfGeneration,
             onEvent: { continuation.yield(.event($0)) },
             onFinish: { result in
                 switch result {

@@ -57,6 +57,34 @@ final class GenerationWorker: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// One step of every active job. Jobs that are decoding share one batched prediction (one
+    /// pass over the weights for all of them); the others step alone. A batch refused by the
+    /// predictor (it throws before changing anything) falls back to single steps, so an error
+    /// lands on the job that caused it.
+    private func stepRound(_ active: [GenerationJob]) {
+        var decoding: [GenerationJob] = []
+        var inputs: [PredictionInput] = []
+        for job in active {
+            if let input = job.batchInput() {
+                decoding.append(job)
+                inputs.append(input)
+            }
+        }
+        var batched = false
+        if decoding.count >= 2 {
+            do {
+                try predictor.predict(batch: inputs)
+                batched = true
+                for job in decoding { job.completeBatchedDecode() }
+            } catch {
+                batched = false
+            }
+        }
+        for job in active where !(batched && decoding.contains { $0 === job }) {
+            job.step(predictor: predictor, logits: logits)
+        }
+    }
+
     private func run() {
         var active: [GenerationJob] = []
         while true {
@@ -71,9 +99,7 @@ final class GenerationWorker: @unchecked Sendable {
             if stop {
                 for job in active { job.cancel() }
             }
-            for job in active {
-                job.step(predictor: predictor, logits: logits)
-            }
+            stepRound(active)
             active.removeAll { $0.isDone }
             if stop && active.isEmpty { return }
         }

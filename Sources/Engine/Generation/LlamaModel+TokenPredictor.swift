@@ -14,6 +14,17 @@ extension LlamaModel: TokenPredictor {
         }
         try forward(tokens: tokens, cache: cache, logits: logits)
     }
+
+    /// One pass over the weights for every sequence in the batch.
+    public func predict(batch: [PredictionInput]) throws {
+        let items = batch.map { input -> BatchItem in
+            guard let cache = input.sequence as? KVCache else {
+                preconditionFailure("a LlamaModel runs only sequences it made")
+            }
+            return BatchItem(tokens: input.tokens, cache: cache, logits: input.logits)
+        }
+        try forward(batch: items)
+    }
 }
 
 extension KVCache: PredictorSequence {}

@@ -10,6 +10,31 @@ public protocol TokenPredictor: AnyObject, Sendable {
     /// Appends `tokens` to `sequence` and writes the logits after the last one into `logits`.
     /// Synchronous and compute-bound: call it only from the engine's own threads.
     func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws
+    func predict(batch: [PredictionInput]) throws
+}
+
+/// One sequence's tokens for a batched prediction, and where its next-token logits go.
+public struct PredictionInput {
+    public var tokens: [Int32]
+    public var sequence: any PredictorSequence
+    public var logits: UnsafeMutableBufferPointer<Float>
+
+    public init(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) {
+        self.tokens = tokens
+        self.sequence = sequence
+        self.logits = logits
+    }
+}
+
+extension TokenPredictor {
+    /// Several sequences at once. Predictors that can share work between sequences (one pass
+    /// over the weights for all of them) override this; the default runs them one by one.
+    /// Must throw before changing anything when any input is bad.
+    public func predict(batch: [PredictionInput]) throws {
+        for input in batch {
+            try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits)
+        }
+    }
 }
 
 /// One sequence's state inside a predictor (its KV cache): the tokens it has seen.

@@ -4,13 +4,19 @@ import Engine
 package struct OpenAIChatRequest: Sendable {
     var messages: [ChatMessage]
     var parameters: OpenAIGenerationParameters
-    /// The `session_id` extension: not served yet (see `InferdApp.chatCompletions`).
+    /// The `session_id` extension: the last user message is a new turn of that session.
     var sessionID: String?
+    /// With `session_id`: `queue`, `reject` or `replace` for this request (the session's own otherwise).
+    var onBusy: String?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
         sessionID = try f.string("session_id")
+        onBusy = try f.string("on_busy")
+        if onBusy != nil, sessionID == nil {
+            throw .invalid("on_busy applies only with session_id", param: "on_busy")
+        }
         guard let raw = f["messages"] else {
             throw .invalid("messages is required", param: "messages", code: "missing_required_parameter")
         }
@@ -21,6 +27,9 @@ package struct OpenAIChatRequest: Sendable {
             messages.append(try Self.message(item, path: "messages[\(i)]"))
         }
     }
+
+    /// The text of the last user message: with `session_id`, the new turn.
+    var lastUserMessage: String? { messages.last(where: { $0.role == .user })?.content }
 
     /// One message: system/developer, user or assistant, with string content or text parts.
     static func message(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ChatMessage {

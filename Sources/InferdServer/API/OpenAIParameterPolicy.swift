@@ -36,7 +36,7 @@ struct OpenAIParameterPolicy: Sendable {
     ]
 
     static let chat = OpenAIParameterPolicy(
-        supported: common.union(["messages", "max_completion_tokens", "session_id"]),
+        supported: common.union(["messages", "max_completion_tokens", "session_id", "on_busy"]),
         ignored: [
             "user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key",
             "safety_identifier",
