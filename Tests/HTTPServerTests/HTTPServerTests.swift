@@ -469,7 +469,8 @@ extension HTTPServerSocketTests {
     static func allReleased(_ server: HTTPServer, _ metrics: Metrics, baseline: Int) -> Bool {
         let gauges = metrics.value("inferd_open_connections") == 0 && metrics.value("inferd_active_streams") == 0
         let server = server.runningTaskCount == 0 && server.exchangeCount == 0 && server.watchedConnectionCount == 0
-        return gauges && server && openFDCount() == baseline
+        // At most the baseline: other suites running in parallel open and close fds of their own.
+        return gauges && server && openFDCount() <= baseline
     }
 
     @Test func twoHundredStreamsThenAllDisconnectReturnsToBaseline() async throws {
