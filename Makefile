@@ -58,5 +58,20 @@ coverage: deps model
 bench: deps model build
 	$(BIN) bench --model $(MODEL) $(ARGS)
 
+# libFuzzer + ASan over the GGUF reader, every endpoint's JSON body and the HTTP request path;
+# FUZZ_SECONDS per target (default and maximum 60). See scripts/fuzz.sh and Fuzz/README.md.
+fuzz: deps
+	@./scripts/fuzz.sh
+
+# The committed corpora replayed once by the plain (non-fuzzer) build: no crash expected.
+fuzz-replay: deps
+	swift build $(SWIFT_FLAGS) --product inferd-fuzz
+	@for t in gguf json http; do "$$(swift build $(SWIFT_FLAGS) --show-bin-path)/inferd-fuzz" $$t Fuzz/corpus/$$t || exit 1; done
+
+# Many loopback clients against the release binary for SOAK_SECONDS (default 120); not in CI.
+SOAK_SECONDS ?= 120
+soak: deps model build
+	python3 scripts/soak.py --binary $(BIN) --model $(MODEL) --seconds $(SOAK_SECONDS)
+
 clean:
 	rm -rf .build

@@ -14,6 +14,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // GnuTLS's client side, for `inferd healthcheck` against an HTTPS server.
+        .systemLibrary(
+            name: "CGnuTLS",
+            pkgConfig: "gnutls",
+            providers: [.apt(["libgnutls28-dev"])]
+        ),
         // SQLite from Debian's libsqlite3-dev, plus the one thin shim header.
         .systemLibrary(
             name: "CSQLite",
@@ -32,8 +38,10 @@ let package = Package(
         // Knows nothing of HTTP or JSON wire formats.
         .target(name: "Sessions", dependencies: ["Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry"]),
+        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry", "CGnuTLS"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
+        // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
+        .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),

@@ -2,7 +2,9 @@
 # Installs the Debian packages inferd builds against, only when one is missing,
 # so `make serve` and `make test` work on a fresh machine and cost nothing after.
 set -euo pipefail
-pkgs=(libmicrohttpd-dev libsqlite3-dev pkg-config)
+# openssl and curl: the TLS tests make a self-signed certificate and call the server over HTTPS.
+# libgnutls28-dev: inferd healthcheck speaks HTTPS to a server with tls_cert set.
+pkgs=(libmicrohttpd-dev libsqlite3-dev libgnutls28-dev pkg-config openssl curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -28,6 +28,8 @@ typedef struct inferd_mhd_config {
     void *completed_cls;
     MHD_NotifyConnectionCallback notify_connection;
     void *notify_connection_cls;
+    const char *tls_cert_pem; /* PEM contents; with tls_key_pem and MHD_USE_TLS in flags: HTTPS */
+    const char *tls_key_pem;
 } inferd_mhd_config;
 
 /// Starts a daemon. Exists because `MHD_start_daemon` is variadic and does not import into Swift.
@@ -53,19 +55,42 @@ static inline struct MHD_Daemon *inferd_mhd_start(const inferd_mhd_config *c, in
         *error_out = EINVAL;
         return NULL;
     }
+    /* The HTTPS options lead the list when TLS is on; otherwise the list starts at the socket
+       address (varargs cannot be built up conditionally, so the list is passed as an array). */
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)c->tls_key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)c->tls_cert_pem},
+        {MHD_OPTION_SOCK_ADDR, 0, (void *)addr},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)c->connection_limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)c->per_ip_connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout_seconds, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->connection_memory_limit, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)c->completed, c->completed_cls},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)c->notify_connection, c->notify_connection_cls},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    int tls = (flags & MHD_USE_TLS) && c->tls_cert_pem != NULL && c->tls_key_pem != NULL;
     errno = 0;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, c->port, NULL, NULL, c->access_handler, c->access_handler_cls,
-        MHD_OPTION_SOCK_ADDR, addr,
-        MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_seconds,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, c->completed, c->completed_cls,
-        MHD_OPTION_NOTIFY_CONNECTION, c->notify_connection, c->notify_connection_cls,
+        MHD_OPTION_ARRAY, tls ? options : options + 2,
         MHD_OPTION_END);
     *error_out = (d == NULL) ? errno : 0;
     return d;
+}
+
+/// 1 when GnuTLS refuses the configuration's certificate/key pair, else 0. Exists because a
+/// failed `MHD_start_daemon` does not say whether the socket or the TLS setup failed: this
+/// starts a second daemon with the same PEM pair and no listening socket at all.
+static inline int inferd_mhd_tls_refused(const inferd_mhd_config *c) {
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, c->access_handler, c->access_handler_cls,
+        MHD_OPTION_HTTPS_MEM_KEY, c->tls_key_pem,
+        MHD_OPTION_HTTPS_MEM_CERT, c->tls_cert_pem,
+        MHD_OPTION_END);
+    if (d == NULL) return 1;
+    MHD_stop_daemon(d);
+    return 0;
 }
 
 /// The port the daemon really listens on. Exists because `MHD_get_daemon_info` is variadic.
@@ -94,6 +119,10 @@ static inline void inferd_mhd_client_address(struct MHD_Connection *c, char *buf
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
     }
 }
+
+/// 1 when this libmicrohttpd can serve HTTPS. Exists because `enum MHD_FEATURE` has aliased
+/// values (`MHD_FEATURE_TLS` = `MHD_FEATURE_SSL` = 2) that Swift does not import as cases.
+static inline int inferd_mhd_tls_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES; }
 
 /// `MHD_SIZE_UNKNOWN` is a macro over `((uint64_t) -1LL)` that Swift does not import.
 static inline uint64_t inferd_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }

@@ -1,9 +1,9 @@
 import Telemetry
 
 /// Server-Sent Events wire format.
-enum SSEFormat {
+package enum SSEFormat {
     /// `event: NAME\nid: N\ndata: LINE\n…\n\n`; a data value with newlines becomes several `data:` lines.
-    static func encode(event: String, id: Int, data: String) -> [UInt8] {
+    package static func encode(event: String, id: Int, data: String) -> [UInt8] {
         encodeData(data, prefix: "event: \(singleLine(event))\nid: \(id)\n")
     }
 

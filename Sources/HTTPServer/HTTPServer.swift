@@ -7,9 +7,13 @@ public enum HTTPServerError: Error, Sendable, CustomStringConvertible, Equatable
     /// Binding or listening failed; `reason` is the system's text (e.g. "Address already in use").
     case listenFailed(host: String, port: Int, reason: String)
     case alreadyStarted
+    /// TLS was asked for but cannot be used: `reason` says why (no TLS support, half a
+    /// configuration, or a certificate/key GnuTLS refused).
+    case tlsUnavailable(reason: String)
 
     public var description: String {
         switch self {
+        case .tlsUnavailable(let r): "cannot serve HTTPS: \(r)"
         case .invalidHost(let h): "invalid listen address '\(h)': expected a numeric IPv4 or IPv6 address"
         case .listenFailed(let h, let p, let r): "could not listen on \(h):\(p): \(r)"
         case .alreadyStarted: "server already started"
@@ -47,12 +51,22 @@ public final class HTTPServer: Sendable {
         /// megabytes). Small keeps a slow SSE client from sitting on stale snapshots in the kernel:
         /// once it fills, snapshots are conflated in the server instead.
         public var socketSendBufferBytes: Int = 64 << 10
+        /// Deepest array/object nesting `HTTPRequest.decodeJSON` accepts.
+        public var maxJSONDepth: Int = 64
+        /// HTTPS when both are set: the PEM *contents* (not paths) of the certificate chain and
+        /// its private key. libmicrohttpd serves TLS through GnuTLS.
+        public var tlsCertificatePEM: String?
+        public var tlsKeyPEM: String?
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 1 << 20, connectionLimit: Int = 512,
             perIPConnectionLimit: Int = 0, connectionTimeoutSeconds: Int = 30, headerMemoryLimitBytes: Int = 32 << 10,
-            heartbeatSeconds: Double = 10, drainSeconds: Double = 10, socketSendBufferBytes: Int = 64 << 10
+            heartbeatSeconds: Double = 10, drainSeconds: Double = 10, socketSendBufferBytes: Int = 64 << 10,
+            maxJSONDepth: Int = 64, tlsCertificatePEM: String? = nil, tlsKeyPEM: String? = nil
         ) {
+            self.maxJSONDepth = maxJSONDepth
+            self.tlsCertificatePEM = tlsCertificatePEM
+            self.tlsKeyPEM = tlsKeyPEM
             self.host = host
             self.port = port
             self.maxBodyBytes = maxBodyBytes
@@ -123,26 +137,47 @@ public final class HTTPServer: Sendable {
             return retained
         }
         let cls = retained.toOpaque()
-        let flags =
+        var flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_ITC.rawValue
+        let tls: (cert: String, key: String)?
+        do {
+            tls = try Self.checkTLS(configuration)
+        } catch {
+            state.withLock { $0.retainedSelf = nil }
+            retained.release()
+            throw error
+        }
+        if tls != nil { flags |= MHD_USE_TLS.rawValue }
         var error: Int32 = 0
+        var tlsRefused: Int32 = 0
         let daemon: OpaquePointer? = configuration.host.withCString { host in
-            var config = inferd_mhd_config(
-                flags: UInt32(flags), host: host, port: UInt16(clamping: configuration.port),
-                connection_limit: UInt32(clamping: configuration.connectionLimit),
-                per_ip_connection_limit: UInt32(clamping: configuration.perIPConnectionLimit),
-                connection_timeout_seconds: UInt32(clamping: configuration.connectionTimeoutSeconds),
-                connection_memory_limit: configuration.headerMemoryLimitBytes,
-                access_handler: accessHandlerCallback, access_handler_cls: cls,
-                completed: completedCallback, completed_cls: cls,
-                notify_connection: notifyConnectionCallback, notify_connection_cls: cls)
-            return inferd_mhd_start(&config, &error)
+            (tls?.cert ?? "").withCString { cert in
+                (tls?.key ?? "").withCString { key in
+                    var config = inferd_mhd_config(
+                        flags: UInt32(flags), host: host, port: UInt16(clamping: configuration.port),
+                        connection_limit: UInt32(clamping: configuration.connectionLimit),
+                        per_ip_connection_limit: UInt32(clamping: configuration.perIPConnectionLimit),
+                        connection_timeout_seconds: UInt32(clamping: configuration.connectionTimeoutSeconds),
+                        connection_memory_limit: configuration.headerMemoryLimitBytes,
+                        access_handler: accessHandlerCallback, access_handler_cls: cls,
+                        completed: completedCallback, completed_cls: cls,
+                        notify_connection: notifyConnectionCallback, notify_connection_cls: cls,
+                        tls_cert_pem: tls == nil ? nil : cert, tls_key_pem: tls == nil ? nil : key)
+                    let d = inferd_mhd_start(&config, &error)
+                    if d == nil && tls != nil { tlsRefused = inferd_mhd_tls_refused(&config) }
+                    return d
+                }
+            }
         }
         guard let daemon else {
             state.withLock { $0.retainedSelf = nil }
             retained.release()
             if error == EINVAL { throw HTTPServerError.invalidHost(configuration.host) }
+            if tlsRefused != 0 {
+                throw HTTPServerError.tlsUnavailable(
+                    reason: "GnuTLS refused the certificate or key (not valid PEM, or the key does not match)")
+            }
             let reason = error == 0 ? "address in use or unavailable" : String(cString: strerror(error))
             throw HTTPServerError.listenFailed(host: configuration.host, port: configuration.port, reason: reason)
         }
@@ -151,7 +186,30 @@ public final class HTTPServer: Sendable {
             $0.daemon = DaemonHandle(raw: daemon)
             $0.port = port
         }
-        logger.info("http server listening", ["host": configuration.host, "port": String(port)])
+        logger.info(
+            "http server listening",
+            ["host": configuration.host, "port": String(port), "scheme": tls == nil ? "http" : "https"])
+    }
+
+    /// nil for plain HTTP; the PEM pair for HTTPS, after the checks GnuTLS would only answer with
+    /// a bare start failure.
+    static func checkTLS(_ c: Configuration) throws(HTTPServerError) -> (cert: String, key: String)? {
+        switch (c.tlsCertificatePEM, c.tlsKeyPEM) {
+        case (nil, nil): return nil
+        case (.some, nil), (nil, .some):
+            throw .tlsUnavailable(reason: "both a certificate and a private key are needed")
+        case (let cert?, let key?):
+            guard inferd_mhd_tls_supported() != 0 else {
+                throw .tlsUnavailable(reason: "this libmicrohttpd was built without TLS support")
+            }
+            guard cert.contains("-----BEGIN CERTIFICATE-----") else {
+                throw .tlsUnavailable(reason: "the certificate is not PEM (no BEGIN CERTIFICATE block)")
+            }
+            guard key.contains("-----BEGIN") && key.contains("PRIVATE KEY-----") else {
+                throw .tlsUnavailable(reason: "the private key is not PEM (no BEGIN ... PRIVATE KEY block)")
+            }
+            return (cert, key)
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `drainSeconds`, cancels the rest
@@ -291,7 +349,7 @@ public final class HTTPServer: Sendable {
         let query = Dictionary(
             Self.values(connection, kind: .GET_ARGUMENT_KIND), uniquingKeysWith: { first, _ in first })
         let match = router.match(exchange.method, exchange.path)
-        let handler: Handler
+        var handler: Handler
         var parameters: [String: String] = [:]
         switch match {
         case .found(let pattern, let h, let p):
@@ -309,16 +367,17 @@ public final class HTTPServer: Sendable {
                 return response
             }
         }
+        let wrapped = router.wrap(handler)
         let request = HTTPRequest(
             id: exchange.requestID, method: exchange.method, path: exchange.path, query: query, headers: headers,
             body: exchange.takeBody(),
             remoteAddress: String(decoding: remote.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
             pathParameters: parameters,
-            context: exchange.context)
+            context: exchange.context, route: exchange.route, maxJSONDepth: configuration.maxJSONDepth)
         let key = ObjectIdentifier(exchange)
         state.withLock { s in
             let task = exchange.start { [self] in
-                await self.run(exchange, request, handler)
+                await self.run(exchange, request, wrapped)
             }
             s.tasks[key] = task
         }
@@ -420,13 +479,15 @@ public final class HTTPServer: Sendable {
             labels: ["route": route, "method": exchange.method.description, "status": String(status)]
         ).increment()
         let ms = (ContinuousClock.now - exchange.startedAt).milliseconds
-        logger.info(
-            "request completed",
-            [
-                "method": exchange.method.description, "path": exchange.path, "status": String(status),
-                "request_id": exchange.requestID, "duration_ms": String(format: "%.1f", ms),
-                "ok": code == .REQUEST_TERMINATED_COMPLETED_OK ? "true" : "false",
-            ])
+        var fields = [
+            ("method", exchange.method.description), ("path", exchange.path), ("status", String(status)),
+            ("request_id", exchange.requestID), ("duration_ms", String(format: "%.1f", ms)),
+            ("ok", code == .REQUEST_TERMINATED_COMPLETED_OK ? "true" : "false"),
+        ]
+        let own = Set(fields.map(\.0))
+        fields += exchange.context.loggedValues.sorted { $0.key < $1.key }.filter { !own.contains($0.key) }
+            .map { ($0.key, $0.value) }
+        logger.log(.info, "request completed", fields: fields)
     }
 
     func connectionNotified(_ connection: OpaquePointer?, started: Bool) {
@@ -483,7 +544,7 @@ public final class HTTPServer: Sendable {
         return withExtendedLifetime(box) { box.items }
     }
 
-    static func isValidRequestID(_ s: String) -> Bool {
+    package static func isValidRequestID(_ s: String) -> Bool {
         let utf8 = s.utf8
         guard (1...64).contains(utf8.count) else { return false }
         return utf8.allSatisfy { c in

@@ -2,6 +2,10 @@ import Telemetry
 
 public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
+/// Runs around every request's handler, including the 404/405 answers for unmatched paths:
+/// it may answer itself (e.g. 401) or call `next`. The HTTP layer gives it no meaning.
+public typealias Middleware = @Sendable (HTTPRequest, _ next: Handler) async throws -> HTTPResponse
+
 /// Maps method + path pattern (`/v1/sessions/{id}/responses`) to handlers.
 ///
 /// A literal segment beats a `{parameter}` segment when two patterns match the same path.
@@ -19,15 +23,28 @@ public final class Router: Sendable {
         case parameter(String)
     }
 
-    enum Match {
+    package enum Match {
         case found(pattern: String, handler: Handler, parameters: [String: String])
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
     }
 
     private let routes = Locked<[Route]>([])
+    private let middlewares = Locked<[Middleware]>([])
 
     public init() {}
+
+    /// Adds a middleware; the first added is the outermost.
+    public func use(_ middleware: @escaping Middleware) {
+        middlewares.withLock { $0.append(middleware) }
+    }
+
+    /// `handler` inside every middleware.
+    func wrap(_ handler: @escaping Handler) -> Handler {
+        middlewares.withLock { $0 }.reversed().reduce(handler) { next, middleware in
+            { request in try await middleware(request, next) }
+        }
+    }
 
     public func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
         let route = Route(method: method, pattern: pattern, segments: Self.parse(pattern), handler: handler)
@@ -48,7 +65,7 @@ public final class Router: Sendable {
         }
     }
 
-    func match(_ method: HTTPMethod, _ path: String) -> Match {
+    package func match(_ method: HTTPMethod, _ path: String) -> Match {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         let all = routes.withLock { $0 }
         // (route, parameters, literal count) for every pattern matching the path.

@@ -55,10 +55,28 @@ public enum CancellationReason: String, Sendable {
 /// Shared between a request's owner (its connection) and the code running in its Task.
 /// The owner records the reason before it cancels the Task, so code that observes
 /// cancellation can tell a disconnect from a shutdown.
+///
+/// It also carries request-scoped values that outer code (a router middleware) sets for the
+/// handlers it wraps, e.g. who the caller is. The HTTP layer gives them no meaning; the ones set
+/// with `logged: true` are added to the request's "request completed" log line.
 public final class RequestContext: Sendable {
     private let reason = Locked<CancellationReason?>(nil)
+    private let values = Locked<[String: (value: String, logged: Bool)]>([:])
 
     public init() {}
+
+    /// A request-scoped value set by `set(_:_:logged:)`, or nil.
+    public func value(_ name: String) -> String? { values.withLock { $0[name]?.value } }
+
+    /// Sets a request-scoped value; `logged` values appear on the completion log line.
+    public func set(_ name: String, _ value: String, logged: Bool = false) {
+        values.withLock { $0[name] = (value, logged) }
+    }
+
+    /// The values to log, as key=value pairs.
+    var loggedValues: [String: String] {
+        values.withLock { $0.compactMapValues { $0.logged ? $0.value : nil } }
+    }
 
     public var cancellationReason: CancellationReason? { reason.withLock { $0 } }
 
@@ -83,12 +101,18 @@ public struct HTTPRequest: Sendable {
     public let remoteAddress: String
     public var pathParameters: [String: String]
     public let context: RequestContext
+    /// The route pattern that matched (`/v1/sessions/{id}`), or "unmatched".
+    public var route: String
+    /// Deepest nesting of arrays and objects `decodeJSON` accepts (checked before decoding).
+    public var maxJSONDepth: Int
 
     public init(
         id: String, method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = .init(),
         body: [UInt8] = [], remoteAddress: String = "", pathParameters: [String: String] = [:],
-        context: RequestContext = RequestContext()
+        context: RequestContext = RequestContext(), route: String = "", maxJSONDepth: Int = 64
     ) {
+        self.route = route
+        self.maxJSONDepth = maxJSONDepth
         self.id = id
         self.method = method
         self.path = path
@@ -102,7 +126,8 @@ public struct HTTPRequest: Sendable {
 
     /// Decodes the body as JSON, mapping every failure to the `HTTPError` a client should see:
     /// 415 for a non-JSON Content-Type, 400 `missing_body`, 400 `invalid_json` (malformed,
-    /// truncated or not UTF-8), 400 `invalid_request` (valid JSON of the wrong shape).
+    /// truncated or not UTF-8), 400 `json_too_deep` (nesting beyond `maxJSONDepth`, refused before
+    /// the recursive decoder sees it), 400 `invalid_request` (valid JSON of the wrong shape).
     public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         if body.isEmpty {
             throw HTTPError.badRequest("request body is required", code: "missing_body")
@@ -118,6 +143,10 @@ public struct HTTPRequest: Sendable {
         if let offset = Self.firstInvalidUTF8Offset(body) {
             throw HTTPError.badRequest(
                 "request body is not valid UTF-8 (byte offset \(offset))", code: "invalid_json")
+        }
+        if Self.nestingDepth(body, stopAfter: maxJSONDepth) > maxJSONDepth {
+            throw HTTPError.badRequest(
+                "request body nests arrays and objects deeper than \(maxJSONDepth) levels", code: "json_too_deep")
         }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
@@ -151,7 +180,41 @@ public struct HTTPRequest: Sendable {
         keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
     }
 
-    static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
+    /// The deepest nesting of `[` and `{` outside strings, counting no further than one past
+    /// `stopAfter`. A linear scan with no recursion: it only has to be right for valid JSON, and
+    /// for anything else it just has to end (the decoder then reports the syntax error).
+    package static func nestingDepth(_ bytes: [UInt8], stopAfter limit: Int) -> Int {
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        for b in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > deepest {
+                    deepest = depth
+                    if deepest > limit { return deepest }
+                }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth = max(0, depth - 1)
+            default: break
+            }
+        }
+        return deepest
+    }
+
+    package static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
         var offset = 0

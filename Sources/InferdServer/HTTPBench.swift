@@ -91,7 +91,7 @@ enum HTTPBench {
         defer { host.engine?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(
-            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
+            configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
             metrics: Metrics())
         try server.start()
         do {

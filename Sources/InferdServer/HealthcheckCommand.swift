@@ -1,7 +1,8 @@
 import Foundation
 
 /// `inferd healthcheck`: exits 0 when `GET /health` answers 200, 1 otherwise. For container
-/// health checks, so the image needs no curl; reads host and port like `serve` does.
+/// health checks, so the image needs no curl; reads host, port and TLS settings like `serve`
+/// does, and speaks HTTPS when `tls_cert` is set.
 enum HealthcheckCommand {
     static func run(arguments: [String]) -> Int32 {
         let config: ServerConfiguration
@@ -12,8 +13,10 @@ enum HealthcheckCommand {
             return InferdCLI.fail("\(error)", code: 2)
         }
         do {
-            let status = try LoopbackClient(host: config.host, port: config.port, timeoutSeconds: 3)
-                .status("GET", "/health")
+            let client = LoopbackClient(host: config.host, port: config.port, timeoutSeconds: 3)
+            let status =
+                config.tlsCert.isEmpty
+                ? try client.status("GET", "/health") : try client.statusOverTLS("GET", "/health")
             guard status == 200 else { return InferdCLI.fail("unhealthy: /health answered \(status)") }
             return 0
         } catch {

@@ -57,8 +57,9 @@ extension InferdApp {
             }
             maxTokens = requested
         } else {
-            // Without an explicit budget, answer as much as fits (up to the configured default).
-            maxTokens = max(1, min(configuration.defaultMaxTokens, context - prompt.count))
+            // Without an explicit budget, answer as much as fits (up to the configured default and limit).
+            let budget = min(configuration.defaultMaxTokens, configuration.maxTokensLimit)
+            maxTokens = max(1, min(budget, context - prompt.count))
         }
         guard prompt.count + maxTokens <= context else {
             throw HTTPError(
@@ -66,6 +67,17 @@ extension InferdApp {
                 message:
                     "\(GenerationError.contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))",
                 type: "invalid_request_error", code: "context_length_exceeded")
+        }
+        // After the context check, so a request that could never fit is told so first.
+        guard prompt.count <= configuration.maxPromptTokens else {
+            throw HTTPError.badRequest(
+                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long")
+        }
+        guard maxTokens <= configuration.maxTokensLimit else {
+            throw HTTPError.badRequest(
+                "max_tokens is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large")
         }
         var request = GenerationRequest(
             promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)

@@ -35,7 +35,7 @@ extension InferdApp {
 
     func registerSessionRoutes(_ router: Router) {
         router.post("/v1/sessions") { [self] request in try await createSession(request) }
-        router.get("/v1/sessions") { [self] _ in await listSessions() }
+        router.get("/v1/sessions") { [self] request in await listSessions(request) }
         router.get("/v1/sessions/{id}") { [self] request in try await getSession(request) }
         router.delete("/v1/sessions/{id}") { [self] request in try await deleteSession(request) }
         router.post("/v1/sessions/{id}/responses") { [self] request in try await sessionRespond(request) }
@@ -48,18 +48,28 @@ extension InferdApp {
         let onBusy = try Self.choice(body.onBusy, "on_busy", default: BusyPolicy.queue)
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
+        let owner = owner(of: request)
+        guard sessions.count(ownedBy: owner) < configuration.maxSessionsPerKey else {
+            throw HTTPError.tooManyRequests(
+                "this API key already has \(configuration.maxSessionsPerKey) sessions, the most allowed; delete one first",
+                code: "session_limit")
+        }
         let session: Session
         do {
-            session = try sessions.create(instructions: body.instructions, onBusy: onBusy, options: options)
+            session = try sessions.create(
+                instructions: body.instructions, onBusy: onBusy, options: options, owner: owner)
         } catch {
             throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
         return .json(SessionBody(await session.snapshot(model: host.engine)), status: 201)
     }
 
-    func listSessions() async -> HTTPResponse {
+    /// The caller's sessions only (all of them when authentication is off).
+    func listSessions(_ request: HTTPRequest) async -> HTTPResponse {
         var data: [SessionBody] = []
-        for s in sessions.all { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        for s in sessions.all where mayAccess(ownedBy: s.owner, request) {
+            data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false))
+        }
         return .json(SessionListBody(data: data))
     }
 
@@ -69,7 +79,7 @@ extension InferdApp {
     }
 
     func deleteSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = request.pathParameters["id"] ?? ""
+        let id = try requireSession(request).id
         do {
             guard try await sessions.delete(id) else { throw Self.httpError(for: SessionError.sessionNotFound(id)) }
         } catch let error as StoreError {
@@ -120,6 +130,19 @@ extension InferdApp {
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+        }
+        let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: prompt)]).count
+        // Beyond the context, the session's own check answers (context_length_exceeded) first.
+        guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
+            throw HTTPError.badRequest(
+                "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long")
+        }
+        let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
+        guard turns < configuration.maxSessionTurns else {
+            throw HTTPError.conflict(
+                "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
+                code: "session_full")
         }
         let base = session.options.flatMap {
             try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
@@ -178,7 +201,7 @@ extension InferdApp {
 
     func cancelRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
         let rid = request.pathParameters["request_id"] ?? ""
-        guard let session = sessions.session(forRequest: rid),
+        guard let session = sessions.session(forRequest: rid), mayAccess(ownedBy: session.owner, request),
             let result = await session.cancel(requestID: rid, reason: .cancelRequest)
         else { throw Self.httpError(for: SessionError.requestNotFound(rid)) }
         return .json(CancellationBody(result))
@@ -189,8 +212,11 @@ extension InferdApp {
     }
 
     /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
+    /// Another key's session answers exactly as a missing one: its existence is not revealed.
     func requireSession(id: String, _ request: HTTPRequest) throws -> Session {
-        guard let session = sessions.session(id) else { throw Self.httpError(for: SessionError.sessionNotFound(id)) }
+        guard let session = sessions.session(id), mayAccess(ownedBy: session.owner, request) else {
+            throw Self.httpError(for: SessionError.sessionNotFound(id))
+        }
         return session
     }
 
@@ -216,6 +242,12 @@ extension InferdApp {
         }
         if let m = o.maxTokens, m < 1 {
             throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+        }
+        // Beyond the context, the session's own check answers (context_length_exceeded) first.
+        if let m = o.maxTokens, m > configuration.maxTokensLimit, m <= (host.engine?.contextLength ?? Int.max) {
+            throw HTTPError.badRequest(
+                "max_tokens is \(m); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large")
         }
         return TurnParameters(
             maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false)

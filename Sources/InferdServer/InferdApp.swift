@@ -12,6 +12,9 @@ public final class InferdApp: Sendable {
     public let host: ModelHost
     public let logger: Logger
     public let metrics: Metrics
+    /// The API keys (disabled when none are configured) and `/metrics`' own key, if any.
+    let keyring: APIKeyring
+    let metricsKeyring: APIKeyring?
     /// Conversation sessions; without one given, an in-memory store (nothing survives a restart).
     public let sessions: SessionManager
     let startedAt = Date()
@@ -24,6 +27,13 @@ public final class InferdApp: Sendable {
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        do {
+            (keyring, metricsKeyring) = try configuration.keyrings()
+        } catch {
+            // `serve` checks the keys before it gets here; if they still cannot be read, fail closed.
+            logger.error("API keys unreadable: refusing every authenticated request", ["error": "\(error)"])
+            (keyring, metricsKeyring) = (.refuseAll, .refuseAll)
+        }
         self.sessions =
             sessions
             ?? Self.makeSessions(configuration: configuration, store: .inMemory(), logger: logger, metrics: metrics)
@@ -31,6 +41,7 @@ public final class InferdApp: Sendable {
 
     public func makeRouter() -> Router {
         let router = Router()
+        router.use { [self] request, next in try await authenticate(request, next: next) }
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/responses") { [self] request in try await respond(request) }

@@ -17,6 +17,20 @@ enum ServeCommand {
             return 2
         }
         let logger = makeLogger(config)
+        let httpConfiguration: HTTPServer.Configuration
+        do {
+            let (keys, metricsKey) = try config.keyrings()
+            httpConfiguration = try HTTPServer.Configuration(config)
+            logger.info(
+                "authentication",
+                [
+                    "api_keys": "\(keys.entries.count)", "key_ids": keys.entries.map(\.id).joined(separator: ","),
+                    "metrics": metricsKey != nil ? "own_key" : (keys.isEnabled ? config.metricsAuth : "open"),
+                ])
+        } catch {
+            FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
+            return 2
+        }
         guard FileManager.default.isReadableFile(atPath: config.model) else {
             logger.error("model file not found", ["path": config.model, "hint": "run make serve or pass --model PATH"])
             return 1
@@ -33,7 +47,7 @@ enum ServeCommand {
         let host = ModelHost()
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions)
         let server = HTTPServer(
-            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
+            configuration: httpConfiguration, router: app.makeRouter(), logger: logger,
             metrics: metrics)
         do {
             try server.start()
@@ -69,11 +83,31 @@ enum ServeCommand {
 }
 
 extension HTTPServer.Configuration {
-    init(_ c: ServerConfiguration) {
+    /// The HTTP layer's settings; reads the TLS certificate and key files when they are set.
+    init(_ c: ServerConfiguration) throws(ConfigurationError) {
         self.init(
             host: c.host, port: c.port, maxBodyBytes: c.maxBodyBytes, connectionLimit: c.connectionLimit,
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,
             headerMemoryLimitBytes: c.headerMemoryLimitBytes, heartbeatSeconds: c.heartbeatSeconds,
-            drainSeconds: c.drainSeconds)
+            drainSeconds: c.drainSeconds, maxJSONDepth: c.maxJSONDepth)
+        switch (c.tlsCert.isEmpty, c.tlsKey.isEmpty) {
+        case (true, true): break
+        case (false, true): throw ConfigurationError("tls_cert is set but tls_key is not: HTTPS needs both")
+        case (true, false): throw ConfigurationError("tls_key is set but tls_cert is not: HTTPS needs both")
+        case (false, false):
+            tlsCertificatePEM = try Self.readPEM(c.tlsCert, setting: "tls_cert", marker: "CERTIFICATE")
+            tlsKeyPEM = try Self.readPEM(c.tlsKey, setting: "tls_key", marker: "PRIVATE KEY")
+        }
+    }
+
+    private static func readPEM(_ path: String, setting: String, marker: String) throws(ConfigurationError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("\(setting): cannot read \(path)")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.contains("-----BEGIN "), text.contains("\(marker)-----") else {
+            throw ConfigurationError("\(setting): \(path) is not a PEM file holding a \(marker.lowercased())")
+        }
+        return text
     }
 }

@@ -70,7 +70,7 @@ extension ServerConfiguration {
             }
             let source = "key \"\(key)\" in config file \(path)"
             switch (setting.kind, dict[key]!) {
-            case (.string, .string(let s)), (.choice, .string(let s)):
+            case (.string, .string(let s)), (.optionalString, .string(let s)), (.choice, .string(let s)):
                 try apply(setting, raw: s, source: source)
             case (.int, .number(let n)), (.double, .number(let n)):
                 try apply(setting, raw: n, source: source)
@@ -109,6 +109,8 @@ extension ServerConfiguration {
         case .string:
             guard !raw.isEmpty else { throw ConfigurationError("\(source) must not be empty") }
             value = .string(raw)
+        case .optionalString:
+            value = .string(raw)
         case .choice(let options):
             guard options.contains(raw) else {
                 throw ConfigurationError("\(source) is \"\(raw)\", expected one of \(options.joined(separator: ", "))")
@@ -136,7 +138,10 @@ extension ServerConfiguration {
 
     /// The effective settings as key=value pairs, for the start-up log line.
     public var summary: [(String, String)] {
-        Self.settings.map { ($0.key, $0.read(self).description) }
+        Self.settings.map { s in
+            let value = s.read(self).description
+            return (s.key, s.secret && !value.isEmpty ? "(set)" : value)
+        }
     }
 
     /// Help text listing every setting with its three spellings and default.
@@ -151,7 +156,7 @@ extension ServerConfiguration {
 extension ServerConfiguration.Setting.Kind {
     var name: String {
         switch self {
-        case .string: "a string"
+        case .string, .optionalString: "a string"
         case .int: "an integer"
         case .double: "a number"
         case .choice(let options): "one of \(options.joined(separator: ", "))"

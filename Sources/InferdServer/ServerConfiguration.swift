@@ -19,6 +19,27 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var connectionTimeoutSeconds = 30
     public var headerMemoryLimitBytes = 32 << 10
     public var defaultMaxTokens = 512
+    /// Longest prompt (in tokens, after the chat template) a request may send.
+    public var maxPromptTokens = 4096
+    /// Largest `max_tokens` a request may ask for.
+    public var maxTokensLimit = 4096
+    /// Deepest array/object nesting accepted in a JSON body.
+    public var maxJSONDepth = 32
+    /// API keys: "" (none: no authentication), a comma-separated list, or "@/path/file" with one
+    /// key per line. Never logged.
+    public var apiKeys = ""
+    /// A separate key for `/metrics`; "" to let `metrics_auth` decide.
+    public var metricsAPIKey = ""
+    /// Without `metrics_api_key`: "keys" (/metrics needs an API key like every other endpoint
+    /// when keys are set) or "open" (/metrics needs none).
+    public var metricsAuth = "keys"
+    /// PEM certificate chain and private key paths; both set turns on HTTPS.
+    public var tlsCert = ""
+    public var tlsKey = ""
+    /// Most sessions one API key (or, without keys, everyone together) may hold.
+    public var maxSessionsPerKey = 100
+    /// Most turns (prompts) one session's transcript may hold.
+    public var maxSessionTurns = 1000
     public var maxSessionQueue = 16
     public var kvCacheMiB = 1024
 
@@ -35,13 +56,16 @@ extension ServerConfiguration {
     /// How one setting is named, checked and stored.
     struct Setting: Sendable {
         enum Kind: Sendable {
-            case string, int, double
+            /// `optionalString` accepts "" (meaning unset).
+            case string, optionalString, int, double
             case choice([String])
         }
         let key: String
         let kind: Kind
         let help: String
         let minimum: Double?
+        /// Shown as "(set)" in summaries: the value is a secret or names one.
+        var secret = false
         let apply: @Sendable (inout ServerConfiguration, Value) -> Void
         let read: @Sendable (ServerConfiguration) -> Value
 
@@ -87,6 +111,30 @@ extension ServerConfiguration {
             \.headerMemoryLimitBytes, min: 1024),
         int("default_max_tokens", "max_tokens when a request gives none.", \.defaultMaxTokens, min: 1),
         int(
+            "max_prompt_tokens", "Longest prompt in tokens (after the chat template); longer gets 400.",
+            \.maxPromptTokens, min: 1),
+        int("max_tokens_limit", "Largest max_tokens a request may ask for; more gets 400.", \.maxTokensLimit, min: 1),
+        int(
+            "max_json_depth", "Deepest array/object nesting in a JSON body; deeper gets 400.", \.maxJSONDepth, min: 2),
+        str(
+            "api_keys",
+            "API keys: a comma-separated list, or @/path/file with one key per line. Empty: no authentication.",
+            \.apiKeys, optional: true, secret: true),
+        str(
+            "metrics_api_key", "A key only for /metrics (empty: metrics_auth decides).", \.metricsAPIKey,
+            optional: true, secret: true),
+        choice(
+            "metrics_auth", "Without metrics_api_key: keys (/metrics needs an API key) or open.", ["keys", "open"],
+            \.metricsAuth),
+        str("tls_cert", "PEM certificate chain path; with tls_key turns on HTTPS.", \.tlsCert, optional: true),
+        str("tls_key", "PEM private key path for tls_cert.", \.tlsKey, optional: true),
+        int(
+            "max_sessions_per_key", "Most sessions one API key holds (without keys: all together); more get 429.",
+            \.maxSessionsPerKey, min: 1),
+        int(
+            "max_session_turns", "Most turns one session's transcript holds; one more gets 409 session_full.",
+            \.maxSessionTurns, min: 1),
+        int(
             "max_session_queue", "Most requests waiting in one session (on_busy queue); more get 429.",
             \.maxSessionQueue, min: 0),
         int(
@@ -95,10 +143,11 @@ extension ServerConfiguration {
     ]
 
     private static func str(
-        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, String> & Sendable
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, String> & Sendable,
+        optional: Bool = false, secret: Bool = false
     ) -> Setting {
         Setting(
-            key: key, kind: .string, help: help, minimum: nil,
+            key: key, kind: optional ? .optionalString : .string, help: help, minimum: nil, secret: secret,
             apply: { c, v in if case .string(let s) = v { c[keyPath: path] = s } },
             read: { .string($0[keyPath: path]) })
     }

@@ -11,6 +11,8 @@ public actor Session {
     public nonisolated let onBusy: BusyPolicy
     /// Opaque default options (the HTTP layer's JSON).
     public nonisolated let options: String?
+    /// Who created it (see `StoredSession.owner`); fixed for the session's life.
+    public nonisolated let owner: String?
     /// Counts generations in the engine at once for this session (tests assert it stays ≤ 1).
     public nonisolated let probe = GenerationProbe()
     let env: SessionEnvironment
@@ -59,6 +61,7 @@ public actor Session {
         self.created = stored.created
         self.onBusy = stored.onBusy
         self.options = stored.options
+        self.owner = stored.owner
         self.env = env
         self.entries = stored.entries
         self.nextPosition = (stored.entries.map(\.position).max() ?? -1) + 1

@@ -26,12 +26,15 @@ public final class SessionManager: Sendable {
 
     public var count: Int { sessions.withLock { $0.count } }
 
-    public func create(instructions: String?, onBusy: BusyPolicy, options: String?) throws(StoreError) -> Session {
+    public func create(
+        instructions: String?, onBusy: BusyPolicy, options: String?, owner: String? = nil
+    ) throws(StoreError) -> Session {
         let id = "sess_" + Self.randomHex(12)
         let entries =
             instructions.map { [TranscriptEntry(position: 0, kind: .instructions, content: $0)] } ?? []
         let stored = StoredSession(
-            id: id, created: Int(Date().timeIntervalSince1970), onBusy: onBusy, options: options, entries: entries)
+            id: id, created: Int(Date().timeIntervalSince1970), onBusy: onBusy, options: options, entries: entries,
+            owner: owner)
         try environment.store.createSession(stored)
         let session = Session(stored: stored, env: environment)
         sessions.withLock { $0[id] = session }
@@ -40,6 +43,11 @@ public final class SessionManager: Sendable {
     }
 
     public func session(_ id: String) -> Session? { sessions.withLock { $0[id] } }
+
+    /// How many sessions `owner` has.
+    public func count(ownedBy owner: String?) -> Int {
+        sessions.withLock { $0.values.filter { $0.owner == owner }.count }
+    }
 
     /// Every session, oldest first.
     public var all: [Session] {

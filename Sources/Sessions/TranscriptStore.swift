@@ -52,6 +52,9 @@ public final class TranscriptStore: Sendable {
                     request_id TEXT, status TEXT, finish_reason TEXT, reason TEXT,
                     PRIMARY KEY(session_id, position));
                 """)
+            // Databases from before session ownership gain the column (existing sessions: no owner).
+            let columns = try db.query("PRAGMA table_info(sessions)").compactMap { $0[1].text }
+            if !columns.contains("owner") { try db.execute("ALTER TABLE sessions ADD COLUMN owner TEXT") }
             interruptedOnOpen = try db.transaction { t throws(StoreError) in
                 let n = try t.query("SELECT COUNT(*) FROM entries WHERE status = 'in_progress'").first?.first?.int ?? 0
                 try t.query("UPDATE entries SET status = 'interrupted' WHERE status = 'in_progress'")
@@ -65,10 +68,10 @@ public final class TranscriptStore: Sendable {
     public func createSession(_ session: StoredSession) throws(StoreError) {
         try db.transaction { t throws(StoreError) in
             try t.query(
-                "INSERT INTO sessions(id, created, on_busy, options) VALUES (?, ?, ?, ?)",
+                "INSERT INTO sessions(id, created, on_busy, options, owner) VALUES (?, ?, ?, ?, ?)",
                 [
                     .text(session.id), .int(session.created), .text(session.onBusy.rawValue),
-                    Self.optional(session.options),
+                    Self.optional(session.options), Self.optional(session.owner),
                 ])
             for entry in session.entries { try Self.insert(entry, session: session.id, t) }
         }
@@ -113,7 +116,7 @@ public final class TranscriptStore: Sendable {
 
     /// Every stored session with its transcript, oldest first.
     public func loadAll() throws(StoreError) -> [StoredSession] {
-        let rows = try db.query("SELECT id, created, on_busy, options FROM sessions ORDER BY created, id")
+        let rows = try db.query("SELECT id, created, on_busy, options, owner FROM sessions ORDER BY created, id")
         var sessions: [StoredSession] = []
         var index: [String: Int] = [:]
         for row in rows {
@@ -122,7 +125,7 @@ public final class TranscriptStore: Sendable {
             sessions.append(
                 StoredSession(
                     id: id, created: row[1].int ?? 0, onBusy: BusyPolicy(rawValue: row[2].text ?? "") ?? .queue,
-                    options: row[3].text, entries: []))
+                    options: row[3].text, entries: [], owner: row[4].text))
         }
         let entries = try db.query(
             """

@@ -62,9 +62,14 @@ public struct Logger: Sendable {
     }
 
     public func log(_ level: Level, _ message: StaticString, _ metadata: KeyValuePairs<String, String>) {
+        log(level, message, fields: metadata.map { ($0.key, $0.value) })
+    }
+
+    /// For metadata assembled at run time (e.g. values added by outer layers).
+    public func log(_ level: Level, _ message: StaticString, fields metadata: [(String, String)]) {
         guard level >= minimumLevel else { return }
         var fields = baseMetadata
-        fields.append(contentsOf: metadata.map { ($0.key, $0.value) })
+        fields.append(contentsOf: metadata)
         let line = Self.render(
             level: level, label: label, message: "\(message)", fields: fields, format: format, date: Date())
         sink.write(line)

@@ -254,6 +254,19 @@ struct UnitTests {
         #expect(decodeError(bad)?.message.contains("UTF-8 (byte offset 1)") == true)
     }
 
+    @Test func jsonNestingIsCheckedBeforeDecoding() throws {
+        func deep(_ n: Int) -> String { String(repeating: "[", count: n) + String(repeating: "]", count: n) }
+        #expect(HTTPRequest.nestingDepth(Array(deep(5).utf8), stopAfter: 64) == 5)
+        #expect(HTTPRequest.nestingDepth(Array(#"{"a":"[[[[","b":[{"c":"\"]"}]}"#.utf8), stopAfter: 64) == 3)
+        #expect(HTTPRequest.nestingDepth(Array(deep(1_000_000).utf8), stopAfter: 10) == 11)
+        #expect(HTTPRequest.nestingDepth(Array("]]]][[".utf8), stopAfter: 64) == 2)
+        var r = request(#"{"n":2,"x":"# + deep(3) + "}")
+        r.maxJSONDepth = 4
+        #expect(try r.decodeJSON(Payload.self).n == 2)
+        r.maxJSONDepth = 3
+        #expect(decodeError(r)?.code == "json_too_deep")
+    }
+
     @Test func headersAreCaseInsensitive() {
         let h = HTTPHeaders([("X-Request-Id", "a"), ("content-type", "b")])
         #expect(h["x-request-id"] == "a")

@@ -43,7 +43,7 @@ struct RunningServer {
         let metrics = Metrics()
         let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics)
         let server = HTTPServer(
-            configuration: HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
+            configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
             metrics: metrics)
         try server.start()
         return RunningServer(app: app, server: server, metrics: metrics, logs: logs)

@@ -1,13 +1,13 @@
 /// Parses the header, metadata and tensor table of a GGUF file held in memory.
 /// Every read is bounds-checked: a damaged file gives a `GGUFError`, never a crash.
-struct GGUFParser {
-    struct Parsed {
-        var version: UInt32
-        var metadata: [String: GGUFValue]
-        var metadataKeys: [String]
-        var tensors: [String: GGUFTensorInfo]
-        var tensorNames: [String]
-        var alignment: Int
+package struct GGUFParser {
+    package struct Parsed {
+        package var version: UInt32
+        package var metadata: [String: GGUFValue]
+        package var metadataKeys: [String]
+        package var tensors: [String: GGUFTensorInfo]
+        package var tensorNames: [String]
+        package var alignment: Int
     }
 
     /// Far more than any real file has; guards against absurd counts in damaged headers.
@@ -21,7 +21,7 @@ struct GGUFParser {
         self.bytes = bytes
     }
 
-    static func parse(_ bytes: UnsafeRawBufferPointer) throws(GGUFError) -> Parsed {
+    package static func parse(_ bytes: UnsafeRawBufferPointer) throws(GGUFError) -> Parsed {
         var p = GGUFParser(bytes)
         return try p.parseAll()
     }

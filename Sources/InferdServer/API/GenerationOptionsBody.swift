@@ -1,6 +1,6 @@
 /// The `options` object of native requests (`/v1/responses`, sessions). Every field is optional;
 /// absent ones take the server's defaults.
-struct GenerationOptionsBody: Codable, Sendable, Equatable {
+package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var temperature: Float?
     var topK: Int?
     var topP: Float?

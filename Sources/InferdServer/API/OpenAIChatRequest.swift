@@ -1,7 +1,7 @@
 import Engine
 
 /// `POST /v1/chat/completions`, read from its JSON object.
-struct OpenAIChatRequest: Sendable {
+package struct OpenAIChatRequest: Sendable {
     var messages: [ChatMessage]
     var parameters: OpenAIGenerationParameters
     /// The `session_id` extension: the last user message is a new turn of that session.
@@ -9,7 +9,7 @@ struct OpenAIChatRequest: Sendable {
     /// With `session_id`: `queue`, `reject` or `replace` for this request (the session's own otherwise).
     var onBusy: String?
 
-    init(_ f: OpenAIFields) throws(OpenAIError) {
+    package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
         sessionID = try f.string("session_id")

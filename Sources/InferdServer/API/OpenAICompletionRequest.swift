@@ -1,5 +1,5 @@
 /// `POST /v1/completions`, read from its JSON object: one prompt, as text or as token ids.
-struct OpenAICompletionRequest: Sendable {
+package struct OpenAICompletionRequest: Sendable {
     enum Prompt: Sendable, Equatable {
         case text(String)
         case tokens([Int32])
@@ -8,7 +8,7 @@ struct OpenAICompletionRequest: Sendable {
     var prompt: Prompt
     var parameters: OpenAIGenerationParameters
 
-    init(_ f: OpenAIFields) throws(OpenAIError) {
+    package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.completion.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_tokens"])
         // OpenAI's default for this endpoint is 16 tokens.

@@ -2,7 +2,7 @@ import HTTPServer
 
 /// An error in OpenAI's shape: `{"error":{"message","type","param","code"}}`. The OpenAI routes
 /// answer every failure with it; `HTTPError`s from the shared paths are converted.
-struct OpenAIError: Error, Sendable, Equatable {
+package struct OpenAIError: Error, Sendable, Equatable {
     var status: Int
     var message: String
     var type: String
@@ -49,7 +49,7 @@ extension OpenAIError: Encodable {
     enum CodingKeys: String, CodingKey { case message, type, param, code }
 
     /// `param` and `code` are always present, null when unknown, as OpenAI sends them.
-    func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(message, forKey: .message)
         try c.encode(type, forKey: .type)

@@ -1,11 +1,11 @@
 /// A JSON object read one typed field at a time. Null counts as absent, as in OpenAI's API;
 /// a value of the wrong type is a 400 naming the parameter (`messages[1].content`).
-struct OpenAIFields: Sendable {
+package struct OpenAIFields: Sendable {
     let values: [String: OpenAIJSON]
     /// The path of this object in the request, for error messages (empty at the top level).
     let path: String
 
-    init(_ values: [String: OpenAIJSON], path: String = "") {
+    package init(_ values: [String: OpenAIJSON], path: String = "") {
         self.values = values
         self.path = path
     }

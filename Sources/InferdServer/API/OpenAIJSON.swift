@@ -1,7 +1,7 @@
 /// Any JSON value, for OpenAI request bodies: they are read field by field so every refusal can
 /// name the parameter, and so "neutral" values of unsupported parameters (`logprobs: false`,
 /// `tools: []`) can be told from real requests for them.
-enum OpenAIJSON: Decodable, Sendable, Equatable {
+package enum OpenAIJSON: Decodable, Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -10,7 +10,7 @@ enum OpenAIJSON: Decodable, Sendable, Equatable {
     case array([OpenAIJSON])
     case object([String: OpenAIJSON])
 
-    init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() {
             self = .null

@@ -1,7 +1,7 @@
 import Engine
 
 /// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
-struct ResponseRequestBody: Decodable, Sendable {
+package struct ResponseRequestBody: Decodable, Sendable {
     var prompt: String
     var instructions: String?
     var stream: Bool?

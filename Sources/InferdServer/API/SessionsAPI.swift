@@ -2,7 +2,7 @@ import Engine
 import Sessions
 
 /// `POST /v1/sessions`.
-struct CreateSessionBody: Decodable, Sendable {
+package struct CreateSessionBody: Decodable, Sendable {
     var instructions: String?
     var options: GenerationOptionsBody?
     var onBusy: String?
@@ -14,7 +14,7 @@ struct CreateSessionBody: Decodable, Sendable {
 }
 
 /// `POST /v1/sessions/{id}/responses`.
-struct SessionTurnRequestBody: Decodable, Sendable {
+package struct SessionTurnRequestBody: Decodable, Sendable {
     var prompt: String
     var stream: Bool?
     var options: GenerationOptionsBody?
@@ -30,7 +30,7 @@ struct SessionTurnRequestBody: Decodable, Sendable {
 }
 
 /// `POST /v1/sessions/{id}/cancel` (the body is optional).
-struct SessionCancelBody: Decodable, Sendable {
+package struct SessionCancelBody: Decodable, Sendable {
     var requestId: String?
     enum CodingKeys: String, CodingKey { case requestId = "request_id" }
 }

@@ -1,0 +1,78 @@
+import Foundation
+import HTTPServer
+
+/// API-key authentication: a router middleware, so it covers every route (and unmatched paths)
+/// without the HTTP layer knowing about keys. `/health` is always open.
+extension InferdApp {
+    /// Request-scoped values the middleware sets on `RequestContext`.
+    enum AuthValue {
+        static let keyID = "api_key_id"
+        static let owner = "api_key_owner"
+    }
+
+    func authenticate(_ request: HTTPRequest, next: Handler) async throws -> HTTPResponse {
+        guard let ring = keyring(for: request.route), ring.isEnabled else { return try await next(request) }
+        guard let header = request.headers["Authorization"] else {
+            return refuse(request, "an API key is required: send Authorization: Bearer KEY", code: "missing_api_key")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return refuse(request, "the Authorization header must be Bearer KEY", code: "invalid_authorization")
+        }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        guard let identity = ring.identify(token) else {
+            return refuse(
+                request, "the API key is not valid", code: "invalid_api_key", keyID: APIKeyring.keyID(token))
+        }
+        request.context.set(AuthValue.keyID, identity.id, logged: true)
+        request.context.set(AuthValue.owner, identity.owner)
+        return try await next(request)
+    }
+
+    /// The keys guarding a route: none for `/health`; for `/metrics` its own key, nothing when
+    /// `metrics_auth` is `open`, else the API keys.
+    func keyring(for route: String) -> APIKeyring? {
+        switch route {
+        case "/health": return nil
+        case "/metrics":
+            if let metricsKeyring { return metricsKeyring }
+            return configuration.metricsAuth == "open" ? nil : keyring
+        default: return keyring
+        }
+    }
+
+    private func refuse(_ request: HTTPRequest, _ message: String, code: String, keyID: String? = nil)
+        -> HTTPResponse
+    {
+        metrics.counter(
+            "inferd_auth_refusals_total", help: "Requests refused for a missing or wrong API key.",
+            labels: ["code": code]
+        ).increment()
+        logger.warning(
+            "request refused",
+            [
+                "request_id": request.id, "path": request.path, "code": code, "presented_key_id": keyID ?? "",
+                "remote": request.remoteAddress,
+            ])
+        var response = HTTPResponse.error(
+            HTTPError(status: 401, message: message, type: "authentication_error", code: code))
+        response.headers.append(("WWW-Authenticate", "Bearer realm=\"inferd\""))
+        return response
+    }
+
+    // MARK: ownership
+
+    /// The owner to record on something this request creates (a session): the full SHA-256 of
+    /// its key in hex, or nil when authentication is off.
+    func owner(of request: HTTPRequest) -> String? { request.context.value(AuthValue.owner) }
+
+    /// Whether `request` may see something recorded with `owner`. With authentication off,
+    /// everything is visible. With it on, only what the same key created: things created while
+    /// it was off (owner nil) are visible to no key. Callers answer exactly as for an unknown id
+    /// (404) when this is false, so another key cannot learn that the id exists.
+    func mayAccess(ownedBy owner: String?, _ request: HTTPRequest) -> Bool {
+        guard keyring.isEnabled else { return true }
+        guard let owner, let mine = self.owner(of: request) else { return false }
+        return owner == mine
+    }
+}

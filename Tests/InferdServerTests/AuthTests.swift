@@ -1,0 +1,181 @@
+import Foundation
+import HTTPServer
+import TestSupport
+import Testing
+
+@testable import InferdServer
+
+@Suite struct SHA256Tests {
+    @Test func knownVectors() {
+        #expect(
+            SHA256.hex(SHA256.hash([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            SHA256.hex(SHA256.hash(Array("abc".utf8)))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
+        #expect(
+            SHA256.hex(SHA256.hash(Array(two.utf8)))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        // Lengths around the padding boundary (55, 56, 64 bytes) against values from `sha256sum`.
+        #expect(
+            SHA256.hex(SHA256.hash([UInt8](repeating: 0x61, count: 55)))
+                == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318")
+        #expect(
+            SHA256.hex(SHA256.hash([UInt8](repeating: 0x61, count: 56)))
+                == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a")
+        #expect(
+            SHA256.hex(SHA256.hash([UInt8](repeating: 0x61, count: 64)))
+                == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb")
+        #expect(
+            SHA256.hex(SHA256.hash([UInt8](repeating: 0x61, count: 1000)))
+                == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+}
+
+@Suite struct APIKeyringTests {
+    let alpha = "alpha-key-0123456789"
+    let beta = "beta-key-0123456789x"
+
+    @Test func parsesListsAndFiles() throws {
+        #expect(try APIKeyring.parse("") == [])
+        #expect(try APIKeyring.parse(" \(alpha) , \(beta),") == [alpha, beta])
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)").path
+        try "# staging\n\(alpha)\n\n  \(beta)  \n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try APIKeyring.parse("@" + path) == [alpha, beta])
+        #expect(throws: ConfigurationError.self) { try APIKeyring.parse("@/nonexistent/keys") }
+        #expect(throws: ConfigurationError.self) { try APIKeyring.parse("short") }
+        #expect(throws: ConfigurationError.self) { try APIKeyring.parse("has a space in the key") }
+    }
+
+    @Test func identifiesOnlyConfiguredKeys() {
+        let ring = APIKeyring(keys: [alpha, beta])
+        #expect(ring.isEnabled)
+        let a = ring.identify(alpha)
+        let b = ring.identify(beta)
+        #expect(a?.id == APIKeyring.keyID(alpha) && a?.id.count == 8)
+        #expect(a?.owner == SHA256.hex(SHA256.hash(Array(alpha.utf8))))
+        #expect(b != nil && b != a)
+        #expect(ring.identify(alpha + "x") == nil)
+        #expect(ring.identify(String(alpha.dropLast())) == nil)
+        #expect(ring.identify("") == nil)
+        #expect(!APIKeyring(keys: []).isEnabled)
+        #expect(APIKeyring.refuseAll.isEnabled && APIKeyring.refuseAll.identify(alpha) == nil)
+    }
+
+    @Test func summaryNeverShowsKeys() throws {
+        let c = try ServerConfiguration.load(
+            arguments: ["--api-keys", alpha], environment: ["INFERD_METRICS_API_KEY": beta],
+            defaultFile: "/nonexistent.json")
+        #expect(c.apiKeys == alpha && c.metricsAPIKey == beta)
+        let text = c.summary.map { "\($0)=\($1)" }.joined(separator: " ")
+        #expect(!text.contains(alpha) && !text.contains(beta))
+        #expect(text.contains("api_keys=(set)"))
+    }
+}
+
+/// Authentication over real sockets with the real model.
+@Suite struct AuthEndToEndTests {
+    static let alpha = "alpha-key-0123456789"
+    static let beta = "beta-key-0123456789x"
+    static let metricsKey = "metrics-key-0123456789"
+    let cheap = jsonString(["prompt": "Hi", "options": ["temperature": 0, "max_tokens": 1]])
+
+    func get(_ s: RunningServer, _ path: String, key: String? = nil) async throws -> RawResponse {
+        try await offPool {
+            try s.client().request("GET", path, headers: key.map { [("Authorization", "Bearer \($0)")] } ?? [])
+        }
+    }
+
+    func post(_ s: RunningServer, _ body: String, key: String?, scheme: String = "Bearer") async throws
+        -> RawResponse
+    {
+        try await offPool {
+            try s.client().postJSON(
+                "/v1/responses", body, headers: key.map { [("Authorization", "\(scheme) \($0)")] } ?? [])
+        }
+    }
+
+    @Test func withKeysEveryEndpointButHealthNeedsOne() async throws {
+        let s = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
+        defer { Task { await s.server.shutdown() } }
+
+        #expect(try await get(s, "/health").status == 200)
+        let missing = try await post(s, cheap, key: nil)
+        #expect(missing.status == 401 && missing.errorCode == "missing_api_key")
+        #expect(missing.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        #expect((missing.json?["error"] as? [String: Any])?["type"] as? String == "authentication_error")
+        let wrong = try await post(s, cheap, key: Self.alpha + "x")
+        #expect(wrong.status == 401 && wrong.errorCode == "invalid_api_key")
+        let basic = try await post(s, cheap, key: Self.alpha, scheme: "Basic")
+        #expect(basic.status == 401 && basic.errorCode == "invalid_authorization")
+        // Unknown paths and methods do not reveal what exists.
+        #expect(try await get(s, "/v1/nothing-here").status == 401)
+        #expect(try await get(s, "/v1/responses").status == 401)
+        #expect(try await get(s, "/v1/nothing-here", key: Self.beta).status == 404)
+        #expect(try await get(s, "/metrics").status == 401)
+        #expect(try await get(s, "/metrics", key: Self.beta).status == 200)
+
+        let ok = try await post(s, cheap, key: Self.alpha)
+        #expect(ok.status == 200)
+        let lower = try await post(s, cheap, key: Self.beta, scheme: "bearer")
+        #expect(lower.status == 200)
+
+        // Logs name keys by id only.
+        let lines = s.logs.lines.withLock { $0 }.joined(separator: "\n")
+        #expect(!lines.contains(Self.alpha) && !lines.contains(Self.beta))
+        #expect(lines.contains("api_key_id=\(APIKeyring.keyID(Self.alpha))"))
+        #expect(lines.contains("presented_key_id=\(APIKeyring.keyID(Self.alpha + "x"))"))
+        #expect(s.metrics.value("inferd_auth_refusals_total", labels: ["code": "missing_api_key"]) ?? 0 >= 1)
+    }
+
+    @Test func metricsCanBeOpenOrHaveItsOwnKey() async throws {
+        let open = try RunningServer.start {
+            $0.apiKeys = Self.alpha
+            $0.metricsAuth = "open"
+        }
+        defer { Task { await open.server.shutdown() } }
+        #expect(try await get(open, "/metrics").status == 200)
+        #expect(try await post(open, cheap, key: nil).status == 401)
+
+        let own = try RunningServer.start {
+            $0.apiKeys = Self.alpha
+            $0.metricsAPIKey = Self.metricsKey
+        }
+        defer { Task { await own.server.shutdown() } }
+        #expect(try await get(own, "/metrics").status == 401)
+        #expect(try await get(own, "/metrics", key: Self.alpha).status == 401)
+        #expect(try await get(own, "/metrics", key: Self.metricsKey).status == 200)
+        // The metrics key opens nothing else.
+        #expect(try await post(own, cheap, key: Self.metricsKey).status == 401)
+    }
+
+    @Test func withoutKeysNothingIsAsked() async throws {
+        let s = try RunningServer.start()
+        defer { Task { await s.server.shutdown() } }
+        #expect(try await get(s, "/metrics").status == 200)
+        #expect(try await post(s, cheap, key: nil).status == 200)
+    }
+
+    @Test func ownershipSeam() throws {
+        let on = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
+        defer { Task { await on.server.shutdown() } }
+        func request(as key: String?) -> HTTPRequest {
+            let r = HTTPRequest(id: "r", method: .get, path: "/v1/sessions/x")
+            if let key, let identity = on.app.keyring.identify(key) {
+                r.context.set(InferdApp.AuthValue.owner, identity.owner)
+            }
+            return r
+        }
+        let owner = on.app.owner(of: request(as: Self.alpha))
+        #expect(owner != nil)
+        #expect(on.app.mayAccess(ownedBy: owner, request(as: Self.alpha)))
+        #expect(!on.app.mayAccess(ownedBy: owner, request(as: Self.beta)))
+        #expect(!on.app.mayAccess(ownedBy: nil, request(as: Self.alpha)))
+
+        let off = try RunningServer.start()
+        defer { Task { await off.server.shutdown() } }
+        #expect(off.app.owner(of: HTTPRequest(id: "r", method: .get, path: "/")) == nil)
+        #expect(off.app.mayAccess(ownedBy: owner, HTTPRequest(id: "r", method: .get, path: "/")))
+        #expect(off.app.mayAccess(ownedBy: nil, HTTPRequest(id: "r", method: .get, path: "/")))
+    }
+}
