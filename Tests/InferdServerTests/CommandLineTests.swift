@@ -47,7 +47,8 @@ import Testing
 
     @Test func generateAnswersSensibly() async throws {
         let r = try await run([
-            "generate", "--model", Self.model, "--max-tokens", "24", "What is the capital of Australia?",
+            "generate", "--model", Self.model, "--temperature", "0", "--max-tokens", "24",
+            "What is the capital of Australia?",
         ])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("Canberra"), "\(r.stdout)")

@@ -48,7 +48,7 @@ public final class GenerationRunner: Sendable {
 
     /// The same generation as an async sequence of events ending with `.finished`.
     /// Ending the iteration early (or cancelling the iterating Task) cancels the generation.
-    public func events(_ request: GenerationRequest) -> AsyncThrowingStream<GenerationStreamElement, Error> {
+    public func events(_ request: GenerationRequest) -> GenerationEvents {
         let (stream, continuation) = AsyncThrowingStream<GenerationStreamElement, Error>.makeStream()
         let job = GenerationJob(
             request: request, vocabularySize: predictor.vocabularySize, decoder: makeDecoder(),
@@ -63,12 +63,15 @@ public final class GenerationRunner: Sendable {
                     continuation.finish(throwing: e)
                 }
             })
-        continuation.onTermination = { [worker] _ in
+        let stop: @Sendable () -> Void = { [worker] in
             job.cancel()
             worker.poke()
         }
+        // A cancelled iterating Task ends the stream; a consumer that simply stops iterating
+        // is noticed when its iterator goes away (the job keeps the stream itself alive).
+        continuation.onTermination = { _ in stop() }
         worker.submit(job)
-        return stream
+        return GenerationEvents(stream: stream, abandon: AbandonToken(stop))
     }
 
     /// Stops the worker thread; jobs still running finish as cancelled.
@@ -80,4 +83,33 @@ public final class GenerationRunner: Sendable {
 public enum GenerationStreamElement: Sendable {
     case event(GenerationEvent)
     case finished(GenerationResult)
+}
+
+/// The events of one generation. Leaving the loop early, or cancelling the Task that
+/// iterates, cancels the generation.
+public struct GenerationEvents: AsyncSequence, Sendable {
+    public typealias Element = GenerationStreamElement
+    let stream: AsyncThrowingStream<GenerationStreamElement, Error>
+    let abandon: AbandonToken
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<GenerationStreamElement, Error>.AsyncIterator
+        let abandon: AbandonToken
+
+        public mutating func next() async throws -> GenerationStreamElement? {
+            try await base.next()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: stream.makeAsyncIterator(), abandon: abandon)
+    }
+}
+
+/// Cancels a generation when the last holder (sequence or iterator) goes away; harmless
+/// after the generation has finished.
+final class AbandonToken: Sendable {
+    let action: @Sendable () -> Void
+    init(_ action: @escaping @Sendable () -> Void) { self.action = action }
+    deinit { action() }
 }
