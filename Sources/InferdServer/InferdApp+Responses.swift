@@ -31,24 +31,7 @@ extension InferdApp {
         prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String
     ) throws -> GenerationRequest {
         let o = options ?? GenerationOptionsBody()
-        var sampling = SamplingOptions()
-        if let v = o.temperature { sampling.temperature = v }
-        if let v = o.topK { sampling.topK = v }
-        if let v = o.topP { sampling.topP = v }
-        if let v = o.minP { sampling.minP = v }
-        if let v = o.repeatPenalty { sampling.repeatPenalty = v }
-        if let v = o.repeatLastN { sampling.repeatLastN = v }
-        sampling.seed = o.seed
-        do {
-            try sampling.validate()
-        } catch {
-            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
-        }
-        let stop = o.stop?.values ?? []
-        guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
-            throw HTTPError.badRequest(
-                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
-        }
+        let (sampling, stop) = try o.validatedSamplingAndStop()
         let context = engine.contextLength
         let maxTokens: Int
         if let requested = o.maxTokens {

@@ -222,24 +222,7 @@ extension InferdApp {
 
     /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
     func turnParameters(_ o: GenerationOptionsBody) throws -> TurnParameters {
-        var sampling = SamplingOptions()
-        if let v = o.temperature { sampling.temperature = v }
-        if let v = o.topK { sampling.topK = v }
-        if let v = o.topP { sampling.topP = v }
-        if let v = o.minP { sampling.minP = v }
-        if let v = o.repeatPenalty { sampling.repeatPenalty = v }
-        if let v = o.repeatLastN { sampling.repeatLastN = v }
-        sampling.seed = o.seed
-        do {
-            try sampling.validate()
-        } catch {
-            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
-        }
-        let stop = o.stop?.values ?? []
-        guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
-            throw HTTPError.badRequest(
-                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
-        }
+        let (sampling, stop) = try o.validatedSamplingAndStop()
         if let m = o.maxTokens, m < 1 {
             throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
         }

@@ -1,3 +1,6 @@
+import Engine
+import HTTPServer
+
 /// The `options` object of native requests (`/v1/responses`, sessions). Every field is optional;
 /// absent ones take the server's defaults.
 package struct GenerationOptionsBody: Codable, Sendable, Equatable {
@@ -42,5 +45,31 @@ struct StopList: Codable, Sendable, Equatable {
     func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(values)
+    }
+}
+
+extension GenerationOptionsBody {
+    /// The sampling options and stop strings these options ask for, checked: a bad value is a
+    /// 400 `invalid_option` naming it. Shared by every endpoint that takes `options`.
+    func validatedSamplingAndStop() throws(HTTPError) -> (SamplingOptions, [String]) {
+        var sampling = SamplingOptions()
+        if let v = temperature { sampling.temperature = v }
+        if let v = topK { sampling.topK = v }
+        if let v = topP { sampling.topP = v }
+        if let v = minP { sampling.minP = v }
+        if let v = repeatPenalty { sampling.repeatPenalty = v }
+        if let v = repeatLastN { sampling.repeatLastN = v }
+        sampling.seed = seed
+        do {
+            try sampling.validate()
+        } catch {
+            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+        }
+        let stop = self.stop?.values ?? []
+        guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
+            throw HTTPError.badRequest(
+                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
+        }
+        return (sampling, stop)
     }
 }
