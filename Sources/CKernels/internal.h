@@ -46,6 +46,10 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ck_v_expf(__m256 x
 }
 #endif
 
+/// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` picks the VNNI
+/// kernels (the caller checked the CPU and the thread's switches).
+void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+
 static inline void ck_cpu_relax(void) {
 #if CK_X86
     __builtin_ia32_pause();

@@ -510,6 +510,8 @@ static int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_overri
 
 void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
 
+int ck_interleaving_pays(void) { return ck_cpu_has_vnni_hw(); }
+
 CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
                                         float *out) {
     const int nb = k / CK_QK;
@@ -636,10 +638,17 @@ typedef struct {
     ck_dot4_fn dot4;
     ck_dot4x2_fn dot4x2;
     ck_dot4x4_fn dot4x4;
+    int interleaved;       // the weights are in an interleaved form
+    int interleaved_fast;  // ... and the VNNI kernels for it may run on this thread
 } ck_kernels;
 
 static ck_kernels pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0};
+    if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q8_0_X8) {
+        k.interleaved = 1;
+        k.interleaved_fast = fast && ck_cpu_has_vnni();
+        return k;
+    }
 #if CK_X86
     if (fast && type == CK_TYPE_Q4_1) {
         const int vnni = ck_cpu_has_vnni();
@@ -653,6 +662,10 @@ static ck_kernels pick_kernels(int type, int fast) {
 }
 
 static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    if (kern->interleaved) {
+        ck_matmul_interleaved_rows(p, r0, r1, kern->interleaved_fast);
+        return;
+    }
     if (!kern->dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
@@ -722,10 +735,10 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
         return;
     }
     // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest
-    // up; chunks are whole groups of 4 rows.
+    // up; chunks are whole groups of 8 rows.
     int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
-    chunk = (chunk + 3) & ~3;
-    if (chunk < 4) chunk = 4;
+    chunk = (chunk + 7) & ~7;  // whole groups of 8 rows (the interleaved forms need them)
+    if (chunk < 8) chunk = 8;
     job.chunk = chunk;
     ck_pool_run_chunks(pool, matmul_chunk, &job, (args->rows + chunk - 1) / chunk);
 }

@@ -109,6 +109,24 @@ void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
 /// All rows, split over the pool (pool may be NULL: caller only).
 void ck_matmul(ck_pool *pool, const ck_matmul_args *args);
 
+// MARK: - Interleaved weights
+
+/// Weight forms made at load time (see interleave.c): eight rows interleaved per 32-column
+/// block. In `ck_matmul_args` their `w_row_bytes` is the bytes of one group of eight rows, and
+/// `rows` must be a multiple of 8.
+enum {
+    CK_TYPE_Q4_1_X8 = 1003,
+    CK_TYPE_Q8_0_X8 = 1008,
+};
+/// 1 when this CPU has the kernels that make interleaving pay (AVX-512 VNNI).
+int ck_interleaving_pays(void);
+/// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_1 or
+/// Q8_0), or 0 when that type or k (a multiple of 32) has none.
+size_t ck_interleaved_group_bytes(int type, int k);
+/// Writes rows (a multiple of 8) × k weights of `type` from the file layout into `dst`
+/// (rows / 8 × ck_interleaved_group_bytes bytes); returns the interleaved type, or -1.
+int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+
 // MARK: - Attention
 
 /// Causal attention with an f16 KV cache laid out [position][kv_head][head_dim].

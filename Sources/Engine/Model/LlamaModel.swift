@@ -17,15 +17,17 @@ public final class LlamaModel: @unchecked Sendable {
     public let threads: Int
 
     struct Layer {
+        var matrices: [WritableKeyPath<Layer, WeightMatrix>] { [\.wq, \.wk, \.wv, \.wo, \.gate, \.up, \.down] }
+
         let attentionNorm: [Float]
-        let wq: WeightMatrix
-        let wk: WeightMatrix
-        let wv: WeightMatrix
-        let wo: WeightMatrix
+        var wq: WeightMatrix
+        var wk: WeightMatrix
+        var wv: WeightMatrix
+        var wo: WeightMatrix
         let ffnNorm: [Float]
-        let gate: WeightMatrix
-        let up: WeightMatrix
-        let down: WeightMatrix
+        var gate: WeightMatrix
+        var up: WeightMatrix
+        var down: WeightMatrix
     }
 
     let gguf: GGUFFile  // keeps the mapping alive
@@ -33,6 +35,8 @@ public final class LlamaModel: @unchecked Sendable {
     let layers: [Layer]
     let outputNorm: [Float]
     let output: WeightMatrix
+    /// Interleaved copies of the weight matrices (nil when the CPU does not use them).
+    private let interleavedWeights: UnsafeMutableRawBufferPointer?
     let pool: ComputePool
     let lock = NSLock()
 
@@ -57,7 +61,9 @@ public final class LlamaModel: @unchecked Sendable {
     /// Most sequences one batched pass takes (their tokens together at most `maxBatch`).
     public static let maxSequencesPerBatch = 16
 
-    public init(gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount) throws {
+    /// - Parameter interleave: copy the quantized weights into the interleaved forms their
+    ///   fastest kernels read (when the CPU has those kernels). Off only to compare speeds.
+    public init(gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true) throws {
         let config = try LlamaConfig(gguf: gguf)
         self.config = config
         self.gguf = gguf
@@ -84,13 +90,18 @@ public final class LlamaModel: @unchecked Sendable {
                     up: try matrix("ffn_up", dim, ffn),
                     down: try matrix("ffn_down", ffn, dim)))
         }
-        self.layers = layers
         outputNorm = try VectorLoader.load(gguf: gguf, name: "output_norm.weight", count: dim)
+        var output: WeightMatrix
         if gguf.tensors["output.weight"] != nil {
             output = try WeightMatrix(gguf: gguf, name: "output.weight", columns: dim, rows: config.vocabularySize)
         } else {
             output = tokenEmbedding
         }
+        interleavedWeights =
+            interleave && WeightInterleaver.enabledByEnvironment
+            ? WeightInterleaver.interleave(layers: &layers, output: &output) : nil
+        self.layers = layers
+        self.output = output
         self.threads = max(1, threads)
         pool = ComputePool(threads: self.threads)
 
@@ -124,6 +135,7 @@ public final class LlamaModel: @unchecked Sendable {
 
     deinit {
         for p in allocations { p.deallocate() }
+        interleavedWeights?.deallocate()
     }
 
     public func makeCache(capacity: Int) -> KVCache {
@@ -359,7 +371,8 @@ public final class LlamaModel: @unchecked Sendable {
             xPointer = UnsafeRawPointer(a.source)
         }
         var args = ck_matmul_args(
-            type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows), k: Int32(w.columns),
+            type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
+            k: Int32(w.columns),
             x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy))
         ck_matmul(pool.raw, &args)
     }

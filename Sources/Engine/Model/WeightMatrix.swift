@@ -2,6 +2,7 @@ import CKernels
 
 /// A 2-D weight tensor `[rows × columns]` read in place from the mapped GGUF file: row r
 /// (one output feature) is `columns` contiguous values in the tensor's storage type.
+/// Matrix products may read an interleaved copy instead (see `interleave(into:)`).
 struct WeightMatrix {
     static let supportedTypes: Set<GGMLType> = [.f32, .f16, .q4_1, .q8_0]
 
@@ -11,6 +12,11 @@ struct WeightMatrix {
     let rows: Int
     let data: UnsafeRawPointer
     let rowBytes: Int
+    /// What matrix products read: the file's rows (`rowBytes` apart), or an interleaved copy
+    /// (`ck_interleaved_group_bytes` per group of eight rows).
+    private(set) var productType: Int32
+    private(set) var productData: UnsafeRawPointer
+    private(set) var productStride: Int
 
     /// Validates presence, shape (ggml order `[columns, rows]`) and type.
     init(gguf: GGUFFile, name: String, columns: Int, rows: Int) throws(ModelError) {
@@ -35,6 +41,9 @@ struct WeightMatrix {
         self.rows = rows
         self.data = base
         self.rowBytes = rowBytes
+        self.productType = Int32(info.type.rawValue)
+        self.productData = base
+        self.productStride = rowBytes
     }
 
     /// A view on rows already validated elsewhere (tests and benchmarks).
@@ -45,9 +54,29 @@ struct WeightMatrix {
         self.rows = rows
         self.data = data
         self.rowBytes = rowBytes
+        self.productType = Int32(type.rawValue)
+        self.productData = data
+        self.productStride = rowBytes
     }
 
     var kernelType: Int32 { Int32(type.rawValue) }
+
+    /// Bytes of an interleaved copy of this matrix, or 0 when it has no interleaved form (the
+    /// CPU lacks the kernels that make it pay, or the type or shape does not allow one).
+    var interleavedByteCount: Int {
+        guard ck_interleaving_pays() != 0, rows % 8 == 0, type == .q4_1 || type == .q8_0 else { return 0 }
+        return rows / 8 * ck_interleaved_group_bytes(kernelType, Int32(columns))
+    }
+
+    /// Writes the interleaved copy into `destination` (`interleavedByteCount` bytes, kept alive
+    /// by the caller) and points matrix products at it.
+    mutating func interleave(into destination: UnsafeMutableRawPointer) {
+        let type = ck_interleave(kernelType, data, rowBytes, Int32(rows), Int32(columns), destination)
+        guard type >= 0 else { return }
+        productType = type
+        productData = UnsafeRawPointer(destination)
+        productStride = ck_interleaved_group_bytes(kernelType, Int32(columns))
+    }
 
     /// Writes row `row` as f32 into `out` (`columns` floats).
     func dequantizeRow(_ row: Int, into out: UnsafeMutablePointer<Float>) {

@@ -1,0 +1,307 @@
+// Weights re-laid out at load time so one VNNI instruction serves eight rows.
+//
+// In the file's layout each row is a run of blocks, and a dot product ends every block with a
+// horizontal reduction, a scale conversion and a shuffle per row. Interleaving eight rows per
+// 32-column block puts row r's bytes 4c..4c+3 in lane r of vector c: `vpdpbusd` against the
+// activation's bytes 4c..4c+3 broadcast then leaves row r's partial dot in lane r, the eight
+// rows' block sums come out as one vector, and the eight scales are one conversion. Per row and
+// block that is about a third of the instructions, enough to make decode memory-bound.
+//
+// Q4_1 keeps the per-row kernels' float order exactly (see tile_q4_1x8). Q8_0, used for the
+// output head only, sums each block exactly in integers before scaling: its logits differ from
+// the per-row kernel's in the last bits, which changes no reference answer.
+#include <string.h>
+
+#include "internal.h"
+
+// MARK: - Layouts
+
+// Q4_1 × 8 rows, one 32-column block (160 bytes, the same 20 bytes per row as Q4_1):
+// d[8], m[8] as fp16, then 4 vectors of 32 bytes: vector c, lane r = row r's qs[4c..4c+3],
+// whose low nibbles are elements 4c..4c+3 and high nibbles elements 16+4c..16+4c+3.
+typedef struct {
+    uint16_t d[8];
+    uint16_t m[8];
+    uint8_t qs[128];
+} ck_block_q4_1x8;
+
+// Q8_0 × 8 rows, one block (272 bytes, 34 per row as Q8_0): d[8] as fp16, then 8 vectors of
+// 32 bytes: vector c, lane r = row r's qs[4c..4c+3] + 128 as unsigned bytes (vpdpbusd wants
+// one unsigned operand; the offset is taken back with 128 × the activation block's sum).
+typedef struct {
+    uint16_t d[8];
+    uint8_t qs[256];
+} ck_block_q8_0x8;
+
+_Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
+_Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
+
+size_t ck_interleaved_group_bytes(int type, int k) {
+    if (k <= 0 || k % CK_QK != 0) return 0;
+    const size_t nb = (size_t)(k / CK_QK);
+    switch (type) {
+    case CK_TYPE_Q4_1: return nb * sizeof(ck_block_q4_1x8);
+    case CK_TYPE_Q8_0: return nb * sizeof(ck_block_q8_0x8);
+    default: return 0;
+    }
+}
+
+int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int k, void *dst) {
+    const size_t group_bytes = ck_interleaved_group_bytes(type, k);
+    if (group_bytes == 0 || rows <= 0 || rows % 8 != 0) return -1;
+    const int nb = k / CK_QK;
+    for (int g = 0; g < rows / 8; g++) {
+        for (int b = 0; b < nb; b++) {
+            if (type == CK_TYPE_Q4_1) {
+                ck_block_q4_1x8 *out = (ck_block_q4_1x8 *)((char *)dst + (size_t)g * group_bytes) + b;
+                for (int r = 0; r < 8; r++) {
+                    const ck_block_q4_1 *in =
+                        (const ck_block_q4_1 *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
+                    out->d[r] = in->d;
+                    out->m[r] = in->m;
+                    for (int c = 0; c < 4; c++) memcpy(out->qs + 32 * c + 4 * r, in->qs + 4 * c, 4);
+                }
+            } else {
+                ck_block_q8_0x8 *out = (ck_block_q8_0x8 *)((char *)dst + (size_t)g * group_bytes) + b;
+                for (int r = 0; r < 8; r++) {
+                    const ck_block_q8_0 *in =
+                        (const ck_block_q8_0 *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
+                    out->d[r] = in->d;
+                    for (int c = 0; c < 8; c++) {
+                        for (int j = 0; j < 4; j++) out->qs[32 * c + 4 * r + j] = (uint8_t)(in->qs[4 * c + j] + 128);
+                    }
+                }
+            }
+        }
+    }
+    return type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : CK_TYPE_Q8_0_X8;
+}
+
+// Sum of an activation block's 32 quantized values (the Q8_0 × 8 offset correction).
+static inline int32_t q8_0_block_sum(const ck_block_q8_0 *a) {
+    int32_t s = 0;
+    for (int j = 0; j < CK_QK; j++) s += a->qs[j];
+    return s;
+}
+
+// MARK: - Portable kernels (the reference beside the fast ones, and CPUs without VNNI)
+
+// The same arithmetic as the fast kernels, lane by lane (see tile_q4_1x8 for Q4_1's order).
+static void group_q4_1x8_portable(int nb, const ck_block_q4_1x8 *w, const ck_block_q8_1 *a, float *y) {
+    float acc[8][8] = {{0}}, macc[8] = {0};
+    for (int b = 0; b < nb; b++) {
+        const float da = ck_fp16_to_fp32(a[b].d), sa = ck_fp16_to_fp32(a[b].s);
+        for (int r = 0; r < 8; r++) {
+            const float d = ck_fp16_to_fp32(w[b].d[r]) * da;
+            for (int c = 0; c < 8; c++) {
+                const int e = c < 4 ? 4 * c : 16 + 4 * (c - 4);
+                int32_t sum = 0;
+                for (int j = 0; j < 4; j++) {
+                    const uint8_t q = w[b].qs[32 * (c % 4) + 4 * r + j];
+                    sum += (int32_t)(c < 4 ? q & 0x0f : q >> 4) * a[b].qs[e + j];
+                }
+                acc[r][c] = fmaf(d, (float)sum, acc[r][c]);
+            }
+            macc[r] = fmaf(ck_fp16_to_fp32(w[b].m[r]), sa, macc[r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        const float *v = acc[r];
+        y[r] = (((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))) + macc[r];
+    }
+}
+
+static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_block_q8_0 *a, float *y) {
+    float acc[8] = {0};
+    for (int b = 0; b < nb; b++) {
+        const float da = ck_fp16_to_fp32(a[b].d);
+        const int32_t offset = 128 * q8_0_block_sum(&a[b]);
+        for (int r = 0; r < 8; r++) {
+            int32_t sum = 0;
+            for (int c = 0; c < 8; c++) {
+                for (int j = 0; j < 4; j++) sum += (int32_t)w[b].qs[32 * c + 4 * r + j] * a[b].qs[4 * c + j];
+            }
+            acc[r] = fmaf(ck_fp16_to_fp32(w[b].d[r]) * da, (float)(sum - offset), acc[r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) y[r] = acc[r];
+}
+
+// MARK: - VNNI kernels
+
+#if CK_X86
+#define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+
+static inline __attribute__((always_inline)) CK_VNNI __m256i bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// Eight rows × T tokens (T = 1 or 2, a constant after inlining): each weight vector is loaded
+// and unpacked once for all T tokens. The float arithmetic is that of ggml's AVX2 Q4_1 kernel,
+// row by row and bit for bit: its eight lanes are the eight 4-element chunks of a block, so
+// here chunk c keeps its own accumulator vector (lane r = row r), the block scale d_w * d_a
+// multiplies each chunk's integer sum in an FMA, and the chunks are added at the end in the
+// order of its horizontal sum. The model's answers depend on that rounding (this small model
+// turns last-bit differences into different tokens), so the order is kept, not improved.
+static inline __attribute__((always_inline)) CK_VNNI void tile_q4_1x8(int nb, const ck_block_q4_1x8 *w,
+                                                                      const ck_block_q8_1 *const *x, float *const *y,
+                                                                      const int T) {
+    __m256 acc[2][8], macc[2];
+    for (int t = 0; t < T; t++) {
+        macc[t] = _mm256_setzero_ps();
+        for (int c = 0; c < 8; c++) acc[t][c] = _mm256_setzero_ps();
+    }
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    for (int b = 0; b < nb; b++) {
+        _mm_prefetch((const char *)(w + b + 4), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + 4) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + 4) + 128, _MM_HINT_T0);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].m));
+        __m256i q[8];
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
+            q[c] = _mm256_and_si256(v, mask);
+            q[4 + c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+        }
+        for (int t = 0; t < T; t++) {
+            const ck_block_q8_1 *a = x[t] + b;
+            int32_t ds;
+            memcpy(&ds, a, 4);
+            const __m128 das = _mm_cvtph_ps(_mm_cvtsi32_si128(ds));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(das));
+            macc[t] = _mm256_fmadd_ps(mw, _mm256_broadcastss_ps(_mm_movehdup_ps(das)), macc[t]);
+            for (int c = 0; c < 8; c++) {
+                // Chunk c is elements 4c..4c+3 (c < 4) or 16+4(c-4)... (c >= 4) of the block.
+                const int e = c < 4 ? 4 * c : 16 + 4 * (c - 4);
+                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[c], bcast4(a->qs + e));
+                acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        const __m256 sum = _mm256_add_ps(
+            _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+            _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(y[t], _mm256_add_ps(sum, macc[t]));
+    }
+}
+
+static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, const ck_block_q8_0x8 *w,
+                                                                      const ck_block_q8_0 *const *x,
+                                                                      const int32_t *const *offsets, float *const *y,
+                                                                      const int T) {
+    __m256 acc[4];
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        _mm_prefetch((const char *)(w + b + 3), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + 3) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + 3) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + 3) + 192, _MM_HINT_T0);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        for (int t = 0; t < T; t++) {
+            const ck_block_q8_0 *a = x[t] + b;
+            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+            for (int c = 0; c < 8; c += 2) {
+                s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c)),
+                                         bcast4(a->qs + 4 * c));
+                s1 = _mm256_dpbusd_epi32(s1, _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c + 32)),
+                                         bcast4(a->qs + 4 * c + 4));
+            }
+            const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_set1_epi32(offsets[t][b]));
+            const __m256 da = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d)));
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
+}
+
+CK_VNNI static void groups_q4_1x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                       const ck_block_q8_1 *const *x, float *const *y, int T) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_q4_1x8 *wg = (const ck_block_q4_1x8 *)(w + (size_t)g * group_bytes);
+        float *yg[4];
+        for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
+        int t = 0;
+        for (; t + 2 <= T; t += 2) tile_q4_1x8(nb, wg, x + t, yg + t, 2);
+        if (t < T) tile_q4_1x8(nb, wg, x + t, yg + t, 1);
+    }
+}
+
+CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                       const ck_block_q8_0 *const *x, const int32_t *const *offsets, float *const *y,
+                                       int T) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_q8_0x8 *wg = (const ck_block_q8_0x8 *)(w + (size_t)g * group_bytes);
+        float *yg[4];
+        for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
+        switch (T) {
+        case 1: tile_q8_0x8(nb, wg, x, offsets, yg, 1); break;
+        case 2: tile_q8_0x8(nb, wg, x, offsets, yg, 2); break;
+        case 3: tile_q8_0x8(nb, wg, x, offsets, yg, 3); break;
+        default: tile_q8_0x8(nb, wg, x, offsets, yg, 4); break;
+        }
+    }
+}
+#endif
+
+// MARK: - Matrix product over a range of rows
+
+// Rows up to 8192 columns take the fast path; longer ones (no model here has them) the portable.
+#define CK_MAX_OFFSET_BLOCKS 256
+
+// Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token. Tokens go in tiles of
+// four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
+void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+    const int base_type = p->type == CK_TYPE_Q4_1_X8 ? CK_TYPE_Q4_1 : CK_TYPE_Q8_0;
+    const int nb = p->k / CK_QK;
+    const size_t group_bytes = p->w_row_bytes;
+    const char *w = (const char *)p->w;
+    const char *x = (const char *)p->x;
+    const int g0 = r0 / 8, g1 = r1 / 8;
+    // Offsets for the Q8_0 form: 128 × each activation block's sum, for one tile of tokens.
+    int32_t offset_store[4 * CK_MAX_OFFSET_BLOCKS];
+    for (int t0 = 0; t0 < p->n; t0 += 4) {
+        const int T = p->n - t0 < 4 ? p->n - t0 : 4;
+        const void *xs[4];
+        float *ys[4];
+        const int32_t *offs[4];
+        for (int t = 0; t < T; t++) {
+            xs[t] = x + (size_t)(t0 + t) * p->x_row_bytes;
+            ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
+        }
+        if (base_type == CK_TYPE_Q8_0) {
+            for (int t = 0; t < T; t++) {
+                offs[t] = offset_store + CK_MAX_OFFSET_BLOCKS * t;
+                const ck_block_q8_0 *a = (const ck_block_q8_0 *)xs[t];
+                for (int b = 0; b < nb && b < CK_MAX_OFFSET_BLOCKS; b++) {
+                    offset_store[CK_MAX_OFFSET_BLOCKS * t + b] = 128 * q8_0_block_sum(&a[b]);
+                }
+            }
+        }
+#if CK_X86
+        if (fast && nb <= CK_MAX_OFFSET_BLOCKS) {
+            if (base_type == CK_TYPE_Q4_1) {
+                groups_q4_1x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
+            } else {
+                groups_q8_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, offs, ys, T);
+            }
+            continue;
+        }
+#endif
+        (void)fast;
+        for (int g = g0; g < g1; g++) {
+            for (int t = 0; t < T; t++) {
+                if (base_type == CK_TYPE_Q4_1) {
+                    group_q4_1x8_portable(nb, (const ck_block_q4_1x8 *)(w + (size_t)g * group_bytes),
+                                          (const ck_block_q8_1 *)xs[t], ys[t] + 8 * g);
+                } else {
+                    group_q8_0x8_portable(nb, (const ck_block_q8_0x8 *)(w + (size_t)g * group_bytes),
+                                          (const ck_block_q8_0 *)xs[t], ys[t] + 8 * g);
+                }
+            }
+        }
+    }
+}

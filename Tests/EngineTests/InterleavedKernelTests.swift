@@ -1,0 +1,112 @@
+import CKernels
+import Testing
+
+@testable import Engine
+
+/// The interleaved weight forms (eight rows per block, made at load time) against the file
+/// layout they were made from: Q4_1 must give the per-row kernel's results bit for bit (the
+/// reference answers depend on its rounding), Q8_0 the same values within float rounding.
+@Suite(.serialized)
+struct InterleavedKernelTests {
+    /// `rows × k` random weights quantized to `type`, in the file layout.
+    static func quantizedRows(_ type: GGMLType, rows: Int, k: Int, rng: inout SeededRandom) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for _ in 0..<rows {
+            let row = rng.floats(k, 0.4)
+            bytes += type == .q4_1 ? ReferenceKernels.quantizeQ4_1(row) : ReferenceKernels.quantizeQ8_0(row)
+        }
+        return bytes
+    }
+
+    static func product(
+        type: Int32, weights: UnsafeRawPointer, stride: Int, rows: Int, k: Int, activations: [UInt8], n: Int,
+        pool: ComputePool?
+    ) -> [Float] {
+        var y = [Float](repeating: .nan, count: n * rows)
+        activations.withUnsafeBytes { xb in
+            y.withUnsafeMutableBufferPointer { yb in
+                var args = ck_matmul_args(
+                    type: type, w: weights, w_row_bytes: stride, rows: Int32(rows), k: Int32(k),
+                    x: xb.baseAddress!, x_row_bytes: activations.count / n, n: Int32(n), y: yb.baseAddress!,
+                    ldy: Int32(rows))
+                ck_matmul(pool?.raw, &args)
+            }
+        }
+        return y
+    }
+
+    @Test(arguments: [GGMLType.q4_1, .q8_0])
+    func interleavedProductsMatchTheFileLayout(type: GGMLType) throws {
+        let pool = ComputePool(threads: 2)
+        var rng = SeededRandom(seed: 4242 + UInt64(type.rawValue))
+        for (rows, k) in [(8, 32), (40, 96), (136, 576), (24, 1536)] {
+            let file = Self.quantizedRows(type, rows: rows, k: k, rng: &rng)
+            let rowBytes = file.count / rows
+            let groupBytes = ck_interleaved_group_bytes(Int32(type.rawValue), Int32(k))
+            #expect(groupBytes == 8 * rowBytes, "an interleaved group holds exactly eight rows' bytes")
+            var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+            let packedType = file.withUnsafeBytes { src in
+                packed.withUnsafeMutableBytes { dst in
+                    ck_interleave(
+                        Int32(type.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+                }
+            }
+            #expect(packedType == (type == .q4_1 ? Int32(CK_TYPE_Q4_1_X8) : Int32(CK_TYPE_Q8_0_X8)))
+            for n in [1, 2, 3, 5] {
+                var activations: [UInt8] = []
+                var reference = [Float](repeating: 0, count: n * rows)
+                for t in 0..<n {
+                    let x = rng.floats(k, 2)
+                    let q = type == .q4_1 ? ReferenceKernels.quantizeQ8_1(x) : ReferenceKernels.quantizeQ8_0(x)
+                    activations += q
+                    for r in 0..<rows {
+                        let w = Array(file[r * rowBytes..<(r + 1) * rowBytes])
+                        reference[t * rows + r] =
+                            type == .q4_1
+                            ? ReferenceKernels.dotQ4_1Q8_1(w, q, k: k) : ReferenceKernels.dotQ8_0Q8_0(w, q, k: k)
+                    }
+                }
+                // The per-row kernel on the file layout (fast path: llama.cpp's rounding).
+                let perRow = file.withUnsafeBytes { w in
+                    Self.product(
+                        type: Int32(type.rawValue), weights: w.baseAddress!, stride: rowBytes, rows: rows, k: k,
+                        activations: activations, n: n, pool: nil)
+                }
+                try bothPaths { path in
+                    for usePool in [false, true] {
+                        let got = packed.withUnsafeBytes { w in
+                            Self.product(
+                                type: packedType, weights: w.baseAddress!, stride: groupBytes, rows: rows, k: k,
+                                activations: activations, n: n, pool: usePool ? pool : nil)
+                        }
+                        let what = "\(type) \(path) rows=\(rows) k=\(k) n=\(n) pool=\(usePool)"
+                        for i in got.indices {
+                            if type == .q4_1 {
+                                try #require(got[i] == perRow[i], "\(what): out \(i) \(got[i]) vs \(perRow[i])")
+                            }
+                            try #require(
+                                close(got[i], reference[i], rel: 1e-5, abs: 1e-4),
+                                "\(what): out \(i) \(got[i]) vs reference \(reference[i])")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func shapesWithoutAnInterleavedFormAreRefused() {
+        let src = [UInt8](repeating: 0, count: 20 * 12)
+        var dst = [UInt8](repeating: 0, count: 4096)
+        let refused = src.withUnsafeBytes { s in
+            dst.withUnsafeMutableBytes { d in
+                [
+                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 12, 32, d.baseAddress!),  // 12 rows
+                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 8, 48, d.baseAddress!),  // k % 32
+                    ck_interleave(Int32(GGMLType.f32.rawValue), s.baseAddress!, 20, 8, 32, d.baseAddress!),  // type
+                ]
+            }
+        }
+        #expect(refused == [-1, -1, -1])
+        #expect(ck_interleaved_group_bytes(Int32(GGMLType.f16.rawValue), 64) == 0)
+    }
+}
