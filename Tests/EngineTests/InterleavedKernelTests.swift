@@ -99,10 +99,11 @@ struct InterleavedKernelTests {
         var dst = [UInt8](repeating: 0, count: 4096)
         let refused = src.withUnsafeBytes { s in
             dst.withUnsafeMutableBytes { d in
+                // 12 rows (not a multiple of 8), k = 48 (not a multiple of 32), an f32 matrix.
                 [
-                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 12, 32, d.baseAddress!),  // 12 rows
-                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 8, 48, d.baseAddress!),  // k % 32
-                    ck_interleave(Int32(GGMLType.f32.rawValue), s.baseAddress!, 20, 8, 32, d.baseAddress!),  // type
+                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 12, 32, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 8, 48, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.f32.rawValue), s.baseAddress!, 20, 8, 32, d.baseAddress!),
                 ]
             }
         }
