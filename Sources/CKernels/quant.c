@@ -725,6 +725,59 @@ static void matmul_chunk(void *ctx, int c, int thread) {
     matmul_rows_with(&job->kern, job->args, r0, r1);
 }
 
+// Rows per chunk: about 8 chunks per thread so a thread slowed by a noisy neighbour does not
+// hold the rest up; whole groups of 8 rows (the interleaved forms need them).
+static int matmul_chunk_rows(int rows, int nth) {
+    int chunk = (rows + nth * 8 - 1) / (nth * 8);
+    chunk = (chunk + 7) & ~7;
+    return chunk < 8 ? 8 : chunk;
+}
+
+#define CK_MANY_MAX_CHUNKS 256
+
+typedef struct {
+    const ck_matmul_args *args;
+    ck_kernels kern[8];
+    int count;
+    short matrix[CK_MANY_MAX_CHUNKS];
+    int r0[CK_MANY_MAX_CHUNKS];
+    int r1[CK_MANY_MAX_CHUNKS];
+} matmul_many_job;
+
+static void matmul_many_chunk(void *ctx, int c, int thread) {
+    (void)thread;
+    const matmul_many_job *job = (const matmul_many_job *)ctx;
+    const int m = job->matrix[c];
+    matmul_rows_with(&job->kern[m], &job->args[m], job->r0[c], job->r1[c]);
+}
+
+void ck_matmul_many(ck_pool *pool, const ck_matmul_args *args, int count) {
+    const int nth = pool ? ck_pool_size(pool) : 1;
+    if (nth <= 1 || count > 8) {
+        for (int m = 0; m < count; m++) ck_matmul(pool, &args[m]);
+        return;
+    }
+    matmul_many_job job;
+    job.args = args;
+    job.count = count;
+    int n_chunks = 0;
+    for (int m = 0; m < count; m++) {
+        job.kern[m] = pick_kernels(args[m].type, ck_fast_paths_enabled());
+        const int chunk = matmul_chunk_rows(args[m].rows, nth);
+        for (int r = 0; r < args[m].rows; r += chunk) {
+            if (n_chunks == CK_MANY_MAX_CHUNKS) {
+                for (int i = 0; i < count; i++) ck_matmul(pool, &args[i]);
+                return;
+            }
+            job.matrix[n_chunks] = (short)m;
+            job.r0[n_chunks] = r;
+            job.r1[n_chunks] = r + chunk < args[m].rows ? r + chunk : args[m].rows;
+            n_chunks++;
+        }
+    }
+    ck_pool_run_chunks(pool, matmul_many_chunk, &job, n_chunks);
+}
+
 void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
     const int nth = pool ? ck_pool_size(pool) : 1;
     matmul_job job;
@@ -734,11 +787,7 @@ void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
         matmul_rows_with(&job.kern, args, 0, args->rows);
         return;
     }
-    // About 8 chunks per thread so a thread slowed by a noisy neighbour does not hold the rest
-    // up; chunks are whole groups of 8 rows.
-    int chunk = (args->rows + nth * 8 - 1) / (nth * 8);
-    chunk = (chunk + 7) & ~7;  // whole groups of 8 rows (the interleaved forms need them)
-    if (chunk < 8) chunk = 8;
+    const int chunk = matmul_chunk_rows(args->rows, nth);
     job.chunk = chunk;
     ck_pool_run_chunks(pool, matmul_chunk, &job, (args->rows + chunk - 1) / chunk);
 }

@@ -110,4 +110,48 @@ struct InterleavedKernelTests {
         #expect(refused == [-1, -1, -1])
         #expect(ck_interleaved_group_bytes(Int32(GGMLType.f16.rawValue), 64) == 0)
     }
+
+    /// Several products in one pool task give what each gives alone (rows not multiples of the
+    /// chunk size, more chunks than threads).
+    @Test func productsSharingOnePoolTaskMatchSeparateProducts() {
+        let pool = ComputePool(threads: 2)
+        var rng = SeededRandom(seed: 77)
+        let k = 96
+        let n = 3
+        let rowCounts = [37, 8, 200]
+        let matrices = rowCounts.map { Self.quantizedRows(.q4_1, rows: $0, k: k, rng: &rng) }
+        var activations: [UInt8] = []
+        for _ in 0..<n { activations += ReferenceKernels.quantizeQ8_1(rng.floats(k, 2)) }
+        let rowBytes = k / 32 * 20
+        var separate: [[Float]] = []
+        for (m, rows) in rowCounts.enumerated() {
+            separate.append(
+                matrices[m].withUnsafeBytes { w in
+                    Self.product(
+                        type: Int32(GGMLType.q4_1.rawValue), weights: w.baseAddress!, stride: rowBytes, rows: rows,
+                        k: k, activations: activations, n: n, pool: nil)
+                })
+        }
+        var outputs = rowCounts.map { [Float](repeating: .nan, count: n * $0) }
+        // Copies with stable addresses for the duration of the call.
+        let copies = matrices.map { m -> UnsafeMutableRawBufferPointer in
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: m.count, alignment: 64)
+            b.copyMemory(from: UnsafeRawBufferPointer(start: m, count: m.count))
+            return b
+        }
+        defer { copies.forEach { $0.deallocate() } }
+        let outs = outputs.map { UnsafeMutableBufferPointer<Float>.allocate(capacity: $0.count) }
+        defer { outs.forEach { $0.deallocate() } }
+        activations.withUnsafeBytes { xb in
+            var args = rowCounts.indices.map { m in
+                ck_matmul_args(
+                    type: Int32(GGMLType.q4_1.rawValue), w: copies[m].baseAddress!, w_row_bytes: rowBytes,
+                    rows: Int32(rowCounts[m]), k: Int32(k), x: xb.baseAddress!, x_row_bytes: activations.count / n,
+                    n: Int32(n), y: outs[m].baseAddress!, ldy: Int32(rowCounts[m]))
+            }
+            ck_matmul_many(pool.raw, &args, Int32(args.count))
+        }
+        for m in rowCounts.indices { outputs[m] = Array(outs[m]) }
+        #expect(outputs == separate)
+    }
 }

@@ -108,6 +108,9 @@ typedef struct {
 void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
 /// All rows, split over the pool (pool may be NULL: caller only).
 void ck_matmul(ck_pool *pool, const ck_matmul_args *args);
+/// Several independent products (at most 8; more run one by one) in one pool task: one wait
+/// for all of them instead of one each (the Q, K and V projections; the gate and up ones).
+void ck_matmul_many(ck_pool *pool, const ck_matmul_args *args, int count);
 
 // MARK: - Interleaved weights
 

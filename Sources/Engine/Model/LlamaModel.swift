@@ -259,9 +259,7 @@ public final class LlamaModel: @unchecked Sendable {
             // Attention block
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
             var activations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul(layer.wq, &activations, into: q, ldy: dim)
-            matmul(layer.wk, &activations, into: k, ldy: kvDim)
-            matmul(layer.wv, &activations, into: v, ldy: kvDim)
+            matmul((layer.wq, q, dim), (layer.wk, k, kvDim), (layer.wv, v, kvDim), activations: &activations)
             for (segment, offset) in zip(segments, offsets) {
                 let kCache = segment.cache.keys(layer: l)
                 let vCache = segment.cache.values(layer: l)
@@ -294,8 +292,7 @@ public final class LlamaModel: @unchecked Sendable {
             // Feed-forward block
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
             var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul(layer.gate, &ffnActivations, into: gateOut, ldy: ffn)
-            matmul(layer.up, &ffnActivations, into: upOut, ldy: ffn)
+            matmul((layer.gate, gateOut, ffn), (layer.up, upOut, ffn), activations: &ffnActivations)
             ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
             var downActivations = PreparedActivations(source: act, n: n, columns: ffn)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
@@ -341,6 +338,33 @@ public final class LlamaModel: @unchecked Sendable {
     private func matmul(
         _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
     ) {
+        var args = arguments(w, &a, into: y, ldy: ldy)
+        ck_matmul(pool.raw, &args)
+    }
+
+    /// Several products of the same activations in one pool task (one wait instead of several).
+    /// The activations have one quantized buffer, so matrices wanting different forms (mixed-type
+    /// test models) run one after the other.
+    private func matmul(
+        _ products: (WeightMatrix, UnsafeMutablePointer<Float>, Int)...,
+        activations a: inout PreparedActivations
+    ) {
+        guard products.allSatisfy({ $0.0.type == products[0].0.type }) else {
+            for (w, y, ldy) in products { matmul(w, &a, into: y, ldy: ldy) }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: ck_matmul_args.self, capacity: products.count) { list in
+            for (i, (w, y, ldy)) in products.enumerated() {
+                list.initializeElement(at: i, to: arguments(w, &a, into: y, ldy: ldy))
+            }
+            ck_matmul_many(pool.raw, list.baseAddress!, Int32(products.count))
+        }
+    }
+
+    /// The kernel's arguments for `w × a`, quantizing `a` into the form `w` wants if needed.
+    private func arguments(
+        _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
+    ) -> ck_matmul_args {
         let xPointer: UnsafeRawPointer
         let xRowBytes: Int
         switch w.type {
@@ -370,10 +394,8 @@ public final class LlamaModel: @unchecked Sendable {
             xRowBytes = a.columns * MemoryLayout<Float>.stride
             xPointer = UnsafeRawPointer(a.source)
         }
-        var args = ck_matmul_args(
+        return ck_matmul_args(
             type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
-            k: Int32(w.columns),
-            x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy))
-        ck_matmul(pool.raw, &args)
+            k: Int32(w.columns), x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy))
     }
 }
