@@ -175,6 +175,29 @@ import Testing
         #expect(p.batches.withLock { $0 }.contains(2))
     }
 
+    @Test func aNewPromptJoinsTheRunningStreamsBatch() async throws {
+        let p = ScriptedPredictor(script: String(repeating: "z", count: 60), stepDelay: .milliseconds(1))
+        let runner = p.runner()
+        let started = AsyncStream<Void>.makeStream()
+        async let a = runner.generate(
+            GenerationRequest(promptTokens: ScriptedPredictor.prompt("a"), maxTokens: 60, sampling: .greedy)
+        ) { event in
+            if case .snapshot = event { started.continuation.yield() }
+        }
+        var waiter = started.stream.makeAsyncIterator()
+        _ = await waiter.next()
+        // 150 prompt tokens: three chunks, each sharing a pass with a's decode token.
+        let long = Array(repeating: Int32(120), count: 149) + [255]
+        let b = try await runner.generate(GenerationRequest(promptTokens: long, maxTokens: 5, sampling: .greedy))
+        let ra = try await a
+        #expect(ra.content == String(repeating: "z", count: 60))
+        #expect(b.content == "zzzzz")
+        let shapes = p.batchShapes.withLock { $0 }
+        #expect(shapes.contains([1, 63]), "a prompt chunk filled the room a's token left: \(shapes.prefix(8))")
+        #expect(shapes.allSatisfy { $0.reduce(0, +) <= GenerationJob.promptChunk })
+        #expect(!p.calls.withLock { $0 }.contains(64), "no prompt chunk ran alone while a was decoding")
+    }
+
     @Test func eventSequenceEndsWithFinishedAndCancelsWhenAbandoned() async throws {
         let p = ScriptedPredictor(
             script: String(repeating: "q", count: 2000), contextLength: 4096, stepDelay: .milliseconds(2))

@@ -36,8 +36,12 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
 
     func makeSequence(capacity: Int) -> any PredictorSequence { Sequence(capacity: capacity) }
 
+    /// Token counts of each input of every batched prediction, in order.
+    let batchShapes = Locked<[[Int]]>([])
+
     func predict(batch: [PredictionInput]) throws {
         batches.withLock { $0.append(batch.count) }
+        batchShapes.withLock { $0.append(batch.map(\.tokens.count)) }
         for input in batch { try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits) }
     }
 

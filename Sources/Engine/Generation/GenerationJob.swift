@@ -85,13 +85,7 @@ final class GenerationJob: @unchecked Sendable {
                 let end = min(next + Self.promptChunk, request.promptTokens.count)
                 let chunk = Array(request.promptTokens[next..<end])
                 try predictor.predict(tokens: chunk, sequence: sequence, logits: logits)
-                if end < request.promptTokens.count {
-                    phase = .prompt(next: end)
-                } else {
-                    promptDoneAt = .now
-                    onEvent(.promptProcessed(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
-                    accept(sampleNext(logits: logits))
-                }
+                promptAdvanced(to: end, logits: logits)
             case .decode(let last):
                 try predictor.predict(tokens: [last], sequence: sequence, logits: logits)
                 accept(sampleNext(logits: logits))
@@ -106,10 +100,16 @@ final class GenerationJob: @unchecked Sendable {
         if isCancelled && !isDone { stepsAfterCancel += 1 }
     }
 
-    /// The token this job feeds next when it is decoding and not cancelled (it can join a batch).
-    var pendingDecodeToken: Int32? {
-        guard case .decode(let last) = phase, !isCancelled else { return nil }
-        return last
+    /// Decoding and not cancelled: its next step is one token.
+    var isDecoding: Bool {
+        guard case .decode = phase, !isCancelled else { return false }
+        return true
+    }
+
+    /// Processing its prompt and not cancelled: its next step is a chunk of prompt tokens.
+    var isProcessingPrompt: Bool {
+        guard case .prompt = phase, !isCancelled else { return false }
+        return true
     }
 
     /// This job's own logits buffer, for batched steps (the worker's scratch serves single steps).
@@ -119,22 +119,55 @@ final class GenerationJob: @unchecked Sendable {
         return b
     }()
     private var batchLogitsAllocated = false
+    /// Prompt tokens in the batched step being computed (0 when it is a decode step).
+    private var batchedPromptEnd = 0
 
-    /// Prepares a batched decode step: the input to predict for this job.
-    func batchInput() -> PredictionInput? {
-        guard let token = pendingDecodeToken else { return nil }
+    /// This job's share of a batched step: its next token when decoding, or its next prompt
+    /// tokens (at most `tokenBudget`, and at most one chunk) when processing its prompt.
+    func batchInput(tokenBudget: Int) -> PredictionInput? {
+        guard tokenBudget > 0, !isCancelled else { return nil }
+        let tokens: [Int32]
+        switch phase {
+        case .decode(let last):
+            tokens = [last]
+            batchedPromptEnd = 0
+        case .prompt(let next):
+            let end = min(next + min(tokenBudget, Self.promptChunk), request.promptTokens.count)
+            tokens = Array(request.promptTokens[next..<end])
+            batchedPromptEnd = end
+        default:
+            return nil
+        }
         batchLogitsAllocated = true
-        return PredictionInput(tokens: [token], sequence: sequence, logits: batchLogits)
+        return PredictionInput(tokens: tokens, sequence: sequence, logits: batchLogits)
     }
 
-    /// Finishes a batched decode step whose logits are in `batchLogits`.
-    func completeBatchedDecode() {
-        accept(sampleNext(logits: batchLogits))
+    /// Finishes a batched step whose logits are in `batchLogits`.
+    func completeBatchedStep() {
+        switch phase {
+        case .prompt:
+            promptAdvanced(to: batchedPromptEnd, logits: batchLogits)
+        case .decode:
+            accept(sampleNext(logits: batchLogits))
+        default:
+            return
+        }
         if isCancelled && !isDone { stepsAfterCancel += 1 }
     }
 
     deinit {
         if batchLogitsAllocated { batchLogits.deallocate() }
+    }
+
+    /// The prompt is in the cache up to `end`; at its end, the first token is sampled.
+    private func promptAdvanced(to end: Int, logits: UnsafeMutableBufferPointer<Float>) {
+        if end < request.promptTokens.count {
+            phase = .prompt(next: end)
+        } else {
+            promptDoneAt = .now
+            onEvent(.promptProcessed(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
+            accept(sampleNext(logits: logits))
+        }
     }
 
     private func start(predictor: any TokenPredictor) throws(GenerationError) {

@@ -57,30 +57,43 @@ final class GenerationWorker: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// One step of every active job. Jobs that are decoding share one batched prediction (one
-    /// pass over the weights for all of them); the others step alone. A batch refused by the
-    /// predictor (it throws before changing anything) falls back to single steps, so an error
-    /// lands on the job that caused it.
+    /// One step of every active job. Decoding jobs (one token each) and prompt chunks share one
+    /// batched prediction of at most `GenerationJob.promptChunk` tokens: one pass over the
+    /// weights for all of them, so a new prompt is processed between, not instead of, the
+    /// running streams' tokens, and takes whatever room their tokens leave. Jobs that are
+    /// starting or cancelled step alone (no compute). A batch refused by the predictor (it throws
+    /// before changing anything) falls back to single steps, so an error lands on the job that
+    /// caused it.
     private func stepRound(_ active: [GenerationJob]) {
-        var decoding: [GenerationJob] = []
+        var members: [GenerationJob] = []
         var inputs: [PredictionInput] = []
-        for job in active {
-            if let input = job.batchInput() {
-                decoding.append(job)
+        var budget = GenerationJob.promptChunk
+        for job in active where job.isDecoding && budget > 0 {
+            if let input = job.batchInput(tokenBudget: budget) {
+                members.append(job)
                 inputs.append(input)
+                budget -= input.tokens.count
             }
         }
-        var batched = false
-        if decoding.count >= 2 {
+        for job in active where job.isProcessingPrompt && budget > 0 {
+            if let input = job.batchInput(tokenBudget: budget) {
+                members.append(job)
+                inputs.append(input)
+                budget -= input.tokens.count
+            }
+        }
+        if members.count >= 2 {
             do {
                 try predictor.predict(batch: inputs)
-                batched = true
-                for job in decoding { job.completeBatchedDecode() }
+                for job in members { job.completeBatchedStep() }
             } catch {
-                batched = false
+                for job in members { job.step(predictor: predictor, logits: logits) }
             }
+        } else if let only = members.first {
+            only.step(predictor: predictor, logits: logits)
         }
-        for job in active where !(batched && decoding.contains { $0 === job }) {
+        // Starting and cancelled jobs; a prompt that found no room this round waits for the next.
+        for job in active where !members.contains(where: { $0 === job }) && !job.isProcessingPrompt {
             job.step(predictor: predictor, logits: logits)
         }
     }
