@@ -117,6 +117,12 @@ enum BenchCommand {
                             l.streams, l.tokensPerStream, l.aggregateTokensPerSecond,
                             l.aggregateTokensPerSecond / l.singleStreamTokensPerSecond, l.singleStreamTokensPerSecond,
                             l.timeToFirstSnapshotMedianMs, l.timeToFirstSnapshotMaxMs, l.idleTimeToFirstSnapshotMs))
+                    print(
+                        String(
+                            format:
+                                "load: a stream arriving while %d others decode: first snapshot %.0f ms = %.2fx idle",
+                            l.streams - 1, l.arrivalTimeToFirstSnapshotMs,
+                            l.arrivalTimeToFirstSnapshotMs / max(l.idleTimeToFirstSnapshotMs, 1e-9)))
                 }
                 if let h = http {
                     print(

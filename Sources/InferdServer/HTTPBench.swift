@@ -38,6 +38,8 @@ enum HTTPBench {
         var timeToFirstSnapshotMedianMs: Double
         var timeToFirstSnapshotMaxMs: Double
         var idleTimeToFirstSnapshotMs: Double
+        /// One more stream's time to first snapshot, sent while `streams - 1` others decode.
+        var arrivalTimeToFirstSnapshotMs: Double
         enum CodingKeys: String, CodingKey {
             case streams
             case tokensPerStream = "tokens_per_stream"
@@ -46,18 +48,23 @@ enum HTTPBench {
             case timeToFirstSnapshotMedianMs = "time_to_first_snapshot_median_ms"
             case timeToFirstSnapshotMaxMs = "time_to_first_snapshot_max_ms"
             case idleTimeToFirstSnapshotMs = "idle_time_to_first_snapshot_ms"
+            case arrivalTimeToFirstSnapshotMs = "arrival_time_to_first_snapshot_ms"
         }
     }
 
     /// `streams` concurrent streams of `tokens` tokens each against one in-process server, after
-    /// one stream alone for the baseline; aggregate = all completion tokens / wall time.
+    /// one stream alone for the baseline; aggregate = all completion tokens / wall time. Then the
+    /// arrival case: one more stream sent while `streams - 1` others are decoding. Every stream
+    /// has its own prompt, so identical requests cannot share one generation.
     static func load(modelPath: String, threads: Int, streams: Int, tokens: Int = 128) async throws -> LoadResult {
         try await withServer(modelPath: modelPath, threads: threads) { port in
-            let body = requestBody(maxTokens: tokens, ignoreEOS: true)
-            let single = try await Task.detachedOffPool { try measure(port: port, body: body) }
+            let single = try await Task.detachedOffPool {
+                try measure(port: port, body: requestBody(maxTokens: tokens, ignoreEOS: true, reader: 0))
+            }
             let start = ContinuousClock.now
             let results = try await withThrowingTaskGroup(of: Result.self) { group in
-                for _ in 0..<streams {
+                for i in 0..<streams {
+                    let body = requestBody(maxTokens: tokens, ignoreEOS: true, reader: i + 1)
                     group.addTask { try await Task.detachedOffPool { try measure(port: port, body: body) } }
                 }
                 var all: [Result] = []
@@ -67,13 +74,41 @@ enum HTTPBench {
             let wall = (ContinuousClock.now - start).milliseconds / 1000
             let total = results.reduce(0) { $0 + $1.completionTokens }
             let ttfs = results.map(\.timeToFirstSnapshotMs).sorted()
+            let arrival = try await arrivalTimeToFirstSnapshot(port: port, running: streams - 1, tokens: tokens)
             return LoadResult(
                 streams: streams, tokensPerStream: tokens, aggregateTokensPerSecond: Double(total) / wall,
                 singleStreamTokensPerSecond: Double(single.completionTokens)
                     / ((single.timeToFirstSnapshotMs / 1000) + Double(single.completionTokens - 1)
                         / max(single.clientTokensPerSecond, 1e-9)),
                 timeToFirstSnapshotMedianMs: ttfs[ttfs.count / 2], timeToFirstSnapshotMaxMs: ttfs.last ?? 0,
-                idleTimeToFirstSnapshotMs: single.timeToFirstSnapshotMs)
+                idleTimeToFirstSnapshotMs: single.timeToFirstSnapshotMs, arrivalTimeToFirstSnapshotMs: arrival)
+        }
+    }
+
+    /// Starts `running` long streams, waits until each has sent its first snapshot (all are
+    /// decoding), then measures one more stream's time to first snapshot.
+    static func arrivalTimeToFirstSnapshot(port: Int, running: Int, tokens: Int) async throws -> Double {
+        let decoding = DispatchSemaphore(value: 0)
+        return try await withThrowingTaskGroup(of: Double?.self) { group in
+            for i in 0..<running {
+                // Long enough to outlast the measured stream's prompt and first token.
+                let body = requestBody(maxTokens: tokens * 4, ignoreEOS: true, reader: 100 + i)
+                group.addTask {
+                    _ = try await Task.detachedOffPool {
+                        try measure(port: port, body: body, onFirstSnapshot: { decoding.signal() })
+                    }
+                    return nil
+                }
+            }
+            group.addTask {
+                try await Task.detachedOffPool {
+                    for _ in 0..<running { decoding.wait() }
+                    return try measure(port: port, body: requestBody(maxTokens: 8, reader: 999)).timeToFirstSnapshotMs
+                }
+            }
+            var measured = 0.0
+            for try await value in group { if let v = value { measured = v } }
+            return measured
         }
     }
 
@@ -104,10 +139,12 @@ enum HTTPBench {
         }
     }
 
-    static func requestBody(maxTokens: Int, ignoreEOS: Bool = false) -> String {
+    /// `reader` varies the prompt's last words (same length in tokens) so that concurrent
+    /// streams are different requests.
+    static func requestBody(maxTokens: Int, ignoreEOS: Bool = false, reader: Int? = nil) -> String {
         InferdApp.json(
             BenchRequest(
-                prompt: prompt, stream: true,
+                prompt: reader.map { prompt + " Reader \($0)." } ?? prompt, stream: true,
                 options: .init(temperature: 0, maxTokens: maxTokens, ignoreEOS: ignoreEOS)))
     }
 
@@ -128,7 +165,7 @@ enum HTTPBench {
     }
 
     /// Blocking socket work, run off Swift's cooperative pool.
-    static func measure(port: Int, body: String) throws -> Result {
+    static func measure(port: Int, body: String, onFirstSnapshot: (() -> Void)? = nil) throws -> Result {
         let start = ContinuousClock.now
         let fd = try LoopbackClient(host: "127.0.0.1", port: port, timeoutSeconds: 120)
             .open("POST", "/v1/responses", json: body)
@@ -141,7 +178,10 @@ enum HTTPBench {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { break }
             received += String(decoding: buffer[0..<n], as: UTF8.self)
-            if firstSnapshot == nil && received.contains("event: snapshot") { firstSnapshot = .now }
+            if firstSnapshot == nil && received.contains("event: snapshot") {
+                firstSnapshot = .now
+                onFirstSnapshot?()
+            }
         }
         let end = ContinuousClock.now
         guard let first = firstSnapshot else {
