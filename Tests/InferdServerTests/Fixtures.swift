@@ -30,8 +30,10 @@ struct RunningServer {
     let logs: LogCapture
     var port: Int { server.boundPort }
 
+    /// `metrics`: pass the registry the engine of `state` reports to, to see its series too.
     static func start(
-        state: ModelHost.State? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws -> RunningServer {
         var config = ServerConfiguration()
         config.port = 0
@@ -40,7 +42,6 @@ struct RunningServer {
         let host = ModelHost()
         host.finish(try state ?? .ready(SharedModel.engine()))
         let logs = LogCapture()
-        let metrics = Metrics()
         let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics)
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
