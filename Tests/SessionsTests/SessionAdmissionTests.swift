@@ -36,11 +36,13 @@ import Testing
     @Test func aDeadlinePassedInTheSessionQueueEndsTheTurnUnpublished() async throws {
         let h = try Harness()
         let s = try h.session()
-        let a = try await h.start(Harness.request("a", maxTokens: 500, longRun: true), s)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let rec = Recorder()
         let late = try await h.start(
             Harness.request("b", "too late", deadline: .now + .milliseconds(40)), s, rec)
         let outcome = await late.value
+        // It ended while the turn ahead still ran: at its deadline, not when its turn came.
+        #expect(await s.snapshot(model: nil).activeRequest == "a")
         #expect(outcome.status == .failed && outcome.error == .generation(.queueTimeout))
         #expect(outcome.content.isEmpty && !rec.started)
         #expect(await s.prompts().allSatisfy { $0.content != "too late" })
