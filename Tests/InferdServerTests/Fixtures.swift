@@ -16,7 +16,11 @@ enum SharedModel {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ClientError(description: "model missing at \(path): run `make model` (make test does it)")
         }
-        return try InferenceEngine(path: path, threads: 2)
+        // The suites share it and run in parallel, often more than the default 8 generations at
+        // once; none of them is about capacity (AdmissionEndToEndTests has an engine of its own),
+        // so this one lets them all run at once, as the engine did before it had a queue.
+        return try InferenceEngine(
+            path: path, threads: 2, admission: AdmissionPolicy(maxActiveSequences: 64, maxQueue: 256))
     }
 
     static func engine() throws -> InferenceEngine { try loaded.get() }
