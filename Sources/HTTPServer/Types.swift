@@ -240,12 +240,15 @@ public struct HTTPError: Error, Sendable, Equatable {
     public var message: String
     public var type: String
     public var code: String
+    /// Sent as `Retry-After` (seconds): when a client that was refused may try again.
+    public var retryAfterSeconds: Int?
 
-    public init(status: Int, message: String, type: String, code: String) {
+    public init(status: Int, message: String, type: String, code: String, retryAfterSeconds: Int? = nil) {
         self.status = status
         self.message = message
         self.type = type
         self.code = code
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     public static func badRequest(_ message: String, code: String = "bad_request") -> HTTPError {
@@ -321,7 +324,9 @@ public struct HTTPResponse: Sendable {
             }
             let error: Inner
         }
-        return json(Envelope(error: .init(message: e.message, type: e.type, code: e.code)), status: e.status)
+        var response = json(Envelope(error: .init(message: e.message, type: e.type, code: e.code)), status: e.status)
+        if let seconds = e.retryAfterSeconds { response.headers.append(("Retry-After", "\(seconds)")) }
+        return response
     }
 
     /// A Server-Sent Events response; `producer` runs inside the request's Task and the

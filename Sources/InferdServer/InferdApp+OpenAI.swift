@@ -63,15 +63,18 @@ extension InferdApp {
 
     /// `POST /v1/chat/completions`.
     func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let chat = try OpenAIChatRequest(try openAIFields(request))
         try checkModel(chat.parameters.model, engine)
         if let sessionID = chat.sessionID {
-            return try await sessionChatCompletion(chat, sessionID: sessionID, engine: engine, request: request)
+            return try await sessionChatCompletion(
+                chat, sessionID: sessionID, engine: engine, request: request, arrival: arrival)
         }
         let prompt = engine.promptTokens(for: chat.messages)
         let generation = try openAIGenerationRequest(
-            prompt: prompt, chat.parameters, engine: engine, requestID: request.id, promptParam: "messages")
+            prompt: prompt, chat.parameters, engine: engine, requestID: request.id, promptParam: "messages",
+            arrival: arrival)
         return try await answer(
             generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, engine: engine, request: request)
     }
@@ -79,6 +82,7 @@ extension InferdApp {
     /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
     /// caller can write its own template) or token ids; no chat template is applied.
     func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let completion = try OpenAICompletionRequest(try openAIFields(request))
         try checkModel(completion.parameters.model, engine)
@@ -96,7 +100,8 @@ extension InferdApp {
         }
         guard !prompt.isEmpty else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
         let generation = try openAIGenerationRequest(
-            prompt: prompt, completion.parameters, engine: engine, requestID: request.id, promptParam: "prompt")
+            prompt: prompt, completion.parameters, engine: engine, requestID: request.id, promptParam: "prompt",
+            arrival: arrival)
         return try await answer(
             generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, engine: engine,
             request: request)
@@ -105,13 +110,17 @@ extension InferdApp {
     /// The native validation (`makeGenerationRequest`), with its errors naming OpenAI's parameters.
     func openAIGenerationRequest(
         prompt: [Int32], _ p: OpenAIGenerationParameters, engine: InferenceEngine, requestID: String,
-        promptParam: String
+        promptParam: String, arrival: ContinuousClock.Instant
     ) throws -> GenerationRequest {
+        var generation: GenerationRequest
         do {
-            return try makeGenerationRequest(prompt: prompt, options: p.options, engine: engine, label: requestID)
+            generation = try makeGenerationRequest(prompt: prompt, options: p.options, engine: engine, label: requestID)
         } catch let error as HTTPError {
             throw Self.openAIError(error, p, promptParam: promptParam)
         }
+        generation.priority = p.admission.priority
+        generation.deadline = p.admission.deadline(from: arrival)
+        return generation
     }
 
     /// A validation error of the shared paths, naming the OpenAI parameter it is about.
@@ -141,8 +150,11 @@ extension InferdApp {
         let chunk = OpenAIStreamChunk(
             kind: kind, id: id, created: created, model: engine.modelName, includeUsageField: p.includeUsage)
         if p.stream {
+            // Submitted before the stream starts, so a full queue is still a plain 503.
+            let relay = GenerationEventRelay()
+            let ticket = try submitGeneration(generation, engine: engine, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
-                await streamOpenAI(generation, template: chunk, engine: engine, stream: stream)
+                await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
         let result = try await runGeneration(generation, engine: engine, requestID: request.id)

@@ -10,7 +10,8 @@ import Sessions
 /// ignored: the session's transcript is the history.
 extension InferdApp {
     func sessionChatCompletion(
-        _ chat: OpenAIChatRequest, sessionID: String, engine: InferenceEngine, request: HTTPRequest
+        _ chat: OpenAIChatRequest, sessionID: String, engine: InferenceEngine, request: HTTPRequest,
+        arrival: ContinuousClock.Instant
     ) async throws -> HTTPResponse {
         let session: Session
         do {
@@ -25,8 +26,9 @@ extension InferdApp {
         let turn: TurnRequest
         do {
             turn = try await admitSessionTurn(
-                to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil, priority: nil,
-                options: chat.parameters.options, engine: engine)
+                to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
+                admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
+                engine: engine)
         } catch let e as HTTPError {
             var error = Self.openAIError(e, chat.parameters, promptParam: "messages")
             switch e.code {

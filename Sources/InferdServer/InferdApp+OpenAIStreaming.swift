@@ -7,10 +7,11 @@ extension InferdApp {
     /// chunk first (chat), then one chunk per new piece of text, then a chunk with
     /// `finish_reason`, the usage chunk when asked for, then `data: [DONE]`. Every chunk is sent
     /// with `send(data:)`, which never drops or reorders: deltas, unlike snapshots, cannot be
-    /// conflated. A failure or a shutdown mid-way ends the stream with an `error` object and no
-    /// `[DONE]`; after a disconnect nothing more is written.
+    /// conflated. A failure, a shutdown or a `timeout_seconds` that passes while the request still
+    /// waits for a place ends the stream with an `error` object and no `[DONE]`; after a disconnect
+    /// nothing more is written. Queue positions are not sent: OpenAI's clients know no such chunk.
     func streamOpenAI(
-        _ generation: GenerationRequest, template: OpenAIStreamChunk, engine: InferenceEngine, stream: EventStream
+        _ ticket: GenerationTicket, events: GenerationEventRelay, template: OpenAIStreamChunk, stream: EventStream
     ) async {
         let tracker = OpenAIDeltaTracker()
         if template.kind == .chat {
@@ -19,14 +20,15 @@ extension InferdApp {
             first.content = ""
             stream.send(data: Self.json(first))
         }
+        events.attach { event in
+            guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
+            var chunk = template
+            chunk.content = piece
+            stream.send(data: Self.json(chunk))
+        }
         let result: GenerationResult
         do {
-            result = try await runGeneration(generation, engine: engine, requestID: stream.requestID) { event in
-                guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
-                var chunk = template
-                chunk.content = piece
-                stream.send(data: Self.json(chunk))
-            }
+            result = try await awaitGeneration(ticket, requestID: stream.requestID)
         } catch {
             stream.send(data: Self.json(OpenAIStreamError(error: OpenAIError(error))))
             return

@@ -5,20 +5,27 @@ import HTTPServer
 extension InferdApp {
     /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
     func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let body = try request.decodeJSON(ResponseRequestBody.self)
         guard !body.prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
         }
+        let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         var messages: [ChatMessage] = []
         if let instructions = body.instructions { messages.append(ChatMessage(role: .system, content: instructions)) }
         messages.append(ChatMessage(role: .user, content: body.prompt))
         let prompt = engine.promptTokens(for: messages)
-        let generation = try makeGenerationRequest(
+        var generation = try makeGenerationRequest(
             prompt: prompt, options: body.options, engine: engine, label: request.id)
+        generation.priority = admission.priority
+        generation.deadline = admission.deadline(from: arrival)
         if body.stream == true {
+            // Submitted before the stream starts, so a full queue is still a plain 503.
+            let relay = GenerationEventRelay()
+            let ticket = try submitGeneration(generation, engine: engine, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
-                await streamResponse(generation, engine: engine, stream: stream)
+                await streamResponse(ticket, events: relay, engine: engine, stream: stream)
             }
         }
         let result = try await runGeneration(generation, engine: engine, requestID: request.id)
@@ -73,18 +80,49 @@ extension InferdApp {
         _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(HTTPError) -> GenerationResult {
+        let ticket = try submitGeneration(generation, engine: engine, requestID: requestID, onEvent: onEvent)
+        return try await awaitGeneration(ticket, requestID: requestID)
+    }
+
+    /// Hands a generation to the engine; a full queue is 503 `server_busy` with `Retry-After`.
+    func submitGeneration(
+        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(HTTPError) -> GenerationTicket {
+        do {
+            return try engine.submit(generation, onEvent: onEvent)
+        } catch {
+            throw recordFailure(error, requestID: requestID)
+        }
+    }
+
+    /// Awaits a submitted generation (its Task's cancellation stops it), then records it.
+    func awaitGeneration(_ ticket: GenerationTicket, requestID: String) async throws(HTTPError) -> GenerationResult {
         let result: GenerationResult
         do {
-            result = try await engine.generate(generation, onEvent: onEvent)
+            result = try await ticket.result()
         } catch {
+            throw recordFailure(error, requestID: requestID)
+        }
+        record(result, requestID: requestID)
+        return result
+    }
+
+    /// Logs and counts a generation that ended without a result; returns the error to answer.
+    /// A full queue or a timeout while waiting is load, not a failure: counted by the engine's
+    /// own series and logged at info.
+    func recordFailure(_ error: GenerationError, requestID: String) -> HTTPError {
+        let answer = Self.httpError(for: error)
+        switch error {
+        case .serverBusy, .queueTimeout:
+            logger.info("generation refused", ["request_id": requestID, "code": answer.code])
+        default:
             metrics.counter(
                 "inferd_generations_total", help: "Generations by how they ended.", labels: ["finish_reason": "error"]
             ).increment()
             logger.warning("generation failed", ["request_id": requestID, "error": "\(error)"])
-            throw Self.httpError(for: error)
         }
-        record(result, requestID: requestID)
-        return result
+        return answer
     }
 
     func record(_ result: GenerationResult, requestID: String) {
@@ -121,6 +159,12 @@ extension InferdApp {
             HTTPError.serviceUnavailable("\(error)", code: "shutting_down")
         case .computeFailed:
             HTTPError.internalError("\(error)")
+        case .serverBusy(_, let retryAfter):
+            HTTPError(
+                status: 503, message: "\(error); retry in about \(retryAfter) s", type: "server_error",
+                code: "server_busy", retryAfterSeconds: retryAfter)
+        case .queueTimeout:
+            HTTPError.serviceUnavailable("\(error) (timeout_seconds passed before it started)", code: "timeout")
         }
     }
 
@@ -133,24 +177,29 @@ extension InferdApp {
             timings: TimingsBody(result.timings), reason: reason)
     }
 
-    /// The SSE side of `/v1/responses`: `started`, `snapshot`s (conflated for slow readers),
-    /// then exactly one of `completed`, `cancelled` or `error`.
-    func streamResponse(_ generation: GenerationRequest, engine: InferenceEngine, stream: EventStream) async {
+    /// The SSE side of `/v1/responses`: `queued` while it waits for a place in the engine,
+    /// `started`, `snapshot`s (conflated for slow readers), then exactly one of `completed`,
+    /// `cancelled` or `error` (`timeout` when it waited past its `timeout_seconds`).
+    func streamResponse(
+        _ ticket: GenerationTicket, events: GenerationEventRelay, engine: InferenceEngine, stream: EventStream
+    ) async {
         let id = stream.requestID
+        events.attach { event in
+            switch event {
+            case .queued(let position):
+                stream.send(event: "queued", data: Self.json(QueuedEvent(requestId: id, position: position)))
+            case .promptProcessed(let p, let c):
+                stream.send(
+                    event: "started", data: Self.json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c)))
+            case .snapshot(let content, let n):
+                stream.sendSnapshot(
+                    event: "snapshot",
+                    data: Self.json(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
+            }
+        }
         let result: GenerationResult
         do {
-            result = try await runGeneration(generation, engine: engine, requestID: id) { event in
-                switch event {
-                case .promptProcessed(let p, let c):
-                    stream.send(
-                        event: "started", data: Self.json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c))
-                    )
-                case .snapshot(let content, let n):
-                    stream.sendSnapshot(
-                        event: "snapshot",
-                        data: Self.json(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
-                }
-            }
+            result = try await awaitGeneration(ticket, requestID: id)
         } catch {
             stream.send(
                 event: "error",

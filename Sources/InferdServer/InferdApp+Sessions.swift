@@ -89,12 +89,14 @@ extension InferdApp {
     }
 
     func sessionRespond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let session = try requireSession(request)
         let body = try request.decodeJSON(SessionTurnRequestBody.self)
+        let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
-            priority: body.priority, options: body.options, engine: engine)
+            admission: admission, arrival: arrival, options: body.options, engine: engine)
         let reason = sessionCancelReason(request.context)
         if body.stream == true {
             return .eventStream { stream in
@@ -124,9 +126,12 @@ extension InferdApp {
     /// Checks and admits one turn to a session: the native session endpoint and the OpenAI
     /// `session_id` extension share it, so both follow the same rules (the session's options
     /// under the request's, its `on_busy` unless the request names one, its context budget).
+    /// A full engine queue is 503 `server_busy` here, before any stream starts; the turn is
+    /// submitted to the engine only when the session's own queue reaches it.
     func admitSessionTurn(
-        to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?, priority: String?,
-        options: GenerationOptionsBody?, engine: InferenceEngine
+        to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?,
+        admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
+        engine: InferenceEngine
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
@@ -151,8 +156,14 @@ extension InferdApp {
             id: id, prompt: prompt,
             onBusy: try Self.choice(onBusy, "on_busy", default: session.onBusy),
             onCancel: try Self.choice(onCancel, "on_cancel", default: CancelPolicy.keep),
-            priority: try Self.choice(priority, "priority", default: TurnPriority.interactive),
-            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base)))
+            priority: admission.priority,
+            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base)),
+            deadline: admission.deadline(from: arrival))
+        do {
+            try engine.runner.checkCapacity()
+        } catch {
+            throw recordFailure(error, requestID: id)
+        }
         do {
             try await sessions.admit(turn, to: session, model: engine)
         } catch {

@@ -24,15 +24,17 @@ public final class ModelHost: Sendable {
         return nil
     }
 
-    /// Starts loading `path` in the background and returns at once.
+    /// Starts loading `path` in the background and returns at once. `admission` bounds the
+    /// engine's running and waiting generations; `metrics` receives the engine's series.
     public func load(
-        path: String, threads: Int, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
+        logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
             let start = ContinuousClock.now
             logger.info("model loading", ["path": path, "threads": "\(threads)"])
             do {
-                let engine = try InferenceEngine(path: path, threads: threads)
+                let engine = try InferenceEngine(path: path, threads: threads, admission: admission, metrics: metrics)
                 logger.info(
                     "model loaded",
                     [

@@ -59,7 +59,10 @@ enum ServeCommand {
             "server listening", ["host": config.host, "port": "\(server.boundPort)", "pid": "\(getpid())"])
         let trigger = ShutdownTrigger()
         trigger.installSignalHandlers()
-        host.load(path: config.model, threads: config.threads, logger: logger) { trigger.fire(.modelLoadFailed) }
+        host.load(
+            path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
+            logger: logger
+        ) { trigger.fire(.modelLoadFailed) }
 
         let reason = await trigger.wait()
         switch reason {

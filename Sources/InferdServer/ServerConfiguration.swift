@@ -42,6 +42,12 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxSessionTurns = 1000
     public var maxSessionQueue = 16
     public var kvCacheMiB = 1024
+    /// Generations the engine steps at once; the rest wait in one global queue.
+    public var maxActiveSequences = 8
+    /// Generations that may wait for a place; one more is refused with 503 `server_busy`.
+    public var maxQueue = 64
+    /// How long an interactive request waits before a running background one yields its place.
+    public var preemptAfterMs = 500
 
     public init() {}
 }
@@ -140,6 +146,15 @@ extension ServerConfiguration {
         int(
             "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
             \.kvCacheMiB, min: 0),
+        int(
+            "max_active_sequences", "Generations the engine runs at once (one batched pass); the rest wait in a queue.",
+            \.maxActiveSequences, min: 1),
+        int(
+            "max_queue", "Generations that may wait for a place; one more gets 503 server_busy with Retry-After.",
+            \.maxQueue, min: 0),
+        int(
+            "preempt_after_ms", "How long an interactive request waits before a running background one is parked.",
+            \.preemptAfterMs, min: 0),
     ]
 
     private static func str(

@@ -23,6 +23,12 @@ extension Session {
         let turn = turns[requestID]!
         let request = turn.request
         let model = turn.model
+        if let deadline = request.deadline, deadline <= .now {
+            // It expired just as its turn came: refused before it touches the transcript.
+            turns[requestID]!.lifecycle.refuse()
+            count("inferd_session_errors_total", ["code": "timeout"])
+            return endFailed(requestID, .generation(.queueTimeout))
+        }
         let planned: (tokens: [Int32], maxTokens: Int)
         do {
             planned = try plan(request, model: model)
@@ -70,6 +76,8 @@ extension Session {
             promptTokens: planned.tokens, maxTokens: planned.maxTokens, sampling: request.parameters.sampling,
             stop: request.parameters.stop, sequence: sequenceToUse, label: requestID)
         generation.ignoreEndOfGeneration = request.parameters.ignoreEndOfGeneration
+        generation.priority = request.priority
+        generation.deadline = request.deadline
 
         probe.enter()
         let result: Result<GenerationResult, GenerationError>
@@ -77,6 +85,7 @@ extension Session {
             result = .success(
                 try await model.generate(generation) { event in
                     switch event {
+                    case .queued(let position): gate.publish(.queued(position: position))
                     case .promptProcessed(let p, let c): gate.publish(.started(promptTokens: p, cachedTokens: c))
                     case .snapshot(let content, _): gate.publish(.snapshot(content: content))
                     }
@@ -132,7 +141,13 @@ extension Session {
             outcome.status = .failed
             outcome.error = .generation(error)
             responseEntry.status = .failed
-            keepCache = false
+            switch error {
+            case .queueTimeout, .serverBusy:
+                // Refused, or timed out before it got a place in the engine: the cache is untouched.
+                keepCache = true
+            default:
+                keepCache = false
+            }
             count("inferd_session_errors_total", ["code": Self.errorCode(error)])
         }
         if responseEntry.status != .inProgress {
@@ -186,7 +201,7 @@ extension Session {
         }
     }
 
-    private func log(_ o: TurnOutcome) {
+    func log(_ o: TurnOutcome) {
         env.logger.info(
             "session turn finished",
             [
@@ -205,6 +220,8 @@ extension Session {
         case .invalidOption: "invalid_option"
         case .computeFailed: "generation_failed"
         case .shuttingDown: "shutting_down"
+        case .serverBusy: "server_busy"
+        case .queueTimeout: "timeout"
         }
     }
 }

@@ -37,6 +37,8 @@ public actor Session {
         var waiter: CheckedContinuation<Void, Never>?
         var lastPosition: Int?
         var gate: SnapshotGate?
+        /// Ends the request when its deadline passes while it waits here; owned by this actor.
+        var expiry: Task<Void, Never>?
     }
 
     /// A result of `cancel`.
@@ -128,6 +130,13 @@ public actor Session {
         turns[requestID]!.observer = observer
         if queue.active != requestID {
             notifyPositions()
+            if let deadline = turns[requestID]!.request.deadline {
+                turns[requestID]!.expiry = Task {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    guard !Task.isCancelled else { return }
+                    self.expireWaiting(requestID)
+                }
+            }
             await withCheckedContinuation { turns[requestID]!.waiter = $0 }
             guard turns[requestID] != nil else { return ended(requestID) }
         }
@@ -217,11 +226,26 @@ public actor Session {
         finish(requestID, .cancelledUnstarted(requestID, session: id, reason: reason))
     }
 
+    /// The request's deadline passed while it waited in this session's queue: it ends as failed
+    /// (`queueTimeout`) with no output, never having entered the transcript.
+    func expireWaiting(_ requestID: String) {
+        guard turns[requestID]?.lifecycle.expireWhileWaiting() == true else { return }
+        queue.remove(requestID)
+        var outcome = TurnOutcome(requestID: requestID, sessionID: id, status: .failed, content: "")
+        outcome.error = .generation(.queueTimeout)
+        count("inferd_session_errors_total", ["code": "timeout"])
+        count("inferd_session_turns_total", ["status": "failed"])
+        log(outcome)
+        finish(requestID, outcome)
+        notifyPositions()
+    }
+
     // MARK: Queue bookkeeping
 
     /// Records a request's end, wakes its requester if it waits. Returns the outcome.
     @discardableResult
     func finish(_ requestID: String, _ outcome: TurnOutcome) -> TurnOutcome {
+        turns[requestID]?.expiry?.cancel()
         let waiter = turns[requestID]?.waiter
         turns[requestID] = nil
         finished[requestID] = outcome
@@ -242,6 +266,8 @@ public actor Session {
             guard turns[next] != nil, turns[next]!.lifecycle.admit() else { continue }
             let waiter = turns[next]!.waiter
             turns[next]!.waiter = nil
+            turns[next]!.expiry?.cancel()
+            turns[next]!.expiry = nil
             waiter?.resume()
             break
         }

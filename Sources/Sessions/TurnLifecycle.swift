@@ -75,6 +75,14 @@ struct TurnLifecycle: Sendable, Equatable {
         return true
     }
 
+    /// Its deadline passed while it waited in the session's queue: it ends failed, with no
+    /// output. False when it was no longer waiting.
+    mutating func expireWhileWaiting() -> Bool {
+        guard phase == .waiting else { return false }
+        phase = .finished(.failed)
+        return true
+    }
+
     /// A check before the generation could run failed (context overflow after the transcript grew).
     mutating func refuse() {
         phase = .finished(.failed)

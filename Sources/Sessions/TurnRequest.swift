@@ -8,10 +8,14 @@ public struct TurnRequest: Sendable {
     public var onCancel: CancelPolicy
     public var priority: TurnPriority
     public var parameters: TurnParameters
+    /// When the whole request (the session's queue, the engine's queue, prompt and generation)
+    /// must be over; nil: no limit. See `Session.run`.
+    public var deadline: ContinuousClock.Instant?
 
     public init(
         id: String, prompt: String, onBusy: BusyPolicy = .queue, onCancel: CancelPolicy = .keep,
-        priority: TurnPriority = .interactive, parameters: TurnParameters = .init()
+        priority: TurnPriority = .interactive, parameters: TurnParameters = .init(),
+        deadline: ContinuousClock.Instant? = nil
     ) {
         self.id = id
         self.prompt = prompt
@@ -19,5 +23,6 @@ public struct TurnRequest: Sendable {
         self.onCancel = onCancel
         self.priority = priority
         self.parameters = parameters
+        self.deadline = deadline
     }
 }

@@ -9,9 +9,11 @@ import Testing
     final class Collected: Sendable {
         let snapshots = Locked<[String]>([])
         let prompts = Locked<[(Int, Int)]>([])
+        let positions = Locked<[Int]>([])
         var all: [String] { snapshots.withLock { $0 } }
         func record(_ e: GenerationEvent) {
             switch e {
+            case .queued(let p): positions.withLock { $0.append(p) }
             case .snapshot(let content, _): snapshots.withLock { $0.append(content) }
             case .promptProcessed(let p, let c): prompts.withLock { $0.append((p, c)) }
             }

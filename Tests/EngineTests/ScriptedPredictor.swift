@@ -15,6 +15,8 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
     let contextLength: Int
     /// Token counts of every predict call, in order.
     let calls = Locked<[Int]>([])
+    /// The sequence of every predict call, in order (batched calls: one entry per sequence).
+    let sequencesCalled = Locked<[ObjectIdentifier]>([])
     let inFlight = Atomic<Int>(0)
 
     init(script: String, contextLength: Int = 512, stepDelay: Duration = .zero) {
@@ -49,6 +51,7 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
         inFlight.add(1, ordering: .relaxed)
         defer { inFlight.subtract(1, ordering: .relaxed) }
         calls.withLock { $0.append(tokens.count) }
+        sequencesCalled.withLock { $0.append(ObjectIdentifier(sequence)) }
         if stepDelay > .zero { Thread.sleep(forTimeInterval: Double(stepDelay.components.attoseconds) / 1e18) }
         let seq = sequence as! Sequence
         guard seq.tokens.count + tokens.count <= seq.capacity else { throw GenerationError.computeFailed("overflow") }
@@ -77,8 +80,23 @@ struct ByteDecoder: IncrementalTextDecoder {
 }
 
 extension ScriptedPredictor {
-    func runner() -> GenerationRunner {
-        GenerationRunner(predictor: self, endOfGeneration: [Self.endToken], makeDecoder: { ByteDecoder() })
+    func runner(admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()) -> GenerationRunner {
+        GenerationRunner(
+            predictor: self, endOfGeneration: [Self.endToken], makeDecoder: { ByteDecoder() }, admission: admission,
+            metrics: metrics)
+    }
+
+    /// The most sequences whose first and last predict calls overlap: without parking, how
+    /// many generations the engine was stepping at once.
+    var maxOverlappingSequences: Int {
+        let log = sequencesCalled.withLock { $0 }
+        var first: [ObjectIdentifier: Int] = [:]
+        var last: [ObjectIdentifier: Int] = [:]
+        for (i, s) in log.enumerated() {
+            if first[s] == nil { first[s] = i }
+            last[s] = i
+        }
+        return log.indices.map { i in first.keys.filter { first[$0]! <= i && i <= last[$0]! }.count }.max() ?? 0
     }
 
     /// A prompt ending in the marker the script counts from.

@@ -16,7 +16,11 @@ enum SharedModel {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ClientError(description: "model missing at \(path): run `make model` (make test does it)")
         }
-        return try InferenceEngine(path: path, threads: 2)
+        // The suites share it and run in parallel, often more than the default 8 generations at
+        // once; none of them is about capacity (AdmissionEndToEndTests has an engine of its own),
+        // so this one lets them all run at once, as the engine did before it had a queue.
+        return try InferenceEngine(
+            path: path, threads: 2, admission: AdmissionPolicy(maxActiveSequences: 64, maxQueue: 256))
     }
 
     static func engine() throws -> InferenceEngine { try loaded.get() }
@@ -30,8 +34,10 @@ struct RunningServer {
     let logs: LogCapture
     var port: Int { server.boundPort }
 
+    /// `metrics`: pass the registry the engine of `state` reports to, to see its series too.
     static func start(
-        state: ModelHost.State? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws -> RunningServer {
         var config = ServerConfiguration()
         config.port = 0
@@ -40,7 +46,6 @@ struct RunningServer {
         let host = ModelHost()
         host.finish(try state ?? .ready(SharedModel.engine()))
         let logs = LogCapture()
-        let metrics = Metrics()
         let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics)
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,

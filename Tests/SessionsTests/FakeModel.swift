@@ -73,11 +73,12 @@ final class FakeModel: SessionModel {
 
     init(
         reply: String = "The quick brown fox jumps over the lazy dog.", contextLength: Int = 4096,
-        stepDelay: Double = 0.002
+        stepDelay: Double = 0.002, admission: AdmissionPolicy = AdmissionPolicy()
     ) {
         predictor = FakePredictor(reply: reply, contextLength: contextLength, stepDelay: stepDelay)
         runner = GenerationRunner(
-            predictor: predictor, endOfGeneration: [FakePredictor.end], makeDecoder: { ByteTextDecoder() })
+            predictor: predictor, endOfGeneration: [FakePredictor.end], makeDecoder: { ByteTextDecoder() },
+            admission: admission)
     }
 
     deinit { runner.shutdown() }
@@ -145,11 +146,13 @@ struct Harness {
 
     static func request(
         _ id: String, _ prompt: String = "hello", maxTokens: Int = 8, onBusy: BusyPolicy = .queue,
-        onCancel: CancelPolicy = .keep, priority: TurnPriority = .interactive, longRun: Bool = false
+        onCancel: CancelPolicy = .keep, priority: TurnPriority = .interactive, longRun: Bool = false,
+        deadline: ContinuousClock.Instant? = nil
     ) -> TurnRequest {
         TurnRequest(
             id: id, prompt: prompt, onBusy: onBusy, onCancel: onCancel, priority: priority,
-            parameters: TurnParameters(maxTokens: maxTokens, sampling: .greedy, ignoreEndOfGeneration: longRun))
+            parameters: TurnParameters(maxTokens: maxTokens, sampling: .greedy, ignoreEndOfGeneration: longRun),
+            deadline: deadline)
     }
 
     func admit(_ r: TurnRequest, _ s: Session) async throws {

@@ -7,6 +7,11 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
     /// The engine failed while computing (a bug or a damaged model), not the caller's fault.
     case computeFailed(String)
     case shuttingDown
+    /// `max_queue` generations already wait; nothing was started. Try again in about
+    /// `retryAfterSeconds`.
+    case serverBusy(queueLength: Int, retryAfterSeconds: Int)
+    /// The request's deadline passed before it was given a place; nothing was computed.
+    case queueTimeout
 
     public var description: String {
         switch self {
@@ -16,6 +21,8 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
         case .invalidOption(let name, let reason): "option \(name) \(reason)"
         case .computeFailed(let why): "generation failed: \(why)"
         case .shuttingDown: "the engine is shutting down"
+        case .serverBusy(let n, _): "the server is busy: \(n) requests are already waiting"
+        case .queueTimeout: "the request timed out while waiting for the engine"
         }
     }
 }

@@ -1,6 +1,9 @@
 /// What generation reports while it runs. Text events carry the whole answer so far
 /// (a snapshot), never a piece to append.
 public enum GenerationEvent: Sendable {
+    /// Waiting for a place in the engine; `position` 1 is next. Sent again whenever the
+    /// position changes (also when a running background generation is parked).
+    case queued(position: Int)
     /// The prompt is in the cache; the first token comes next.
     case promptProcessed(promptTokens: Int, cachedTokens: Int)
     /// The visible answer grew. `content` is all of it so far.
@@ -14,6 +17,8 @@ public enum FinishReason: String, Sendable, Codable {
     case length
     /// The caller cancelled; not an error.
     case cancelled
+    /// The request's deadline passed while it ran; the content is what was generated until then.
+    case timeout
 }
 
 public struct GenerationUsage: Sendable, Equatable, Codable {

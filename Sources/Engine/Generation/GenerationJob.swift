@@ -29,6 +29,9 @@ final class GenerationJob: @unchecked Sendable {
     let onFinish: @Sendable (Result<GenerationResult, GenerationError>) -> Void
     let cancelRequested = Atomic<Bool>(false)
     let cancelRequestedAt = Locked<ContinuousClock.Instant?>(nil)
+    /// True once the job has ended: queue positions, reported by the worker, must not follow the
+    /// end, which a cancelling thread may report while the job waits (see `notifyQueued`).
+    let ended = Locked<Bool>(false)
 
     var phase: Phase = .waiting
     var sequence: (any PredictorSequence)!
@@ -231,7 +234,7 @@ final class GenerationJob: @unchecked Sendable {
         }
     }
 
-    private func finish(_ reason: FinishReason) {
+    func finish(_ reason: FinishReason) {
         guard !isDone else { return }
         phase = .done
         let now = ContinuousClock.now
@@ -254,7 +257,7 @@ final class GenerationJob: @unchecked Sendable {
         onFinish(.success(result))
     }
 
-    private func fail(_ error: GenerationError) {
+    func fail(_ error: GenerationError) {
         guard !isDone else { return }
         phase = .done
         onFinish(.failure(error))

@@ -12,6 +12,12 @@ public struct GenerationRequest: Sendable {
     public var label: String
     /// Never sample an end-of-generation token (benchmarks and load tests want fixed lengths).
     public var ignoreEndOfGeneration = false
+    /// Interactive generations get a place before background ones, and may take a running
+    /// background one's place (see `AdmissionQueue`).
+    public var priority = GenerationPriority.interactive
+    /// When the whole request (waiting, prompt and generation) must be over. Passed while waiting:
+    /// `GenerationError.queueTimeout`; while running: the answer so far, `FinishReason.timeout`.
+    public var deadline: ContinuousClock.Instant?
 
     public init(
         promptTokens: [Int32], maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

@@ -15,35 +15,55 @@ public final class GenerationRunner: Sendable {
 
     public init(
         predictor: any TokenPredictor, endOfGeneration: Set<Int32>,
-        makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder
+        makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder,
+        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()
     ) {
         self.predictor = predictor
-        self.worker = GenerationWorker(predictor: predictor)
+        self.worker = GenerationWorker(predictor: predictor, policy: admission, metrics: metrics)
         self.makeDecoder = makeDecoder
         self.endOfGeneration = endOfGeneration
     }
 
-    /// Generates an answer, reporting snapshots through `onEvent` (called on the engine's
-    /// thread: keep it quick and non-blocking).
+    deinit {
+        worker.stop()
+    }
+
+    /// Generates an answer, reporting events through `onEvent` (called on the engine's thread,
+    /// or on a cancelling one while the request waits: keep it quick and non-blocking).
+    /// Throws `serverBusy` at once when too many requests already wait.
     public func generate(
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
-        let jobBox = Locked<GenerationJob?>(nil)
-        let result: Result<GenerationResult, GenerationError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let job = GenerationJob(
-                    request: request, vocabularySize: predictor.vocabularySize, decoder: makeDecoder(),
-                    endOfGeneration: endOfGeneration,
-                    onEvent: onEvent, onFinish: { continuation.resume(returning: $0) })
-                jobBox.withLock { $0 = job }
-                if Task.isCancelled { job.cancel() }
-                worker.submit(job)
-            }
-        } onCancel: {
-            jobBox.withLock { $0 }?.cancel()
-            worker.poke()
-        }
-        return try result.get()
+        let ticket = try submit(request, cancelled: Task.isCancelled, onEvent: onEvent)
+        return try await ticket.result()
+    }
+
+    /// Hands the request to the engine and returns at once: it runs, or waits for a place
+    /// (reporting `.queued` events), or is refused (`serverBusy`, `shuttingDown`) before
+    /// anything is computed. Await the ticket's `result()`.
+    public func submit(
+        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) throws(GenerationError) -> GenerationTicket {
+        try submit(request, cancelled: false, onEvent: onEvent)
+    }
+
+    /// Throws `serverBusy` when a request submitted now would be refused. For callers that must
+    /// answer before they can submit; the later submission can still be refused (a race).
+    public func checkCapacity() throws(GenerationError) {
+        try worker.checkCapacity()
+    }
+
+    private func submit(
+        _ request: GenerationRequest, cancelled: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(GenerationError) -> GenerationTicket {
+        let outcome = GenerationTicket.Outcome()
+        let job = GenerationJob(
+            request: request, vocabularySize: predictor.vocabularySize, decoder: makeDecoder(),
+            endOfGeneration: endOfGeneration, onEvent: onEvent, onFinish: { outcome.deliver($0) })
+        // Already cancelled: it ends without taking a place or computing anything.
+        if cancelled { job.cancel() }
+        try worker.submit(job)
+        return GenerationTicket(job: job, worker: worker, outcome: outcome)
     }
 
     /// The same generation as an async sequence of events ending with `.finished`.
@@ -63,14 +83,15 @@ public final class GenerationRunner: Sendable {
                     continuation.finish(throwing: e)
                 }
             })
-        let stop: @Sendable () -> Void = { [worker] in
-            job.cancel()
-            worker.poke()
-        }
+        let stop: @Sendable () -> Void = { [worker] in worker.cancel(job) }
         // A cancelled iterating Task ends the stream; a consumer that simply stops iterating
         // is noticed when its iterator goes away (the job keeps the stream itself alive).
         continuation.onTermination = { _ in stop() }
-        worker.submit(job)
+        do {
+            try worker.submit(job)
+        } catch {
+            continuation.finish(throwing: error)
+        }
         return GenerationEvents(stream: stream, abandon: AbandonToken(stop))
     }
 

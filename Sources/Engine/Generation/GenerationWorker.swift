@@ -1,28 +1,43 @@
 import Foundation
 import Synchronization
+import Telemetry
 
 /// The engine's own thread: runs generation jobs step by step, round-robin, so compute never
 /// blocks Swift's cooperative pool and several requests make progress together.
 ///
 /// Each job is stepped once per turn (one prompt chunk or one token), and cancellation is
 /// checked before every step, so a cancelled job stops within one step of its request.
+/// Which jobs are stepped is the admission queue's decision (`AdmissionQueue`): at most
+/// `maxActiveSequences` at once, the others wait (or are refused when too many wait), and the
+/// queue's deadlines, preemptions and admissions are applied between rounds.
 final class GenerationWorker: @unchecked Sendable {
     private let predictor: any TokenPredictor
     private let condition = NSCondition()
+    /// Jobs given a place at submission that the worker thread has not picked up yet.
     private var incoming: [GenerationJob] = []
+    /// Who runs and who waits. Guarded by `condition`, like `jobs` and `incoming`.
+    private var admission: AdmissionQueue<ObjectIdentifier>
+    /// Every job the admission queue holds (running or waiting), by its id.
+    private var jobs: [ObjectIdentifier: GenerationJob] = [:]
+    private let metrics: AdmissionMetrics
     private var stopping = false
-    private var thread: Thread?
     /// Scratch logits buffer, used only by the worker thread. Shape: [vocabularySize].
     private let logits: UnsafeMutableBufferPointer<Float>
 
-    init(predictor: any TokenPredictor, name: String = "inferd-generation") {
+    init(
+        predictor: any TokenPredictor, policy: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
+        name: String = "inferd-generation"
+    ) {
         self.predictor = predictor
+        self.admission = AdmissionQueue(policy: policy)
+        self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)
         logits.initialize(repeating: 0)
-        let thread = Thread { [unowned self] in self.run() }
+        // The thread keeps the worker alive until `stop()` lets it return (the runner stops it
+        // when it goes away), so it never touches a freed worker.
+        let thread = Thread { self.run() }
         thread.name = name
         thread.stackSize = 8 << 20
-        self.thread = thread
         thread.start()
     }
 
@@ -30,23 +45,65 @@ final class GenerationWorker: @unchecked Sendable {
         logits.deallocate()
     }
 
-    func submit(_ job: GenerationJob) {
+    /// Gives the job a place, queues it, or refuses it (`serverBusy`, `shuttingDown`) before
+    /// anything is computed. A job cancelled before it got here ends at once, computing nothing.
+    func submit(_ job: GenerationJob) throws(GenerationError) {
         condition.lock()
         if stopping {
             condition.unlock()
-            job.onFinish(.failure(.shuttingDown))
+            throw .shuttingDown
+        }
+        if job.isCancelled {
+            condition.unlock()
+            job.endWhileWaiting(timedOut: false)
             return
         }
-        incoming.append(job)
+        let decision = admission.submit(
+            job.admissionID, priority: job.request.priority, deadline: job.request.deadline, now: .now)
+        switch decision {
+        case .admitted:
+            jobs[job.admissionID] = job
+            incoming.append(job)
+        case .queued:
+            jobs[job.admissionID] = job
+        case .refused(let queueLength, let retryAfter):
+            condition.unlock()
+            metrics.refusedBusy.increment()
+            throw .serverBusy(queueLength: queueLength, retryAfterSeconds: retryAfter)
+        }
+        metrics.publish(admission)
         condition.signal()
         condition.unlock()
     }
 
-    /// Wakes the worker so it notices a cancelled job even while it has nothing else to do.
-    func poke() {
+    /// A conservative check for callers that must answer before they can submit (a stream whose
+    /// job starts later): throws `serverBusy` when a job submitted now would be refused.
+    func checkCapacity() throws(GenerationError) {
         condition.lock()
+        defer { condition.unlock() }
+        let policy = admission.policy
+        let full = admission.waitingCount >= policy.maxQueue
+        let noPlace = admission.runningCount >= policy.maxActiveSequences || admission.waitingCount > 0
+        if full && noPlace {
+            metrics.refusedBusy.increment()
+            throw .serverBusy(queueLength: admission.waitingCount, retryAfterSeconds: admission.retryAfterSeconds)
+        }
+    }
+
+    /// Stops a job. A waiting (or parked) one leaves the queue and ends now, on this thread, with
+    /// nothing more computed; a running one stops at its next step.
+    func cancel(_ job: GenerationJob) {
+        job.cancel()
+        condition.lock()
+        let removed = admission.remove(job.admissionID)
+        if removed {
+            jobs[job.admissionID] = nil
+            metrics.publish(admission)
+        }
+        // Wakes the worker: it notices a cancelled running job, or tells the others their places.
         condition.signal()
         condition.unlock()
+        if removed { job.endWhileWaiting(timedOut: false) }
     }
 
     /// Finishes every job as cancelled and ends the thread.
@@ -98,23 +155,92 @@ final class GenerationWorker: @unchecked Sendable {
         }
     }
 
+    /// What the worker thread takes from the shared state before a round.
+    private struct Work {
+        var newcomers: [GenerationJob] = []
+        var actions: [(AdmissionQueue<ObjectIdentifier>.Action, GenerationJob)] = []
+        var isEmpty: Bool { newcomers.isEmpty && actions.isEmpty }
+    }
+
     private func run() {
         var active: [GenerationJob] = []
         while true {
             condition.lock()
-            while incoming.isEmpty && active.isEmpty && !stopping {
-                condition.wait()
+            var work = takeWork()
+            while work.isEmpty && active.isEmpty && !stopping {
+                // Timed, so a deadline is noticed even when nothing else happens.
+                if let wake = admission.nextWakeUp() {
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: max(0, (wake - .now).inSeconds)))
+                } else {
+                    condition.wait()
+                }
+                work = takeWork()
             }
-            active.append(contentsOf: incoming)
-            incoming.removeAll()
             let stop = stopping
+            let drained = stop ? admission.removeAllWaiting().compactMap { jobs.removeValue(forKey: $0) } : []
+            metrics.publish(admission)
             condition.unlock()
+
+            for job in drained { job.endWhileWaiting(timedOut: false) }
+            active += work.newcomers
+            perform(work.actions, on: &active)
             if stop {
                 for job in active { job.cancel() }
             }
-            stepRound(active)
             active.removeAll { $0.isDone }
-            if stop && active.isEmpty { return }
+            stepRound(active)
+            let done = active.filter(\.isDone)
+            active.removeAll { $0.isDone }
+
+            condition.lock()
+            admission.stepped(active.map(\.admissionID))
+            for job in done {
+                admission.finished(job.admissionID, now: .now)
+                jobs[job.admissionID] = nil
+            }
+            metrics.publish(admission)
+            let finished = stopping && active.isEmpty && admission.isEmpty && incoming.isEmpty
+            condition.unlock()
+            if finished { return }
+        }
+    }
+
+    /// Newly admitted jobs and the admission queue's actions as of now. Call with the lock held.
+    private func takeWork() -> Work {
+        var work = Work(newcomers: incoming)
+        incoming.removeAll()
+        for action in admission.update(now: .now) {
+            switch action {
+            case .admit(let id), .park(let id), .position(let id, _):
+                if let job = jobs[id] { work.actions.append((action, job)) }
+            case .expireWaiting(let id), .expireActive(let id):
+                if let job = jobs.removeValue(forKey: id) { work.actions.append((action, job)) }
+            }
+        }
+        return work
+    }
+
+    /// Applies the admission queue's actions to the running jobs (worker thread, lock not held).
+    private func perform(
+        _ actions: [(AdmissionQueue<ObjectIdentifier>.Action, GenerationJob)], on active: inout [GenerationJob]
+    ) {
+        for (action, job) in actions {
+            switch action {
+            case .admit:
+                active.append(job)
+            case .park:
+                // Between steps: its sequence, sampler and text stay in the job until it resumes.
+                active.removeAll { $0 === job }
+                metrics.preemptions.increment()
+            case .expireWaiting:
+                metrics.timedOutWaiting.increment()
+                job.endWhileWaiting(timedOut: true)
+            case .expireActive:
+                metrics.timedOutRunning.increment()
+                job.endTimedOut()
+            case .position(_, let position):
+                job.notifyQueued(position: position)
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// A loaded model ready to answer: the GGUF file, its tokenizer and chat template, the
 /// forward pass, and the runner that owns the compute thread. One per served model.
@@ -15,7 +16,10 @@ public final class InferenceEngine: Sendable {
 
     public var contextLength: Int { model.config.contextLength }
 
-    public init(path: String, threads: Int) throws {
+    /// `admission` bounds how many generations run and wait; `metrics` receives its series.
+    public init(
+        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()
+    ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
         guard architecture == "llama" else { throw ModelError.unsupportedArchitecture(architecture) }
@@ -36,7 +40,7 @@ public final class InferenceEngine: Sendable {
         self.model = model
         self.runner = GenerationRunner(
             predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
-            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) })
+            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics)
     }
 
     /// The prompt for a conversation, rendered by the model's chat template. Special tokens
@@ -50,6 +54,13 @@ public final class InferenceEngine: Sendable {
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
         try await runner.generate(request, onEvent: onEvent)
+    }
+
+    /// Starts a generation and returns at once; see `GenerationRunner.submit`.
+    public func submit(
+        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) throws(GenerationError) -> GenerationTicket {
+        try runner.submit(request, onEvent: onEvent)
     }
 
     public func shutdown() {

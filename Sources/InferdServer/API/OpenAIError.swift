@@ -8,19 +8,27 @@ package struct OpenAIError: Error, Sendable, Equatable {
     var type: String
     var param: String?
     var code: String?
+    /// Sent as the `Retry-After` header (seconds), not in the body.
+    var retryAfterSeconds: Int?
 
-    init(status: Int, message: String, type: String, param: String? = nil, code: String?) {
+    init(
+        status: Int, message: String, type: String, param: String? = nil, code: String?,
+        retryAfterSeconds: Int? = nil
+    ) {
         self.status = status
         self.message = message
         self.type = type
         self.param = param
         self.code = code
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     /// The same error from the shared validation and generation paths, with the parameter it is
     /// about when the caller knows it.
     init(_ e: HTTPError, param: String? = nil) {
-        self.init(status: e.status, message: e.message, type: e.type, param: param, code: e.code)
+        self.init(
+            status: e.status, message: e.message, type: e.type, param: param, code: e.code,
+            retryAfterSeconds: e.retryAfterSeconds)
     }
 
     static func invalid(_ message: String, param: String?, code: String = "invalid_value") -> OpenAIError {
@@ -38,7 +46,11 @@ package struct OpenAIError: Error, Sendable, Equatable {
             type: "invalid_request_error", param: "model", code: "model_not_found")
     }
 
-    var response: HTTPResponse { .json(Envelope(error: self), status: status) }
+    var response: HTTPResponse {
+        var response = HTTPResponse.json(Envelope(error: self), status: status)
+        if let seconds = retryAfterSeconds { response.headers.append(("Retry-After", "\(seconds)")) }
+        return response
+    }
 
     private struct Envelope: Encodable {
         let error: OpenAIError

@@ -8,6 +8,8 @@ struct OpenAIGenerationParameters: Sendable {
     var options: GenerationOptionsBody
     /// The field that set `max_tokens`, for error messages.
     var maxTokensParam: String
+    /// The `priority` and `timeout_seconds` extensions.
+    var admission: AdmissionFields
 
     init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
         guard let model = try f.string("model") else {
@@ -43,5 +45,21 @@ struct OpenAIGenerationParameters: Sendable {
             }
         }
         options = o
+        admission = try Self.admission(f)
+    }
+
+    static func admission(_ f: OpenAIFields) throws(OpenAIError) -> AdmissionFields {
+        var timeout: Double?
+        if let v = f["timeout_seconds"] {
+            guard let d = v.number else { throw f.typeError("timeout_seconds", "a number", v) }
+            timeout = d
+        }
+        let priority = try f.string("priority")
+        do {
+            return try AdmissionFields(priority: priority, timeoutSeconds: timeout)
+        } catch {
+            let param = error.message.hasPrefix("priority") ? "priority" : "timeout_seconds"
+            throw .invalid(error.message, param: param)
+        }
     }
 }

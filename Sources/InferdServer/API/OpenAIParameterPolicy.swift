@@ -24,7 +24,7 @@ struct OpenAIParameterPolicy: Sendable {
     /// Parameters common to both endpoints that inferd honours, OpenAI's and its extensions.
     static let common: Set<String> = [
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
-        "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos",
+        "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "priority", "timeout_seconds",
     ]
 
     static let commonRefused: [String: Refusal] = [

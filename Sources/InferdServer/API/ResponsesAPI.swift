@@ -6,6 +6,15 @@ package struct ResponseRequestBody: Decodable, Sendable {
     var instructions: String?
     var stream: Bool?
     var options: GenerationOptionsBody?
+    /// `interactive` (default) or `background`: order in the engine's queue.
+    var priority: String?
+    /// The whole request (waiting, prompt, generation) must end within this many seconds.
+    var timeoutSeconds: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case prompt, instructions, stream, options, priority
+        case timeoutSeconds = "timeout_seconds"
+    }
 }
 
 struct UsageBody: Codable, Sendable, Equatable {

@@ -21,11 +21,13 @@ package struct SessionTurnRequestBody: Decodable, Sendable {
     var onBusy: String?
     var onCancel: String?
     var priority: String?
+    var timeoutSeconds: Double?
 
     enum CodingKeys: String, CodingKey {
         case prompt, stream, options, priority
         case onBusy = "on_busy"
         case onCancel = "on_cancel"
+        case timeoutSeconds = "timeout_seconds"
     }
 }
 

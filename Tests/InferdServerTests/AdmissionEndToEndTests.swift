@@ -1,0 +1,205 @@
+import Engine
+import Foundation
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import InferdServer
+
+/// Capacity, the engine's queue and timeouts over HTTP with the real model. The engine here has
+/// one place and one waiting slot, so two requests fill it; it is these tests' own (the other
+/// suites share another), and they run one at a time.
+@Suite(.serialized) struct AdmissionEndToEndTests {
+    static let metrics = Metrics()
+    static let engine = Result {
+        guard FileManager.default.fileExists(atPath: SharedModel.path) else {
+            throw ClientError(description: "model missing at \(SharedModel.path): run `make model`")
+        }
+        return try InferenceEngine(
+            path: SharedModel.path, threads: 2, admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 1),
+            metrics: metrics)
+    }
+
+    /// Runs until its client leaves.
+    static let endless = jsonString([
+        "prompt": "Count from one to one thousand.", "stream": true,
+        "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
+    ])
+
+    func server() throws -> RunningServer {
+        try RunningServer.start(state: .ready(Self.engine.get()), metrics: Self.metrics) { c in
+            c.maxActiveSequences = 1
+            c.maxQueue = 1
+        }
+    }
+
+    /// Stops the server and waits until the engine has nothing running or waiting, so the next
+    /// test starts on an idle engine.
+    func finish(_ s: RunningServer) async {
+        await s.server.shutdown()
+        #expect(await eventually(timeout: .seconds(30)) { Self.metrics.value("inferd_active_sequences") == 0 })
+        #expect(Self.metrics.value("inferd_queue_length") == 0)
+    }
+
+    /// Starts a stream that holds the engine's place, and returns once it produces text.
+    func hold(_ s: RunningServer) async throws -> TestClient {
+        let holder = try s.client()
+        let status = try await offPool { () -> Int in
+            let (status, _) = try holder.startStream("/v1/responses", Self.endless)
+            var reader = SSEReader()
+            try holder.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
+            return status
+        }
+        #expect(status == 200)
+        return holder
+    }
+
+    @Test func aFullQueueIs503WithRetryAfterAndAWaitingStreamHearsItsPlace() async throws {
+        let s = try server()
+        let session = try await offPool { try s.client().postJSON("/v1/sessions", "{}") }
+        let sessionID = try #require(session.json?["id"] as? String)
+        let busyBefore = Self.metrics.value("inferd_server_busy_total") ?? 0
+        let holder = try await hold(s)
+        let waiter = try s.client()
+        let (status, queuedData) = try await offPool { () -> (Int, String) in
+            let (status, _) = try waiter.startStream("/v1/responses", Self.endless)
+            var reader = SSEReader()
+            try waiter.readEvents(into: &reader) { $0.events.contains { $0.name == "queued" } }
+            return (status, reader.events.first { $0.name == "queued" }?.data ?? "")
+        }
+        #expect(status == 200 && jsonObject(queuedData)["position"] as? Int == 1)
+
+        let native = try await offPool {
+            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "options": ["max_tokens": 4]]))
+        }
+        #expect(native.status == 503 && native.errorCode == "server_busy")
+        #expect(Int(native.header("Retry-After") ?? "").map { $0 >= 1 } == true)
+        // A stream is refused before it starts, with a plain 503 too.
+        let refusedStream = try await offPool { try s.client().startStream("/v1/responses", Self.endless) }
+        #expect(refusedStream.status == 503)
+        let chat = try await offPool {
+            try s.client().postJSON(
+                "/v1/chat/completions",
+                jsonString([
+                    "model": "SmolLM2-135M-Instruct.Q4_1", "messages": [["role": "user", "content": "Hi"]],
+                    "max_tokens": 4,
+                ]))
+        }
+        #expect(chat.status == 503 && chat.header("Retry-After") != nil)
+        let error = try #require(chat.json?["error"] as? [String: Any])
+        #expect(error["code"] as? String == "server_busy" && error["type"] as? String == "server_error")
+        #expect(error.keys.contains("param"))
+        let turn = try await offPool {
+            try s.client().postJSON("/v1/sessions/\(sessionID)/responses", jsonString(["prompt": "Hi"]))
+        }
+        #expect(turn.status == 503 && turn.errorCode == "server_busy")
+        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 4)
+
+        let metricsText = try await offPool { try s.client().request("GET", "/metrics").text }
+        for name in [
+            "inferd_active_sequences 1", "inferd_queue_length 1", "inferd_server_busy_total",
+            "inferd_generation_timeouts_total", "inferd_preemptions_total",
+        ] {
+            #expect(metricsText.contains(name), "/metrics lacks \(name)")
+        }
+
+        // The holder leaves: the waiter gets the place.
+        holder.close()
+        let started = try await offPool { () -> Bool in
+            var reader = SSEReader()
+            return try waiter.readEvents(into: &reader) { $0.events.contains { $0.name == "started" } }
+        }
+        #expect(started)
+        waiter.close()
+        await finish(s)
+    }
+
+    @Test func aTimeoutCutsARunningAnswerAndRefusesAWaitingOne() async throws {
+        let s = try server()
+        let timeoutsBefore = Self.metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) ?? 0
+        // The engine is idle: it starts at once and is cut at its deadline, keeping what it has.
+        let running = try await offPool {
+            try s.client().postJSON(
+                "/v1/responses",
+                jsonString([
+                    "prompt": "Count from one to one thousand.", "timeout_seconds": 0.5,
+                    "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
+                ]))
+        }
+        #expect(running.status == 200 && running.json?["finish_reason"] as? String == "timeout")
+        let usage = running.json?["usage"] as? [String: Any]
+        #expect((usage?["completion_tokens"] as? Int ?? 1000) < 1000)
+        let chat = try await offPool {
+            try s.client().postJSON(
+                "/v1/chat/completions",
+                jsonString([
+                    "model": "SmolLM2-135M-Instruct.Q4_1",
+                    "messages": [["role": "user", "content": "Count from one to one thousand."]],
+                    "max_tokens": 1000, "ignore_eos": true, "timeout_seconds": 0.5,
+                ]))
+        }
+        let choice = (chat.json?["choices"] as? [[String: Any]])?.first
+        #expect(chat.status == 200 && choice?["finish_reason"] as? String == "timeout")
+
+        let holder = try await hold(s)
+        let waiting = try await offPool {
+            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "timeout_seconds": 0.3]))
+        }
+        #expect(waiting.status == 503 && waiting.errorCode == "timeout")
+        // A stream has sent its headers by then: it ends with an error event instead.
+        let events = try await offPool { () -> [SSEReader.Event] in
+            let c = try s.client()
+            _ = try c.startStream(
+                "/v1/responses", jsonString(["prompt": "Hi", "stream": true, "timeout_seconds": 0.3]))
+            var reader = SSEReader()
+            try c.readEvents(into: &reader) { $0.events.contains { $0.name == "error" || $0.name == "completed" } }
+            return reader.events
+        }
+        #expect(events.map(\.name) == ["queued", "error"])
+        let detail = jsonObject(events.last?.data ?? "")["error"] as? [String: Any]
+        #expect(detail?["code"] as? String == "timeout")
+        #expect(
+            Self.metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == timeoutsBefore + 2)
+        holder.close()
+        await finish(s)
+    }
+
+    @Test func badTimeoutsAndPrioritiesAre400NamingTheField() async throws {
+        let s = try server()
+        for bad in ["0", "-1", "1e9", "\"soon\"", "true"] {
+            let r = try await offPool {
+                try s.client().postJSON("/v1/responses", "{\"prompt\": \"Hi\", \"timeout_seconds\": \(bad)}")
+            }
+            #expect(r.status == 400 && r.text.contains("timeout_seconds"), "timeout_seconds \(bad): \(r.text)")
+        }
+        let priority = try await offPool {
+            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "priority": "urgent"]))
+        }
+        #expect(priority.status == 400 && priority.text.contains("priority"))
+        let chat = try await offPool {
+            try s.client().postJSON(
+                "/v1/chat/completions",
+                jsonString([
+                    "model": "SmolLM2-135M-Instruct.Q4_1", "messages": [["role": "user", "content": "Hi"]],
+                    "timeout_seconds": 0,
+                ]))
+        }
+        #expect(chat.status == 400 && (chat.json?["error"] as? [String: Any])?["param"] as? String == "timeout_seconds")
+        let completion = try await offPool {
+            try s.client().postJSON(
+                "/v1/completions",
+                jsonString(["model": "SmolLM2-135M-Instruct.Q4_1", "prompt": "Hi", "priority": "soon"]))
+        }
+        #expect(
+            completion.status == 400 && (completion.json?["error"] as? [String: Any])?["param"] as? String == "priority"
+        )
+        let session = try await offPool { try s.client().postJSON("/v1/sessions", "{}") }
+        let id = try #require(session.json?["id"] as? String)
+        let turn = try await offPool {
+            try s.client().postJSON(
+                "/v1/sessions/\(id)/responses", jsonString(["prompt": "Hi", "timeout_seconds": -5]))
+        }
+        #expect(turn.status == 400 && turn.text.contains("timeout_seconds"))
+        await finish(s)
+    }
+}

@@ -1,0 +1,81 @@
+import Engine
+import Foundation
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import Sessions
+
+/// Sessions over an engine whose places are few: the engine's queue sits behind each session's
+/// own, and neither breaks the other's rules.
+@Suite struct SessionAdmissionTests {
+    @Test func aSessionNeverHasTwoGenerationsInTheEngineThroughItsQueue() async throws {
+        let h = try Harness(
+            model: FakeModel(stepDelay: 0.001, admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 32)))
+        let sessions = try (0..<3).map { _ in try h.session() }
+        var tasks: [Task<TurnOutcome, Never>] = []
+        var firstTurns: [Recorder] = []
+        for (i, s) in sessions.enumerated() {
+            for turn in 0..<3 {
+                let rec = Recorder()
+                if turn == 0 { firstTurns.append(rec) }
+                tasks.append(try await h.start(Harness.request("s\(i)-t\(turn)", "p\(turn)", maxTokens: 12), s, rec))
+            }
+        }
+        for t in tasks { #expect(await t.value.status == .completed) }
+        for s in sessions {
+            #expect(s.probe.maxConcurrent == 1)
+            #expect(s.probe.generations == 3)
+            #expect(await s.prompts().map(\.content) == ["p0", "p1", "p2"])
+        }
+        // A session's first turn has nothing ahead of it in its session: a position it heard came
+        // from the engine's queue, which the other sessions' turns were holding.
+        #expect(firstTurns.contains { !$0.positions.isEmpty })
+    }
+
+    @Test func aDeadlinePassedInTheSessionQueueEndsTheTurnUnpublished() async throws {
+        let h = try Harness()
+        let s = try h.session()
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
+        let rec = Recorder()
+        let late = try await h.start(
+            Harness.request("b", "too late", deadline: .now + .milliseconds(40)), s, rec)
+        let outcome = await late.value
+        // It ended while the turn ahead still ran: at its deadline, not when its turn came.
+        #expect(await s.snapshot(model: nil).activeRequest == "a")
+        #expect(outcome.status == .failed && outcome.error == .generation(.queueTimeout))
+        #expect(outcome.content.isEmpty && !rec.started)
+        #expect(await s.prompts().allSatisfy { $0.content != "too late" })
+        _ = await s.cancel(requestID: "a", reason: .cancelRequest)
+        #expect(await a.value.status == .cancelled)
+        // The session carries on.
+        #expect(try await h.respond(Harness.request("c"), s).status == .completed)
+    }
+
+    @Test func aDeadlinePassedWhileGeneratingKeepsThePartialAnswer() async throws {
+        let h = try Harness()
+        let s = try h.session()
+        // 2000 tokens take seconds; the deadline leaves the turn ample time to start first.
+        let outcome = try await h.respond(
+            Harness.request("a", maxTokens: 2000, longRun: true, deadline: .now + .seconds(1)), s)
+        #expect(outcome.status == .completed && outcome.finishReason == .timeout)
+        let response = try #require(await s.responses().last)
+        #expect(response.status == .completed && response.finishReason == "timeout")
+        #expect(response.content == outcome.content)
+    }
+
+    @Test func aDeadlinePassedInTheEngineQueueFailsTheTurnAndKeepsTheSessionUsable() async throws {
+        let h = try Harness(model: FakeModel(admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 4)))
+        let busy = try h.session()
+        let s = try h.session()
+        let a = try await h.start(Harness.request("a", maxTokens: 2000, longRun: true), busy)
+        // It holds the engine's only place before the other session's turn asks for one.
+        #expect(await eventually { h.model.predictor.computed.load(ordering: .relaxed) > 0 })
+        let outcome = try await h.respond(
+            Harness.request("b", deadline: .now + .milliseconds(40)), s)
+        #expect(outcome.status == .failed && outcome.error == .generation(.queueTimeout))
+        _ = await busy.cancel(requestID: "a", reason: .cancelRequest)
+        _ = await a.value
+        #expect(try await h.respond(Harness.request("c"), s).status == .completed)
+    }
+}
