@@ -126,16 +126,16 @@ final class GenerationJob: @unchecked Sendable {
     private var batchedPromptEnd = 0
 
     /// This job's share of a batched step: its next token when decoding, or its next prompt
-    /// tokens (at most `tokenBudget`, and at most one chunk) when processing its prompt.
-    func batchInput(tokenBudget: Int) -> PredictionInput? {
-        guard tokenBudget > 0, !isCancelled else { return nil }
+    /// chunk (the same chunk a single step would compute) when processing its prompt.
+    func batchInput() -> PredictionInput? {
+        guard !isCancelled else { return nil }
         let tokens: [Int32]
         switch phase {
         case .decode(let last):
             tokens = [last]
             batchedPromptEnd = 0
         case .prompt(let next):
-            let end = min(next + min(tokenBudget, Self.promptChunk), request.promptTokens.count)
+            let end = min(next + Self.promptChunk, request.promptTokens.count)
             tokens = Array(request.promptTokens[next..<end])
             batchedPromptEnd = end
         default:

@@ -11,6 +11,10 @@ import Telemetry
 /// `maxActiveSequences` at once, the others wait (or are refused when too many wait), and the
 /// queue's deadlines, preemptions and admissions are applied between rounds.
 final class GenerationWorker: @unchecked Sendable {
+    /// Tokens and sequences one batched prediction takes (the model's own pass limits).
+    static let maxPassTokens = LlamaModel.maxPassTokens
+    static let maxSequencesPerPass = LlamaModel.maxSequencesPerBatch
+
     private let predictor: any TokenPredictor
     private let condition = NSCondition()
     /// Jobs given a place at submission that the worker thread has not picked up yet.
@@ -114,30 +118,24 @@ final class GenerationWorker: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// One step of every active job. Decoding jobs (one token each) and prompt chunks share one
-    /// batched prediction of at most `GenerationJob.promptChunk` tokens: one pass over the
-    /// weights for all of them, so a new prompt is processed between, not instead of, the
-    /// running streams' tokens, and takes whatever room their tokens leave. Jobs that are
-    /// starting or cancelled step alone (no compute). A batch refused by the predictor (it throws
-    /// before changing anything) falls back to single steps, so an error lands on the job that
-    /// caused it.
+    /// One step of every active job. Decoding jobs (one token each) and whole prompt chunks share
+    /// one batched prediction of at most `maxPassTokens` tokens: one pass over the weights for
+    /// all of them, so a new prompt is processed between, not instead of, the running streams'
+    /// tokens. A prompt always advances by whole chunks from where it started, never by the room
+    /// left in a pass: the split changes the rounding, and an answer must not depend on what else
+    /// was running. Jobs that are starting or cancelled step alone (no compute). A batch refused
+    /// by the predictor (it throws before changing anything) falls back to single steps, so an
+    /// error lands on the job that caused it.
     private func stepRound(_ active: [GenerationJob]) {
         var members: [GenerationJob] = []
         var inputs: [PredictionInput] = []
-        var budget = GenerationJob.promptChunk
-        for job in active where job.isDecoding && budget > 0 {
-            if let input = job.batchInput(tokenBudget: budget) {
-                members.append(job)
-                inputs.append(input)
-                budget -= input.tokens.count
-            }
-        }
-        for job in active where job.isProcessingPrompt && budget > 0 {
-            if let input = job.batchInput(tokenBudget: budget) {
-                members.append(job)
-                inputs.append(input)
-                budget -= input.tokens.count
-            }
+        var room = Self.maxPassTokens
+        for job in active where job.isDecoding || job.isProcessingPrompt {
+            guard members.count < Self.maxSequencesPerPass, let input = job.batchInput(), input.tokens.count <= room
+            else { continue }
+            members.append(job)
+            inputs.append(input)
+            room -= input.tokens.count
         }
         if members.count >= 2 {
             do {

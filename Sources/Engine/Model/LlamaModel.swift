@@ -10,8 +10,12 @@ import Foundation
 /// `forward` is synchronous and serialized: it runs on the caller's thread plus the model's
 /// compute pool, and uses scratch buffers allocated once at load time.
 public final class LlamaModel: @unchecked Sendable {
-    /// Tokens processed per internal step; longer inputs are split.
+    /// Tokens of one sequence processed per internal step; longer inputs are split at multiples
+    /// of it (the split changes the rounding, so it is fixed, whatever else shares the pass).
     public static let maxBatch = 64
+    /// Tokens in one pass over the weights: one sequence's full step plus one token each for the
+    /// other sequences of a batch (a prompt chunk and the running streams' next tokens).
+    public static let maxPassTokens = maxBatch + maxSequencesPerBatch
 
     public let config: LlamaConfig
     public let threads: Int
@@ -40,7 +44,7 @@ public final class LlamaModel: @unchecked Sendable {
     let pool: ComputePool
     let lock = NSLock()
 
-    // Scratch, [maxBatch × width] row-major.
+    // Scratch, [maxPassTokens × width] row-major.
     private let x: UnsafeMutablePointer<Float>
     private let xn: UnsafeMutablePointer<Float>
     private let q: UnsafeMutablePointer<Float>
@@ -58,7 +62,7 @@ public final class LlamaModel: @unchecked Sendable {
     private let batchLogits: UnsafeMutablePointer<Float>
     private var allocations: [UnsafeMutableRawPointer] = []
 
-    /// Most sequences one batched pass takes (their tokens together at most `maxBatch`).
+    /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).
     public static let maxSequencesPerBatch = 16
 
     /// - Parameter interleave: copy the quantized weights into the interleaved forms their
@@ -112,7 +116,7 @@ public final class LlamaModel: @unchecked Sendable {
             allocations.append(UnsafeMutableRawPointer(p))
             return p
         }
-        let b = Self.maxBatch
+        let b = Self.maxPassTokens
         x = floats(b * dim)
         xn = floats(b * dim)
         q = floats(b * dim)
@@ -180,7 +184,7 @@ public final class LlamaModel: @unchecked Sendable {
     /// Runs several sequences through one pass: their tokens share every weight read (the
     /// point of batching decode steps), while attention and the KV cache stay per sequence.
     /// Each sequence's result is bit-identical to running it alone. Items that do not fit one
-    /// pass (more than `maxBatch` tokens together, or more than `maxSequencesPerBatch`
+    /// pass (more than `maxPassTokens` tokens together, or more than `maxSequencesPerBatch`
     /// sequences) are run in further passes. Throws before doing anything on a bad item.
     public func forward(batch items: [BatchItem]) throws {
         for item in items {
@@ -194,7 +198,7 @@ public final class LlamaModel: @unchecked Sendable {
             var group: [BatchItem] = []
             var total = 0
             while let next = pending.first, group.count < Self.maxSequencesPerBatch,
-                total + next.tokens.count <= Self.maxBatch
+                next.tokens.count <= Self.maxBatch, total + next.tokens.count <= Self.maxPassTokens
             {
                 group.append(pending.removeFirst())
                 total += next.tokens.count
@@ -236,7 +240,7 @@ public final class LlamaModel: @unchecked Sendable {
 
     // MARK: - The pass
 
-    /// One pass over the rows of `segments` (together at most `maxBatch` rows). Weight products
+    /// One pass over the rows of `segments` (together at most `maxPassTokens` rows). Weight products
     /// run once over all rows; RoPE positions, the KV cache and attention are per segment.
     private func runChunk(_ segments: [Segment]) {
         let c = config
