@@ -13,9 +13,12 @@ enum BenchCommand {
             var stddev: Double
             var median: Double
             var samples: [Double]
+            /// Cores other processes used during each sample.
+            var othersCores: [Double]
             enum CodingKeys: String, CodingKey {
                 case test, threads, stddev, median, samples
                 case tokensPerSecond = "tokens_per_second"
+                case othersCores = "others_cores"
             }
         }
         var model: String
@@ -41,7 +44,8 @@ enum BenchCommand {
         let repetitions: Int
         do {
             options = try CommandOptions(
-                arguments, known: ["model", "threads", "tests", "repetitions", "load"], booleans: ["json", "http"])
+                arguments, known: ["model", "threads", "tests", "repetitions", "load"],
+                booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
                 return t
@@ -68,11 +72,13 @@ enum BenchCommand {
             for t in threadCounts {
                 let model = try LlamaModel(gguf: file, threads: t)
                 for test in tests {
-                    let r = try EngineBenchmark.measure(model: model, test: test, repetitions: repetitions)
+                    let r = try EngineBenchmark.measure(
+                        model: model, test: test, repetitions: repetitions,
+                        waitForQuiet: !options.flags.contains("no-wait"))
                     rows.append(
                         .init(
                             test: "\(test)", threads: t, tokensPerSecond: r.mean, stddev: r.standardDeviation,
-                            median: r.median, samples: r.samples))
+                            median: r.median, samples: r.samples, othersCores: r.othersCores))
                     if !json {
                         printRow(name: name, bytes: weightBytes, parameters: parameters, threads: t, result: r)
                     }
@@ -145,17 +151,24 @@ enum BenchCommand {
     }
 
     static func printHeader() {
-        print("| model                          |       size |     params | threads |  test |              t/s |")
-        print("| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: |")
+        // "others": the most cores other processes used during any sample (a busy machine's
+        // figures are not the engine's).
+        print(
+            "| model                          |       size |     params | threads |  test |              t/s | others |"
+        )
+        print(
+            "| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: | -----: |"
+        )
     }
 
     static func printRow(name: String, bytes: Int, parameters: Int, threads: Int, result: EngineBenchmark.Result) {
         let size = String(format: "%.2f MiB", Double(bytes) / 1_048_576)
         let params = String(format: "%.2f M", Double(parameters) / 1e6)
         let speed = String(format: "%.2f ± %.2f", result.mean, result.standardDeviation)
+        let others = result.othersCores.max().map { String(format: "%.2f", $0) } ?? "-"
         print(
             "| \(pad(String(name.prefix(30)), 30, left: true)) | \(pad(size, 10)) | \(pad(params, 10)) | "
-                + "\(pad("\(threads)", 7)) | \(pad("\(result.test)", 5)) | \(pad(speed, 16)) |")
+                + "\(pad("\(threads)", 7)) | \(pad("\(result.test)", 5)) | \(pad(speed, 16)) | \(pad(others, 6)) |")
     }
 
     static func pad(_ s: String, _ width: Int, left: Bool = false) -> String {

@@ -54,6 +54,33 @@ import Testing
         #expect(r.stdout.contains("Canberra"), "\(r.stdout)")
     }
 
+    @Test func benchPrintsOneJSONReportWithEveryTestAndBandwidth() async throws {
+        let r = try await run([
+            "bench", "--model", Self.model, "--threads", "1,2", "--tests", "pp16,tg8", "--repetitions", "2", "--json",
+            "--no-wait",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        struct Report: Decodable {
+            struct Row: Decodable {
+                var test: String
+                var threads: Int
+                var tokens_per_second: Double
+                var stddev: Double
+                var samples: [Double]
+            }
+            var model: String
+            var results: [Row]
+            var decode_bandwidth_gbps: Double
+            var memory_bandwidth_gbps: Double
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(r.stdout.utf8))
+        #expect(report.results.map { "\($0.test)/\($0.threads)" } == ["pp16/1", "tg8/1", "pp16/2", "tg8/2"])
+        #expect(report.results.allSatisfy { $0.samples.count == 2 && $0.tokens_per_second > 0 })
+        #expect(report.memory_bandwidth_gbps > 0.5 && report.decode_bandwidth_gbps > 0.1)
+        let bad = try await run(["bench", "--model", Self.model, "--tests", "tg0x"])
+        #expect(bad.status == 2, "\(bad.stderr)")
+    }
+
     @Test func badArgumentsAreClearErrors() async throws {
         let r = try await run(["generate", "--model", Self.model, "--max-tokens", "many", "hi"])
         #expect(r.status == 2 && r.stderr.contains("--max-tokens"), "status \(r.status): \(r.stderr)")

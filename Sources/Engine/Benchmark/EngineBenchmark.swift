@@ -30,6 +30,8 @@ public enum EngineBenchmark {
         public var threads: Int
         /// Tokens per second of each repetition.
         public var samples: [Double]
+        /// Cores other processes used during each repetition (empty without /proc).
+        public var othersCores: [Double] = []
         public var mean: Double { samples.reduce(0, +) / Double(max(samples.count, 1)) }
         public var median: Double {
             let s = samples.sorted()
@@ -43,8 +45,11 @@ public enum EngineBenchmark {
         }
     }
 
-    /// Runs `test` `repetitions` times (after one warm-up) and returns tokens/s per run.
-    public static func measure(model: LlamaModel, test: Test, repetitions: Int) throws -> Result {
+    /// Runs `test` `repetitions` times (after one warm-up) and returns tokens/s per run. With
+    /// `waitForQuiet`, each repetition first waits (up to 10 s) for other processes to go quiet.
+    public static func measure(
+        model: LlamaModel, test: Test, repetitions: Int, waitForQuiet: Bool = false
+    ) throws -> Result {
         let vocab = model.config.vocabularySize
         let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: vocab)
         defer { logits.deallocate() }
@@ -52,8 +57,11 @@ public enum EngineBenchmark {
         var rng = SeededGenerator(seed: 1234)
         let promptTokens = (0..<max(test.tokens, 1)).map { _ in Int32(rng.next() % UInt64(vocab)) }
         var samples: [Double] = []
+        var others: [Double] = []
         for rep in 0...repetitions {
             let cache = model.makeCache(capacity: min(model.config.contextLength, test.tokens + 1))
+            if waitForQuiet && rep > 0 { MachineLoad.waitUntilQuiet() }
+            let before = MachineLoad.ticks()
             let start = ContinuousClock.now
             switch test {
             case .prompt(let n):
@@ -71,9 +79,14 @@ public enum EngineBenchmark {
                 }
             }
             let seconds = (ContinuousClock.now - start).seconds
-            if rep > 0 { samples.append(Double(test.tokens) / seconds) }
+            if rep > 0 {
+                samples.append(Double(test.tokens) / seconds)
+                if let before, let after = MachineLoad.ticks() {
+                    others.append(MachineLoad.othersCores(from: before, to: after, seconds: seconds))
+                }
+            }
         }
-        return Result(test: test, threads: model.threads, samples: samples)
+        return Result(test: test, threads: model.threads, samples: samples, othersCores: others)
     }
 
     /// Memory-read bandwidth in GB/s: the best of several sweeps over a buffer far larger than
