@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// A loaded model ready to answer: the GGUF file, its tokenizer and chat template, the
 /// forward pass, and the runner that owns the compute thread. One per served model.
@@ -12,6 +13,10 @@ public final class InferenceEngine: Sendable {
     public let template: ChatTemplate
     public let model: LlamaModel
     public let runner: GenerationRunner
+    /// Shares one generation between identical deterministic requests in flight.
+    public let singleFlight: SingleFlight
+    private let runCounted: SingleFlight.Run
+    private let running: Locked<Int>
 
     public var contextLength: Int { model.config.contextLength }
 
@@ -34,10 +39,24 @@ public final class InferenceEngine: Sendable {
             )
         }
         self.model = model
-        self.runner = GenerationRunner(
+        let runner = GenerationRunner(
             predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) })
+        let running = Locked(0)
+        let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
+            running.withLock { $0 += 1 }
+            defer { running.withLock { $0 -= 1 } }
+            return try await runner.generate(request, onEvent: onEvent)
+        }
+        self.runner = runner
+        self.running = running
+        self.runCounted = runCounted
+        self.singleFlight = SingleFlight(run: runCounted)
     }
+
+    /// Generations the engine is working on now (a shared one counts once), including ones
+    /// stopping after a cancel.
+    public var activeGenerations: Int { running.withLock { $0 } }
 
     /// The prompt for a conversation, rendered by the model's chat template. Special tokens
     /// come only from the template; message text is always plain text.
@@ -45,11 +64,24 @@ public final class InferenceEngine: Sendable {
         tokenizer.encode(template.render(messages, addGenerationPrompt: true))
     }
 
-    /// Generates an answer; see `GenerationRunner.generate`.
+    /// Generates an answer, sharing it with identical deterministic requests in flight; see
+    /// `GenerationRunner.generate` and `SingleFlight`.
     public func generate(
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
-        try await runner.generate(request, onEvent: onEvent)
+        try await generate(request, sharing: true, onEvent: onEvent)
+    }
+
+    /// `sharing: false` always computes the request on its own (benchmarks, or single-flight
+    /// turned off).
+    public func generate(
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        if sharing {
+            try await singleFlight.generate(request, onEvent: onEvent)
+        } else {
+            try await runCounted(request, onEvent)
+        }
     }
 
     public func shutdown() {
