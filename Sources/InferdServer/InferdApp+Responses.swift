@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Telemetry
 
 extension InferdApp {
     /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
@@ -75,7 +76,7 @@ extension InferdApp {
     ) async throws(HTTPError) -> GenerationResult {
         let result: GenerationResult
         do {
-            result = try await engine.generate(generation, onEvent: onEvent)
+            result = try await engine.generate(generation, sharing: configuration.singleFlight, onEvent: onEvent)
         } catch {
             metrics.counter(
                 "inferd_generations_total", help: "Generations by how they ended.", labels: ["finish_reason": "error"]
@@ -98,6 +99,12 @@ extension InferdApp {
             .increment(by: Double(result.usage.cachedTokens))
         metrics.counter("inferd_completion_tokens_total", help: "Tokens generated.")
             .increment(by: Double(result.usage.completionTokens))
+        if let leader = result.sharedFrom {
+            singleFlightJoins.increment()
+            logger.info(
+                "request joined an identical generation",
+                ["request_id": requestID, "leader_request_id": leader, "finish_reason": result.finishReason.rawValue])
+        }
         logger.info(
             "generation finished",
             [
@@ -107,6 +114,13 @@ extension InferdApp {
                 "tokens_per_second": String(format: "%.1f", result.timings.generationTokensPerSecond),
                 "steps_after_cancel": "\(result.stepsAfterCancel)",
             ])
+    }
+
+    /// Requests served by joining an identical generation in flight.
+    var singleFlightJoins: Counter {
+        metrics.counter(
+            "inferd_single_flight_joined_total",
+            help: "Requests served by joining an identical deterministic generation already in flight.")
     }
 
     static func httpError(for error: GenerationError) -> HTTPError {

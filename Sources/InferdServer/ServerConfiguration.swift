@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxSessionTurns = 1000
     public var maxSessionQueue = 16
     public var kvCacheMiB = 1024
+    /// Identical deterministic requests in flight share one generation.
+    public var singleFlight = true
 
     public init() {}
 }
@@ -57,7 +59,7 @@ extension ServerConfiguration {
     struct Setting: Sendable {
         enum Kind: Sendable {
             /// `optionalString` accepts "" (meaning unset).
-            case string, optionalString, int, double
+            case string, optionalString, int, double, bool
             case choice([String])
         }
         let key: String
@@ -74,12 +76,13 @@ extension ServerConfiguration {
     }
 
     enum Value: Sendable, Equatable, CustomStringConvertible {
-        case string(String), int(Int), double(Double)
+        case string(String), int(Int), double(Double), bool(Bool)
         var description: String {
             switch self {
             case .string(let s): s
             case .int(let i): "\(i)"
             case .double(let d): "\(d)"
+            case .bool(let b): "\(b)"
             }
         }
     }
@@ -140,6 +143,10 @@ extension ServerConfiguration {
         int(
             "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
             \.kvCacheMiB, min: 0),
+        bool(
+            "single_flight",
+            "Identical deterministic requests (greedy or seeded, not in a session) arriving while one runs share its generation.",
+            \.singleFlight),
     ]
 
     private static func str(
@@ -169,6 +176,15 @@ extension ServerConfiguration {
             key: key, kind: .int, help: help, minimum: Double(min),
             apply: { c, v in if case .int(let i) = v { c[keyPath: path] = i } },
             read: { .int($0[keyPath: path]) })
+    }
+
+    private static func bool(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Bool> & Sendable
+    ) -> Setting {
+        Setting(
+            key: key, kind: .bool, help: help, minimum: nil,
+            apply: { c, v in if case .bool(let b) = v { c[keyPath: path] = b } },
+            read: { .bool($0[keyPath: path]) })
     }
 
     private static func dbl(
