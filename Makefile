@@ -48,7 +48,7 @@ format:
 	swift format --in-place --recursive Sources Tests Package.swift
 
 # The concurrency suites under ThreadSanitizer (debug build; the numeric suites would take hours there).
-TSAN_FILTER ?= HTTPServerTests|GenerationTests|SamplerTests|ServerConfigurationTests|SessionQueueTests|TurnLifecycleTests|KVCacheBudgetTests|TranscriptStoreTests|SessionBehaviorTests|SessionLifecycleTests
+TSAN_FILTER ?= HTTPServerTests|GenerationTests|SingleFlightTests|SingleFlightCancellationTests|SamplerTests|ServerConfigurationTests|SessionQueueTests|TurnLifecycleTests|KVCacheBudgetTests|TranscriptStoreTests|SessionBehaviorTests|SessionLifecycleTests
 tsan: deps model
 	swift test --sanitize=thread --filter '$(TSAN_FILTER)'
 
