@@ -26,6 +26,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // glibc's allocator controls (mallopt), which Swift's Glibc module does not include.
+        .systemLibrary(name: "CMalloc"),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
@@ -38,7 +40,8 @@ let package = Package(
         // Knows nothing of HTTP or JSON wire formats.
         .target(name: "Sessions", dependencies: ["Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
-        .target(name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry", "CGnuTLS"]),
+        .target(
+            name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),

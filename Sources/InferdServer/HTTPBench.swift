@@ -120,6 +120,8 @@ enum HTTPBench {
         config.port = 0
         config.model = modelPath
         config.connectionTimeoutSeconds = 600
+        // The load streams are identical greedy requests: shared, they would measure one stream.
+        config.singleFlight = false
         let logger = Logger(label: "bench", minimumLevel: .warning)
         let host = ModelHost()
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))

@@ -11,7 +11,7 @@ extension InferdApp {
     /// waits for a place ends the stream with an `error` object and no `[DONE]`; after a disconnect
     /// nothing more is written. Queue positions are not sent: OpenAI's clients know no such chunk.
     func streamOpenAI(
-        _ ticket: GenerationTicket, events: GenerationEventRelay, template: OpenAIStreamChunk, stream: EventStream
+        _ ticket: PendingGeneration, events: GenerationEventRelay, template: OpenAIStreamChunk, stream: EventStream
     ) async {
         let tracker = OpenAIDeltaTracker()
         if template.kind == .chat {

@@ -31,10 +31,17 @@ extension InferdApp {
         }
     }
 
-    /// Prometheus text; the resident-memory gauge is read at scrape time.
+    /// Prometheus text; the resident-memory and active-generation gauges are read at scrape time.
     func metricsText() -> HTTPResponse {
         metrics.gauge("process_resident_memory_bytes", help: "Resident memory of the server process in bytes.")
             .set(Double(ProcessStats.residentBytes()))
+        metrics.gauge(
+            "inferd_active_generations",
+            help:
+                "Generations the engine is working on (one shared by several requests counts once), stopping ones included."
+        ).set(Double(host.engine?.activeGenerations ?? 0))
+        // Registered before the first join, so scrapers see the series from the start.
+        _ = singleFlightJoins
         return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

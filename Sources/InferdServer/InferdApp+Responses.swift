@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Telemetry
 
 extension InferdApp {
     /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
@@ -85,22 +86,28 @@ extension InferdApp {
     }
 
     /// Hands a generation to the engine; a full queue is 503 `server_busy` with `Retry-After`.
+    /// A request that may share an identical generation in flight (single-flight) is only
+    /// checked for capacity here: whether it joins or starts one is decided when it is awaited.
     func submitGeneration(
         _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) throws(HTTPError) -> GenerationTicket {
+    ) throws(HTTPError) -> PendingGeneration {
         do {
-            return try engine.submit(generation, onEvent: onEvent)
+            if configuration.singleFlight && engine.isShareable(generation) {
+                try engine.runner.checkCapacity()
+                return .shared(generation, engine, onEvent)
+            }
+            return .ticket(try engine.submit(generation, onEvent: onEvent))
         } catch {
             throw recordFailure(error, requestID: requestID)
         }
     }
 
     /// Awaits a submitted generation (its Task's cancellation stops it), then records it.
-    func awaitGeneration(_ ticket: GenerationTicket, requestID: String) async throws(HTTPError) -> GenerationResult {
+    func awaitGeneration(_ pending: PendingGeneration, requestID: String) async throws(HTTPError) -> GenerationResult {
         let result: GenerationResult
         do {
-            result = try await ticket.result()
+            result = try await pending.result()
         } catch {
             throw recordFailure(error, requestID: requestID)
         }
@@ -136,6 +143,12 @@ extension InferdApp {
             .increment(by: Double(result.usage.cachedTokens))
         metrics.counter("inferd_completion_tokens_total", help: "Tokens generated.")
             .increment(by: Double(result.usage.completionTokens))
+        if let leader = result.sharedFrom {
+            singleFlightJoins.increment()
+            logger.info(
+                "request joined an identical generation",
+                ["request_id": requestID, "leader_request_id": leader, "finish_reason": result.finishReason.rawValue])
+        }
         logger.info(
             "generation finished",
             [
@@ -145,6 +158,13 @@ extension InferdApp {
                 "tokens_per_second": String(format: "%.1f", result.timings.generationTokensPerSecond),
                 "steps_after_cancel": "\(result.stepsAfterCancel)",
             ])
+    }
+
+    /// Requests served by joining an identical generation in flight.
+    var singleFlightJoins: Counter {
+        metrics.counter(
+            "inferd_single_flight_joined_total",
+            help: "Requests served by joining an identical deterministic generation already in flight.")
     }
 
     static func httpError(for error: GenerationError) -> HTTPError {
@@ -181,7 +201,7 @@ extension InferdApp {
     /// `started`, `snapshot`s (conflated for slow readers), then exactly one of `completed`,
     /// `cancelled` or `error` (`timeout` when it waited past its `timeout_seconds`).
     func streamResponse(
-        _ ticket: GenerationTicket, events: GenerationEventRelay, engine: InferenceEngine, stream: EventStream
+        _ ticket: PendingGeneration, events: GenerationEventRelay, engine: InferenceEngine, stream: EventStream
     ) async {
         let id = stream.requestID
         events.attach { event in

@@ -17,6 +17,9 @@ enum ServeCommand {
             return 2
         }
         let logger = makeLogger(config)
+        if !MallocTuning.returnLargeBlocksToTheSystem() {
+            logger.warning("malloc threshold not set: freed KV caches may stay resident")
+        }
         let httpConfiguration: HTTPServer.Configuration
         do {
             let (keys, metricsKey) = try config.keyrings()

@@ -74,6 +74,8 @@ extension ServerConfiguration {
                 try apply(setting, raw: s, source: source)
             case (.int, .number(let n)), (.double, .number(let n)):
                 try apply(setting, raw: n, source: source)
+            case (.bool, .bool(let b)):
+                try apply(setting, raw: b ? "true" : "false", source: source)
             default:
                 throw ConfigurationError("\(source) has the wrong type: expected \(setting.kind.name)")
             }
@@ -84,6 +86,7 @@ extension ServerConfiguration {
     enum FileValue: Decodable {
         case string(String)
         case number(String)
+        case bool(Bool)
         case other
 
         init(from decoder: Decoder) throws {
@@ -91,8 +94,7 @@ extension ServerConfiguration {
             if let s = try? c.decode(String.self) {
                 self = .string(s)
             } else if let b = try? c.decode(Bool.self) {
-                _ = b
-                self = .other
+                self = .bool(b)
             } else if let i = try? c.decode(Int.self) {
                 self = .number(String(i))
             } else if let d = try? c.decode(Double.self) {
@@ -132,6 +134,12 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(source) is \(d), must be at least \(min)")
             }
             value = .double(d)
+        case .bool:
+            switch raw.trimmingCharacters(in: .whitespaces) {
+            case "true": value = .bool(true)
+            case "false": value = .bool(false)
+            default: throw ConfigurationError("\(source) is \"\(raw)\", expected true or false")
+            }
         }
         setting.apply(&self, value)
     }
@@ -159,6 +167,7 @@ extension ServerConfiguration.Setting.Kind {
         case .string, .optionalString: "a string"
         case .int: "an integer"
         case .double: "a number"
+        case .bool: "true or false"
         case .choice(let options): "one of \(options.joined(separator: ", "))"
         }
     }

@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxQueue = 64
     /// How long an interactive request waits before a running background one yields its place.
     public var preemptAfterMs = 500
+    /// Identical deterministic requests in flight share one generation.
+    public var singleFlight = true
 
     public init() {}
 }
@@ -63,7 +65,7 @@ extension ServerConfiguration {
     struct Setting: Sendable {
         enum Kind: Sendable {
             /// `optionalString` accepts "" (meaning unset).
-            case string, optionalString, int, double
+            case string, optionalString, int, double, bool
             case choice([String])
         }
         let key: String
@@ -80,12 +82,13 @@ extension ServerConfiguration {
     }
 
     enum Value: Sendable, Equatable, CustomStringConvertible {
-        case string(String), int(Int), double(Double)
+        case string(String), int(Int), double(Double), bool(Bool)
         var description: String {
             switch self {
             case .string(let s): s
             case .int(let i): "\(i)"
             case .double(let d): "\(d)"
+            case .bool(let b): "\(b)"
             }
         }
     }
@@ -155,6 +158,10 @@ extension ServerConfiguration {
         int(
             "preempt_after_ms", "How long an interactive request waits before a running background one is parked.",
             \.preemptAfterMs, min: 0),
+        bool(
+            "single_flight",
+            "Identical deterministic requests (greedy or seeded, not in a session) arriving while one runs share its generation.",
+            \.singleFlight),
     ]
 
     private static func str(
@@ -184,6 +191,15 @@ extension ServerConfiguration {
             key: key, kind: .int, help: help, minimum: Double(min),
             apply: { c, v in if case .int(let i) = v { c[keyPath: path] = i } },
             read: { .int($0[keyPath: path]) })
+    }
+
+    private static func bool(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Bool> & Sendable
+    ) -> Setting {
+        Setting(
+            key: key, kind: .bool, help: help, minimum: nil,
+            apply: { c, v in if case .bool(let b) = v { c[keyPath: path] = b } },
+            read: { .bool($0[keyPath: path]) })
     }
 
     private static func dbl(

@@ -20,11 +20,14 @@ import Testing
             metrics: metrics)
     }
 
-    /// Runs until its client leaves.
-    static let endless = jsonString([
-        "prompt": "Count from one to one thousand.", "stream": true,
-        "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
-    ])
+    /// Runs until its client leaves. Each call is a different request: identical greedy ones
+    /// would share one generation (single-flight) instead of queueing.
+    static var endless: String {
+        jsonString([
+            "prompt": "Count from one to one thousand. (\(UUID().uuidString))", "stream": true,
+            "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
+        ])
+    }
 
     func server() throws -> RunningServer {
         try RunningServer.start(state: .ready(Self.engine.get()), metrics: Self.metrics) { c in

@@ -105,6 +105,32 @@ import Testing
             .contains("not valid JSON"))
     }
 
+    @Test func singleFlightIsOnByDefaultAndTakesTrueOrFalseInEverySpelling() throws {
+        #expect(ServerConfiguration().singleFlight)
+        let path = try file(#"{"single_flight": false}"#)
+        let fromFile = try ServerConfiguration.load(arguments: ["--config", path], environment: [:])
+        #expect(!fromFile.singleFlight)
+        let fromEnvironment = try ServerConfiguration.load(
+            arguments: [], environment: ["INFERD_SINGLE_FLIGHT": "false"], defaultFile: "/nonexistent.json")
+        #expect(!fromEnvironment.singleFlight)
+        let fromFlag = try ServerConfiguration.load(
+            arguments: ["--config", path, "--single-flight", "true"], environment: [:])
+        #expect(fromFlag.singleFlight)
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--single-flight", "maybe"], environment: [:], defaultFile: "/nonexistent.json")
+            }
+                == "flag --single-flight is \"maybe\", expected true or false")
+        let quoted = try file(#"{"single_flight": "false"}"#)
+        #expect(
+            error {
+                _ = try ServerConfiguration.load(
+                    arguments: ["--config", quoted], environment: [:], defaultFile: "/nonexistent.json")
+            }
+            .contains("wrong type: expected true or false"))
+    }
+
     @Test func unknownFlagAndMissingValue() {
         #expect(
             error {

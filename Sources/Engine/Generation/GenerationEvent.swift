@@ -44,4 +44,8 @@ public struct GenerationResult: Sendable {
     public var tokens: [Int32]
     /// Steps (prompt chunks or tokens) computed after cancellation was requested.
     public var stepsAfterCancel: Int
+    /// Set when this request joined an identical generation already in flight (single-flight):
+    /// the label (request id) of the request that started it. Usage and timings are then the
+    /// shared run's.
+    public var sharedFrom: String? = nil
 }

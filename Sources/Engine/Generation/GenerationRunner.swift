@@ -47,6 +47,9 @@ public final class GenerationRunner: Sendable {
         try submit(request, cancelled: false, onEvent: onEvent)
     }
 
+    /// Generations accepted and not yet ended, running or waiting for a place.
+    public var activeGenerations: Int { worker.heldJobCount }
+
     /// Throws `serverBusy` when a request submitted now would be refused. For callers that must
     /// answer before they can submit; the later submission can still be refused (a race).
     public func checkCapacity() throws(GenerationError) {

@@ -80,6 +80,13 @@ final class GenerationWorker: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Jobs accepted and not yet ended, running or waiting (a shared generation is one job).
+    var heldJobCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count
+    }
+
     /// A conservative check for callers that must answer before they can submit (a stream whose
     /// job starts later): throws `serverBusy` when a job submitted now would be refused.
     func checkCapacity() throws(GenerationError) {

@@ -13,6 +13,9 @@ public final class InferenceEngine: Sendable {
     public let template: ChatTemplate
     public let model: LlamaModel
     public let runner: GenerationRunner
+    /// Shares one generation between identical deterministic requests in flight.
+    public let singleFlight: SingleFlight
+    private let runCounted: SingleFlight.Run
 
     public var contextLength: Int { model.config.contextLength }
 
@@ -38,10 +41,20 @@ public final class InferenceEngine: Sendable {
             )
         }
         self.model = model
-        self.runner = GenerationRunner(
+        let runner = GenerationRunner(
             predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics)
+        let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
+            try await runner.generate(request, onEvent: onEvent)
+        }
+        self.runner = runner
+        self.runCounted = runCounted
+        self.singleFlight = SingleFlight(run: runCounted)
     }
+
+    /// Generations the engine holds now, running or waiting for a place (a shared one counts
+    /// once), including ones stopping after a cancel.
+    public var activeGenerations: Int { runner.activeGenerations }
 
     /// The prompt for a conversation, rendered by the model's chat template. Special tokens
     /// come only from the template; message text is always plain text.
@@ -49,12 +62,28 @@ public final class InferenceEngine: Sendable {
         tokenizer.encode(template.render(messages, addGenerationPrompt: true))
     }
 
-    /// Generates an answer; see `GenerationRunner.generate`.
+    /// Generates an answer, sharing it with identical deterministic requests in flight; see
+    /// `GenerationRunner.generate` and `SingleFlight`.
     public func generate(
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
-        try await runner.generate(request, onEvent: onEvent)
+        try await generate(request, sharing: true, onEvent: onEvent)
     }
+
+    /// `sharing: false` always computes the request on its own (benchmarks, or single-flight
+    /// turned off).
+    public func generate(
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        if sharing {
+            try await singleFlight.generate(request, onEvent: onEvent)
+        } else {
+            try await runCounted(request, onEvent)
+        }
+    }
+
+    /// True when `request` may share a generation with identical ones (see `SingleFlightKey`).
+    public func isShareable(_ request: GenerationRequest) -> Bool { SingleFlightKey(request) != nil }
 
     /// Starts a generation and returns at once; see `GenerationRunner.submit`.
     public func submit(

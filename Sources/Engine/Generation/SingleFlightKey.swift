@@ -1,0 +1,42 @@
+/// What makes two generation requests interchangeable: equal keys produce the same answer,
+/// token for token, so one computation can serve both.
+///
+/// Only requests whose answer cannot depend on who asks get a key: greedy, or sampled with an
+/// explicit seed (a random seed makes every answer its own), and not bound to a sequence (a
+/// session's KV cache belongs to that session alone). Everything else in the request that
+/// changes the output is part of the key and compared exactly; the label is not (it only names
+/// the request in logs).
+struct SingleFlightKey: Hashable, Sendable {
+    let promptTokens: [Int32]
+    let maxTokens: Int
+    /// Compared as a whole, so an option added to `SamplingOptions` later is part of the key
+    /// without anyone remembering to add it here.
+    let sampling: SamplingOptions
+    let stop: [String]
+    let ignoreEndOfGeneration: Bool
+    /// A background request must not ride on an interactive one's place, nor the reverse.
+    let priority: GenerationPriority
+
+    /// Nil when the request must run on its own. One with a deadline (`timeout_seconds`) runs on
+    /// its own too: its timeout must end its own generation, not a shared one.
+    init?(_ request: GenerationRequest) {
+        let sampling = request.sampling
+        guard request.sequence == nil, request.deadline == nil, sampling.temperature == 0 || sampling.seed != nil
+        else { return nil }
+        priority = request.priority
+        promptTokens = request.promptTokens
+        maxTokens = request.maxTokens
+        self.sampling = sampling
+        stop = request.stop
+        ignoreEndOfGeneration = request.ignoreEndOfGeneration
+    }
+
+    // Hashes a subset of what `==` compares (equal keys still hash equally); `SamplingOptions`
+    // is only Equatable, and the prompt already spreads keys well.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(promptTokens)
+        hasher.combine(maxTokens)
+        hasher.combine(sampling.seed)
+        hasher.combine(stop)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import InferdServer
+
+/// Identical greedy streams over real sockets with the real model share one generation.
+@Suite struct SingleFlightEndToEndTests {
+    /// A prompt no other suite sends: the model is shared by every suite in the process, and so
+    /// are its generations in flight.
+    static let body = jsonString([
+        "prompt": "Describe, slowly, a walk through a forest where every tree is the same tree.", "stream": true,
+        "options": ["temperature": 0, "max_tokens": 128, "ignore_eos": true],
+    ])
+
+    struct Stream: Sendable {
+        var requestID: String
+        var reader: SSEReader
+        var final: [String: Any] { jsonObject(reader.events.last { $0.name == "completed" }?.data ?? "") }
+    }
+
+    /// Starts a stream and reads it until its first snapshot: its generation is then in flight.
+    static func begin(_ client: TestClient) async throws -> Stream {
+        try await offPool {
+            let (status, headers) = try client.startStream("/v1/responses", body)
+            guard status == 200 else { throw ClientError(description: "status \(status)") }
+            var reader = SSEReader()
+            try client.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
+            let id = headers.first { $0.0.lowercased() == "x-request-id" }?.1 ?? ""
+            return Stream(requestID: id, reader: reader)
+        }
+    }
+
+    static func finish(_ client: TestClient, _ stream: Stream) async throws -> Stream {
+        try await offPool {
+            var s = stream
+            try client.readEvents(into: &s.reader) { r in
+                r.events.contains { ["completed", "cancelled", "error"].contains($0.name) }
+            }
+            return s
+        }
+    }
+
+    static func joinedCounter(_ s: RunningServer) async throws -> String? {
+        let r = try await offPool { try s.client().request("GET", "/metrics") }
+        return r.text.split(separator: "\n").first { $0.hasPrefix("inferd_single_flight_joined_total ") }
+            .map(String.init)
+    }
+
+    @Test func twoIdenticalGreedyStreamsShareOneGeneration() async throws {
+        let s = try RunningServer.start()
+        defer { Task { await s.server.shutdown() } }
+        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
+        let (c1, c2) = (try s.client(), try s.client())
+        let first = try await Self.begin(c1)
+        let second = try await Self.begin(c2)
+        async let firstDone = Self.finish(c1, first)
+        async let secondDone = Self.finish(c2, second)
+        let (a, b) = try await (firstDone, secondDone)
+        let text = try #require(a.final["content"] as? String)
+        #expect(!text.isEmpty)
+        #expect(b.final["content"] as? String == text)
+        #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
+        // The joiner's stream is a whole stream: started first, snapshots extending each other.
+        #expect(b.reader.events.first?.name == "started")
+        let snapshots = b.reader.events.filter { $0.name == "snapshot" }.map {
+            jsonObject($0.data)["content"] as? String ?? ""
+        }
+        for (x, y) in zip(snapshots, snapshots.dropFirst()) { #expect(y.hasPrefix(x) && y.count > x.count) }
+        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 1")
+        let line = try #require(s.logs.matching("request joined an identical generation").first)
+        #expect(
+            line.contains("request_id=\(b.requestID)") && line.contains("leader_request_id=\(a.requestID)"), "\(line)")
+    }
+
+    @Test func turnedOffEveryStreamComputesItsOwn() async throws {
+        let s = try RunningServer.start { $0.singleFlight = false }
+        defer { Task { await s.server.shutdown() } }
+        let (c1, c2) = (try s.client(), try s.client())
+        let first = try await Self.begin(c1)
+        let second = try await Self.begin(c2)
+        async let firstDone = Self.finish(c1, first)
+        async let secondDone = Self.finish(c2, second)
+        let (a, b) = try await (firstDone, secondDone)
+        #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
+        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
+        #expect(s.logs.matching("request joined an identical generation").isEmpty)
+    }
+}
