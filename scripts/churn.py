@@ -23,6 +23,8 @@ summary; exits 1 on any failed check. Standard library only.
 """
 import argparse, datetime, json, os, random, re, signal, socket, struct, subprocess, sys, tempfile, threading, time
 
+from loadtools import proc_stats, read_all, report
+
 RSS_TOLERANCE = 0.10      # the issue's bound: RSS within 10 % of the baseline
 THREAD_SLACK = 2          # Swift's pool and libmicrohttpd may keep a thread or two more
 FD_SLACK = 2
@@ -32,11 +34,6 @@ PROMPTS = ["Tell me a long story about a lighthouse keeper.", "Explain how rain 
            "List every planet and describe each one.", "Write a long poem about the sea."]
 
 
-def proc_stats(pid):
-    status = open(f"/proc/{pid}/status").read()
-    threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
-    rss_kb = int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1))
-    return {"threads": threads, "fds": len(os.listdir(f"/proc/{pid}/fd")), "rss_mb": rss_kb / 1024}
 
 
 def request(port, method, path, body=None, request_id=None, timeout=30):
@@ -56,12 +53,7 @@ def request(port, method, path, body=None, request_id=None, timeout=30):
 def call(port, method, path, body=None, request_id=None):
     """A whole non-streaming exchange: (status, parsed JSON body or None)."""
     s = request(port, method, path, body, request_id)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_all(s)
     s.close()
     m = re.match(rb"HTTP/1\.[01] (\d{3})", data)
     text = data.split(b"\r\n\r\n", 1)[-1]
@@ -224,12 +216,7 @@ def churn(port, model, tag, clients, seconds, seed, pid=None):
 def scrape(port):
     """Every sample of /metrics as {"name{labels}": value}."""
     s = request(port, "GET", "/metrics")
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_all(s)
     s.close()
     samples = {}
     for line in data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").splitlines():
@@ -416,11 +403,7 @@ def main():
         print(f"  missed: {rid} {abandoned[rid]} server: cancelled={cancelled.get(rid)} ended={ended.get(rid)}")
     for rid in spurious[:10]:
         print(f"  cancelled although read to the end: {rid}")
-    bad = 0
-    for name, ok in checks:
-        print(f"  [{'ok' if ok else 'FAIL'}] {name}")
-        bad += 0 if ok else 1
-    sys.exit(1 if bad else 0)
+    report(checks)
 
 
 if __name__ == "__main__":

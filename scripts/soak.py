@@ -16,6 +16,8 @@ after warm-up, and SIGTERM exits 0. Standard library only.
 """
 import argparse, json, os, random, re, signal, socket, subprocess, sys, tempfile, threading, time
 
+from loadtools import proc_stats, read_all, report
+
 THREAD_BOUND = 4          # extra threads allowed after the load, versus after warm-up
 FD_BOUND = 4              # extra open fds allowed
 RSS_BOUND_MB = 64         # extra resident memory allowed
@@ -23,12 +25,6 @@ KEY = "soak-key-0123456789abcdef"
 OTHER_KEY = "soak-other-key-0123456789"
 
 
-def proc_stats(pid):
-    status = open(f"/proc/{pid}/status").read()
-    threads = int(re.search(r"^Threads:\s+(\d+)", status, re.M).group(1))
-    rss_kb = int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1))
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return {"threads": threads, "fds": fds, "rss_mb": rss_kb / 1024}
 
 
 class Counts:
@@ -61,17 +57,6 @@ def raw_request(port, method, path, body=b"", headers=None, timeout=120):
     return s
 
 
-def read_all(s, stop=None, limit=None):
-    data = b""
-    while True:
-        if stop and stop(data):
-            return data
-        if limit is not None and len(data) >= limit:
-            return data
-        chunk = s.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
 
 
 def status_of(data):
@@ -355,11 +340,7 @@ def main():
     print(f"  after warm-up: {fmt(warm)}\n  peak:          {fmt(peak)}\n  after load:    {fmt(final)}")
     for f in counts.failures:
         print(f"  failure: {f}")
-    bad = 0
-    for name, ok in checks:
-        print(f"  [{'ok' if ok else 'FAIL'}] {name}")
-        bad += 0 if ok else 1
-    sys.exit(1 if bad else 0)
+    report(checks)
 
 
 if __name__ == "__main__":
