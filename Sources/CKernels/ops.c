@@ -263,6 +263,37 @@ void ck_attention(ck_pool *pool, const ck_attention_args *args) {
     ck_pool_run_chunks(pool, attention_chunk, &job, units);
 }
 
+#define CK_ATTENTION_MANY_MAX 16
+
+typedef struct {
+    const ck_attention_args *args;
+    int count;
+    int first_unit[CK_ATTENTION_MANY_MAX + 1];  // prefix sums of each item's units
+    int fast;
+} attention_many_job;
+
+static void attention_many_chunk(void *ctx, int u, int thread) {
+    const attention_many_job *job = (const attention_many_job *)ctx;
+    int m = 0;
+    while (u >= job->first_unit[m + 1]) m++;
+    const int local = u - job->first_unit[m];
+    attention_units_with(job->fast, &job->args[m], local, local + 1, thread);
+}
+
+void ck_attention_many(ck_pool *pool, const ck_attention_args *args, int count) {
+    if (count > CK_ATTENTION_MANY_MAX || !pool || ck_pool_size(pool) <= 1) {
+        for (int m = 0; m < count; m++) ck_attention(pool, &args[m]);
+        return;
+    }
+    attention_many_job job;
+    job.args = args;
+    job.count = count;
+    job.fast = ck_fast_paths_enabled();
+    job.first_unit[0] = 0;
+    for (int m = 0; m < count; m++) job.first_unit[m + 1] = job.first_unit[m] + args[m].n_tokens * args[m].n_head;
+    ck_pool_run_chunks(pool, attention_many_chunk, &job, job.first_unit[count]);
+}
+
 // MARK: - Element-wise
 
 void ck_rmsnorm(const float *x, const float *w, float *y, int n, float eps) {

@@ -161,6 +161,9 @@ typedef struct {
 /// Units u in u0..<u1 (u = t * n_head + h) using scratch row `slot`.
 void ck_attention_units(const ck_attention_args *args, int u0, int u1, int slot);
 void ck_attention(ck_pool *pool, const ck_attention_args *args);
+/// Several sequences' attention (at most 16; more run one by one) in one pool task: a batched
+/// pass waits once per layer instead of once per sequence. They must share `scratch`.
+void ck_attention_many(ck_pool *pool, const ck_attention_args *args, int count);
 
 // MARK: - Element-wise
 

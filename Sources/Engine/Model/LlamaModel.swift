@@ -264,30 +264,36 @@ public final class LlamaModel: @unchecked Sendable {
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
             var activations = PreparedActivations(source: xn, n: n, columns: dim)
             matmul((layer.wq, q, dim), (layer.wk, k, kvDim), (layer.wv, v, kvDim), activations: &activations)
-            for (segment, offset) in zip(segments, offsets) {
-                let kCache = segment.cache.keys(layer: l)
-                let vCache = segment.cache.values(layer: l)
-                let pos0 = segment.cache.count
-                let rows = segment.tokens.count
-                for t in 0..<rows {
-                    let pos = pos0 + t
-                    let row = offset + t
-                    ck_rope(
-                        q + row * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(pos),
-                        c.ropeFreqBase)
-                    ck_rope(
-                        k + row * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount),
-                        Int32(pos), c.ropeFreqBase)
-                    ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
-                    ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
+            // RoPE and the new keys and values into each sequence's cache, then every sequence's
+            // attention in one pool task.
+            withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
+                for (i, (segment, offset)) in zip(segments, offsets).enumerated() {
+                    let kCache = segment.cache.keys(layer: l)
+                    let vCache = segment.cache.values(layer: l)
+                    let pos0 = segment.cache.count
+                    let rows = segment.tokens.count
+                    for t in 0..<rows {
+                        let pos = pos0 + t
+                        let row = offset + t
+                        ck_rope(
+                            q + row * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount),
+                            Int32(pos), c.ropeFreqBase)
+                        ck_rope(
+                            k + row * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount),
+                            Int32(pos), c.ropeFreqBase)
+                        ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
+                        ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
+                    }
+                    list.initializeElement(
+                        at: i,
+                        to: ck_attention_args(
+                            q: q + offset * dim, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache,
+                            kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
+                            head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
+                            scale: 1 / Float(c.headDim).squareRoot(), out: attn + offset * dim,
+                            out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(attnScratchStride)))
                 }
-                var args = ck_attention_args(
-                    q: q + offset * dim, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache,
-                    kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
-                    head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                    scale: 1 / Float(c.headDim).squareRoot(), out: attn + offset * dim, out_stride: Int32(dim),
-                    scratch: attnScratch, scratch_stride: Int32(attnScratchStride))
-                ck_attention(pool.raw, &args)
+                ck_attention_many(pool.raw, list.baseAddress!, Int32(segments.count))
             }
             var attnActivations = PreparedActivations(source: attn, n: n, columns: dim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
