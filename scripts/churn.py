@@ -23,7 +23,7 @@ summary; exits 1 on any failed check. Standard library only.
 """
 import argparse, datetime, json, os, random, re, signal, socket, struct, subprocess, sys, tempfile, threading, time
 
-from loadtools import proc_stats, read_all, report
+from loadtools import proc_stats, read_all, report, start_server
 
 RSS_TOLERANCE = 0.10      # the issue's bound: RSS within 10 % of the baseline
 THREAD_SLACK = 2          # Swift's pool and libmicrohttpd may keep a thread or two more
@@ -266,36 +266,6 @@ def delta(after, before, name):
     return after.get(name, 0) - before.get(name, 0)
 
 
-def start_server(binary, model, data_dir):
-    log_path = os.path.join(data_dir, "server.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [binary, "serve", "--model", model, "--host", "127.0.0.1", "--port", "0", "--log-format", "json",
-         "--data-dir", data_dir, "--drain-seconds", "5",
-         # Kept session KV caches may legitimately fill kv_cache_mib; a small budget keeps the RSS
-         # bound about leaks, not about that cache (as in soak.py).
-         "--kv-cache-mib", "32"],
-        stdout=log, stderr=log)
-    port, start = None, time.monotonic()
-    while port is None and time.monotonic() - start < 30:
-        time.sleep(0.1)
-        for line in open(log_path):
-            if '"server listening"' in line:
-                port = int(json.loads(line)["port"])
-        if proc.poll() is not None:
-            sys.exit(f"churn: the server exited at start-up; log in {log_path}")
-    if port is None:
-        proc.kill()
-        sys.exit("churn: the server did not report its port")
-    while time.monotonic() - start < 120:
-        try:
-            if call(port, "GET", "/health")[0] == 200:
-                return proc, port, log, log_path
-        except OSError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    sys.exit("churn: the model did not load within 120 s")
 
 
 def main():
@@ -309,7 +279,7 @@ def main():
     a = ap.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="inferd-churn-")
-    proc, port, log, log_path = start_server(a.binary, a.model, data_dir)
+    proc, port, log, log_path = start_server("churn", a.binary, a.model, data_dir)
     model = call(port, "GET", "/v1/models")[1]["data"][0]["id"]
     try:
         warm = churn(port, model, "w", a.clients, a.warmup, a.seed + 1)

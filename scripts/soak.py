@@ -16,7 +16,7 @@ after warm-up, and SIGTERM exits 0. Standard library only.
 """
 import argparse, json, os, random, re, signal, socket, subprocess, sys, tempfile, threading, time
 
-from loadtools import proc_stats, read_all, report
+from loadtools import proc_stats, read_all, report, start_server
 
 THREAD_BOUND = 4          # extra threads allowed after the load, versus after warm-up
 FD_BOUND = 4              # extra open fds allowed
@@ -256,33 +256,9 @@ def main():
 
     data_dir = tempfile.mkdtemp(prefix="inferd-soak-")
     env = dict(os.environ, INFERD_API_KEYS=f"{KEY},{OTHER_KEY}")
-    log_path = os.path.join(data_dir, "server.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [a.binary, "serve", "--model", a.model, "--host", "127.0.0.1", "--port", "0", "--log-format", "json",
-         "--data-dir", data_dir, "--drain-seconds", "5", "--max-tokens-limit", "256",
-         # Kept session KV caches may legitimately fill kv_cache_mib; a small budget keeps the RSS
-         # bound about leaks, not about that cache.
-         "--kv-cache-mib", "32"],
-        stdout=log, stderr=log, env=env)
-    port = None
-    start = time.monotonic()
-    while port is None and time.monotonic() - start < 30:
-        time.sleep(0.1)
-        for line in open(log_path):
-            if '"server listening"' in line:
-                port = int(json.loads(line)["port"])
-        if proc.poll() is not None:
-            sys.exit(f"soak: server exited at start-up; log in {log_path}")
-    if port is None:
-        sys.exit("soak: the server did not report its port")
-    while time.monotonic() - start < 120:
-        try:
-            if get(port, "/health")[0] == 200:
-                break
-        except OSError:
-            pass
-        time.sleep(0.2)
+    proc, port, log, log_path = start_server(
+        "soak", a.binary, a.model, data_dir, extra_args=("--max-tokens-limit", "256"), env=env,
+        health=lambda port: get(port, "/health")[0])  # counted: the server counts these probes too
 
     counts = Counts()
     warmup = min(15.0, a.seconds / 4)
