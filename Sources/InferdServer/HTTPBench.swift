@@ -147,23 +147,14 @@ enum HTTPBench {
         InferdApp.json(
             BenchRequest(
                 prompt: reader.map { prompt + " Reader \($0)." } ?? prompt, stream: true,
-                options: .init(temperature: 0, maxTokens: maxTokens, ignoreEOS: ignoreEOS)))
+                options: GenerationOptionsBody(temperature: 0, maxTokens: maxTokens, ignoreEos: ignoreEOS)))
     }
 
+    /// A `/v1/responses` request body, with the server's own options type.
     struct BenchRequest: Encodable {
-        struct Options: Encodable {
-            var temperature: Float
-            var maxTokens: Int
-            var ignoreEOS: Bool
-            enum CodingKeys: String, CodingKey {
-                case temperature
-                case maxTokens = "max_tokens"
-                case ignoreEOS = "ignore_eos"
-            }
-        }
         var prompt: String
         var stream: Bool
-        var options: Options
+        var options: GenerationOptionsBody
     }
 
     /// Blocking socket work, run off Swift's cooperative pool.
