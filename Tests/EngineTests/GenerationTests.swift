@@ -203,7 +203,7 @@ import Testing
         let shapes = p.batchShapes.withLock { $0 }
         #expect(shapes.contains([1, 64]) && shapes.contains([1, 22]), "chunks shared a's passes")
         #expect(shapes.filter { $0.contains(64) }.count == 2, "no prompt chunk ran alone while a was decoding")
-        #expect(shapes.allSatisfy { $0.reduce(0, +) <= GenerationWorker.maxPassTokens })
+        #expect(shapes.allSatisfy { $0.reduce(0, +) <= p.maxTokensPerPass })
     }
 
     @Test func eventSequenceEndsWithFinishedAndCancelsWhenAbandoned() async throws {

@@ -11,9 +11,6 @@ import Telemetry
 /// `maxActiveSequences` at once, the others wait (or are refused when too many wait), and the
 /// queue's deadlines, preemptions and admissions are applied between rounds.
 final class GenerationWorker: @unchecked Sendable {
-    /// Tokens and sequences one batched prediction takes (the model's own pass limits).
-    static let maxPassTokens = LlamaModel.maxPassTokens
-    static let maxSequencesPerPass = LlamaModel.maxSequencesPerBatch
 
     private let predictor: any TokenPredictor
     private let condition = NSCondition()
@@ -126,7 +123,7 @@ final class GenerationWorker: @unchecked Sendable {
     }
 
     /// One step of every active job. Decoding jobs (one token each) and whole prompt chunks share
-    /// one batched prediction of at most `maxPassTokens` tokens: one pass over the weights for
+    /// one batched prediction of at most the predictor's `maxTokensPerPass` tokens: one pass over the weights for
     /// all of them, so a new prompt is processed between, not instead of, the running streams'
     /// tokens. A prompt always advances by whole chunks from where it started, never by the room
     /// left in a pass: the split changes the rounding, and an answer must not depend on what else
@@ -136,9 +133,10 @@ final class GenerationWorker: @unchecked Sendable {
     private func stepRound(_ active: [GenerationJob]) {
         var members: [GenerationJob] = []
         var inputs: [PredictionInput] = []
-        var room = Self.maxPassTokens
+        var room = predictor.maxTokensPerPass
         for job in active where job.isDecoding || job.isProcessingPrompt {
-            guard members.count < Self.maxSequencesPerPass, let input = job.batchInput(), input.tokens.count <= room
+            guard members.count < predictor.maxSequencesPerPass, let input = job.batchInput(),
+                input.tokens.count <= room
             else { continue }
             members.append(job)
             inputs.append(input)

@@ -1,6 +1,8 @@
 extension LlamaModel: TokenPredictor {
     public var vocabularySize: Int { config.vocabularySize }
     public var contextLength: Int { config.contextLength }
+    public var maxTokensPerPass: Int { LlamaModel.maxPassTokens }
+    public var maxSequencesPerPass: Int { LlamaModel.maxSequencesPerBatch }
 
     public func makeSequence(capacity: Int) -> any PredictorSequence {
         makeCache(capacity: min(capacity, config.contextLength))

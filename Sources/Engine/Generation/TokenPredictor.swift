@@ -11,6 +11,10 @@ public protocol TokenPredictor: AnyObject, Sendable {
     /// Synchronous and compute-bound: call it only from the engine's own threads.
     func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws
     func predict(batch: [PredictionInput]) throws
+    /// Most tokens and sequences one batched prediction should hold; the generation worker
+    /// fills its rounds up to these (defaults below).
+    var maxTokensPerPass: Int { get }
+    var maxSequencesPerPass: Int { get }
 }
 
 /// One sequence's tokens for a batched prediction, and where its next-token logits go.
@@ -27,6 +31,10 @@ public struct PredictionInput {
 }
 
 extension TokenPredictor {
+    /// By default a 64-token prompt chunk plus one token for each of 16 other sequences.
+    public var maxTokensPerPass: Int { 80 }
+    public var maxSequencesPerPass: Int { 16 }
+
     /// Several sequences at once. Predictors that can share work between sequences (one pass
     /// over the weights for all of them) override this; the default runs them one by one.
     /// Must throw before changing anything when any input is bad.
