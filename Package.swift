@@ -48,7 +48,9 @@ let package = Package(
         // Socket-level client and helpers for the suites that drive a real server.
         .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "EngineTests", dependencies: ["Engine"]),
+        // Counts the heap allocations of chosen threads (replaces malloc in the test executable only).
+        .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"]),
         .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",

@@ -24,7 +24,9 @@ final class GatedPredictor: TokenPredictor, @unchecked Sendable {
 
     func makeSequence(capacity: Int) -> any PredictorSequence { inner.makeSequence(capacity: capacity) }
 
-    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws {
+    func predict(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
         passGate()
         try inner.predict(tokens: tokens, sequence: sequence, logits: logits)
     }

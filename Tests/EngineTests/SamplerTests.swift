@@ -83,4 +83,32 @@ import Testing
             try o.validate()
         }
     }
+
+    @Test func aTokenRepeatedInTheWindowIsPenalizedOnce() {
+        var o = SamplingOptions.greedy
+        o.repeatPenalty = 1.5
+        var sampler = Sampler(options: o)
+        // Once: 3 / 1.5 = 2 still beats 1.5; three times it would not (0.89).
+        var logits: [Float] = [3, 1.5, 0]
+        #expect(logits.withUnsafeMutableBufferPointer { sampler.sample(logits: $0, recent: [0, 0, 0]) } == 0)
+        #expect(logits[0] == 2)
+        // The same sampler remembers nothing of the last window.
+        logits = [3, 1.5, 0]
+        #expect(logits.withUnsafeMutableBufferPointer { sampler.sample(logits: $0, recent: [2]) } == 0)
+        #expect(logits[0] == 3)
+    }
+
+    @Test func heapSortOrdersLikeTheStandardSort() {
+        var rng = SeededGenerator(seed: 3)
+        for count in [0, 1, 2, 7, 64, 1000] {
+            // Few distinct logits, so ties (broken by id) are common.
+            let candidates = (0..<count).map { Sampler.Candidate(id: Int32($0), logit: Float(rng.next() % 9)) }
+            let before: (Sampler.Candidate, Sampler.Candidate) -> Bool = {
+                $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id)
+            }
+            var sorted = candidates
+            sorted.withUnsafeMutableBufferPointer { Sampler.heapSort($0, by: before) }
+            #expect(sorted.map(\.id) == candidates.sorted(by: before).map(\.id), "count \(count)")
+        }
+    }
 }

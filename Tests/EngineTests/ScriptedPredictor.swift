@@ -47,7 +47,9 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
         for input in batch { try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits) }
     }
 
-    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws {
+    func predict(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
         inFlight.add(1, ordering: .relaxed)
         defer { inFlight.subtract(1, ordering: .relaxed) }
         calls.withLock { $0.append(tokens.count) }

@@ -36,7 +36,9 @@ final class FakePredictor: TokenPredictor, @unchecked Sendable {
 
     func makeSequence(capacity: Int) -> any PredictorSequence { Sequence(capacity: capacity) }
 
-    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws {
+    func predict(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
         computed.add(tokens.count, ordering: .relaxed)
         if stepDelay > 0 { Thread.sleep(forTimeInterval: stepDelay) }
         let seq = sequence as! Sequence

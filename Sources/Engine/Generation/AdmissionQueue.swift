@@ -143,11 +143,10 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     /// Applies deadlines, preemption and admissions as of `now`; returns what the worker must
     /// do, in order (parks before the admissions that take their places).
     mutating func update(now: Instant) -> [Action] {
+        // Runs every engine round: it builds no array unless it has something to report.
         var actions: [Action] = []
-        for w in interactive + background where w.deadline.map({ $0 <= now }) ?? false {
-            _ = remove(w.id)
-            actions.append(.expireWaiting(w.id))
-        }
+        Self.expire(&interactive, now: now, into: &actions)
+        Self.expire(&background, now: now, into: &actions)
         for r in running where r.deadline.map({ $0 <= now }) ?? false {
             finished(r.id, now: now)
             actions.append(.expireActive(r.id))
@@ -169,11 +168,37 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
                 at: 0)
             actions.append(.park(r.id))
         }
-        for (index, w) in ordered(at: now).enumerated() where w.lastNotifiedPosition != index + 1 {
-            setNotified(w.id, index + 1)
-            actions.append(.position(w.id, index + 1))
+        // Positions in the order of `ordered(at:)`, without building it.
+        var position = 0
+        let starvedHead = background.first.map { isStarved($0, at: now) } ?? false
+        if starvedHead { Self.notify(&background[0], &position, into: &actions) }
+        for i in interactive.indices { Self.notify(&interactive[i], &position, into: &actions) }
+        for i in background.indices.dropFirst(starvedHead ? 1 : 0) {
+            Self.notify(&background[i], &position, into: &actions)
         }
         return actions
+    }
+
+    /// Takes the waiters past their deadlines out of `list`, in order.
+    private static func expire(_ list: inout [Waiter], now: Instant, into actions: inout [Action]) {
+        var i = 0
+        while i < list.count {
+            if let deadline = list[i].deadline, deadline <= now {
+                actions.append(.expireWaiting(list[i].id))
+                list.remove(at: i)
+            } else {
+                i += 1
+            }
+        }
+    }
+
+    /// Gives the next position to `waiter`, reporting it when it changed.
+    private static func notify(_ waiter: inout Waiter, _ position: inout Int, into actions: inout [Action]) {
+        position += 1
+        if waiter.lastNotifiedPosition != position {
+            waiter.lastNotifiedPosition = position
+            actions.append(.position(waiter.id, position))
+        }
     }
 
     /// The next moment `update` could change something by itself (a deadline, a preemption, the
@@ -228,14 +253,6 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
             running[$0].priority == .background && running[$0].steps >= policy.minimumStepsBeforePreemption
         }
         return candidates.max { running[$0].steps < running[$1].steps }
-    }
-
-    private mutating func setNotified(_ id: ID, _ position: Int) {
-        if let i = interactive.firstIndex(where: { $0.id == id }) {
-            interactive[i].lastNotifiedPosition = position
-        } else if let i = background.firstIndex(where: { $0.id == id }) {
-            background[i].lastNotifiedPosition = position
-        }
     }
 
     private mutating func recordService(_ d: Duration) {

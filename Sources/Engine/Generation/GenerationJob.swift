@@ -18,7 +18,7 @@ final class GenerationJob: @unchecked Sendable {
     enum Phase {
         case waiting
         case prompt(next: Int)
-        case decode(lastToken: Int32)
+        case decode
         case done
     }
 
@@ -41,6 +41,9 @@ final class GenerationJob: @unchecked Sendable {
     var decodedText = ""
     var visibleCount = 0
     var generated: [Int32] = []
+    /// The prompt and the generated tokens, newest last: the sampler's look-back and the decode
+    /// step's input. Reserved for the whole answer at the start, so a token never reallocates it.
+    var history: [Int32] = []
     var cachedTokens = 0
     var stepsAfterCancel = 0
     var startedAt = ContinuousClock.now
@@ -86,11 +89,10 @@ final class GenerationJob: @unchecked Sendable {
                 try start(predictor: predictor)
             case .prompt(let next):
                 let end = min(next + Self.promptChunk, request.promptTokens.count)
-                let chunk = Array(request.promptTokens[next..<end])
-                try predictor.predict(tokens: chunk, sequence: sequence, logits: logits)
+                try predictor.predict(tokens: request.promptTokens[next..<end], sequence: sequence, logits: logits)
                 promptAdvanced(to: end, logits: logits)
-            case .decode(let last):
-                try predictor.predict(tokens: [last], sequence: sequence, logits: logits)
+            case .decode:
+                try predictor.predict(tokens: lastToken, sequence: sequence, logits: logits)
                 accept(sampleNext(logits: logits))
             case .done:
                 return
@@ -129,14 +131,14 @@ final class GenerationJob: @unchecked Sendable {
     /// chunk (the same chunk a single step would compute) when processing its prompt.
     func batchInput() -> PredictionInput? {
         guard !isCancelled else { return nil }
-        let tokens: [Int32]
+        let tokens: ArraySlice<Int32>
         switch phase {
-        case .decode(let last):
-            tokens = [last]
+        case .decode:
+            tokens = lastToken
             batchedPromptEnd = 0
         case .prompt(let next):
             let end = min(next + Self.promptChunk, request.promptTokens.count)
-            tokens = Array(request.promptTokens[next..<end])
+            tokens = request.promptTokens[next..<end]
             batchedPromptEnd = end
         default:
             return nil
@@ -144,6 +146,9 @@ final class GenerationJob: @unchecked Sendable {
         batchLogitsAllocated = true
         return PredictionInput(tokens: tokens, sequence: sequence, logits: batchLogits)
     }
+
+    /// The token a decode step feeds the model: the newest one, as a slice of the history.
+    private var lastToken: ArraySlice<Int32> { history[(history.count - 1)...] }
 
     /// Finishes a batched step whose logits are in `batchLogits`.
     func completeBatchedStep() {
@@ -183,6 +188,9 @@ final class GenerationJob: @unchecked Sendable {
         try request.sampling.validate()
         startedAt = .now
         let needed = prompt.count + request.maxTokens
+        history.reserveCapacity(needed)
+        history.append(contentsOf: prompt)
+        generated.reserveCapacity(request.maxTokens)
         if let existing = request.sequence, existing.capacity >= needed {
             // Reuse the longest shared prefix, but always recompute at least the last prompt
             // token: its logits are what the first generated token is sampled from.
@@ -201,12 +209,12 @@ final class GenerationJob: @unchecked Sendable {
         if request.ignoreEndOfGeneration {
             for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
         }
-        let recent = request.promptTokens + generated
-        return sampler.sample(logits: logits, recent: recent[...])
+        return sampler.sample(logits: logits, recent: history[...])
     }
 
     private func accept(_ token: Int32) {
         generated.append(token)
+        history.append(token)
         if endOfGeneration.contains(token) {
             finish(.stop)
             return
@@ -230,7 +238,7 @@ final class GenerationJob: @unchecked Sendable {
         if generated.count >= request.maxTokens {
             finish(.length)
         } else {
-            phase = .decode(lastToken: token)
+            phase = .decode
         }
     }
 

@@ -24,6 +24,10 @@ final class GenerationWorker: @unchecked Sendable {
     private var stopping = false
     /// Scratch logits buffer, used only by the worker thread. Shape: [vocabularySize].
     private let logits: UnsafeMutableBufferPointer<Float>
+    /// A round's batch, worker thread only: emptied but kept between rounds, so a round allocates
+    /// nothing once they have grown to the largest batch.
+    private var members: [GenerationJob] = []
+    private var inputs: [PredictionInput] = []
 
     init(
         predictor: any TokenPredictor, policy: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
@@ -131,8 +135,8 @@ final class GenerationWorker: @unchecked Sendable {
     /// by the predictor (it throws before changing anything) falls back to single steps, so an
     /// error lands on the job that caused it.
     private func stepRound(_ active: [GenerationJob]) {
-        var members: [GenerationJob] = []
-        var inputs: [PredictionInput] = []
+        members.removeAll(keepingCapacity: true)
+        inputs.removeAll(keepingCapacity: true)
         var room = predictor.maxTokensPerPass
         for job in active where job.isDecoding || job.isProcessingPrompt {
             guard members.count < predictor.maxSequencesPerPass, let input = job.batchInput(),
@@ -145,11 +149,16 @@ final class GenerationWorker: @unchecked Sendable {
         if members.count >= 2 {
             do {
                 try predictor.predict(batch: inputs)
+                // The inputs hold slices of the jobs' histories; dropped first, the histories
+                // stay uniquely referenced and take the new tokens in place.
+                inputs.removeAll(keepingCapacity: true)
                 for job in members { job.completeBatchedStep() }
             } catch {
+                inputs.removeAll(keepingCapacity: true)
                 for job in members { job.step(predictor: predictor, logits: logits) }
             }
         } else if let only = members.first {
+            inputs.removeAll(keepingCapacity: true)  // its history slice, as above
             only.step(predictor: predictor, logits: logits)
         }
         // Starting and cancelled jobs; a prompt that found no room this round waits for the next.
@@ -196,7 +205,7 @@ final class GenerationWorker: @unchecked Sendable {
             active.removeAll { $0.isDone }
 
             condition.lock()
-            admission.stepped(active.map(\.admissionID))
+            admission.stepped(active.lazy.map(\.admissionID))
             for job in done {
                 admission.finished(job.admissionID, now: .now)
                 jobs[job.admissionID] = nil

@@ -9,7 +9,7 @@ extension LlamaModel: TokenPredictor {
     }
 
     public func predict(
-        tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
         guard let cache = sequence as? KVCache else {
             preconditionFailure("a LlamaModel runs only sequences it made")
@@ -19,13 +19,12 @@ extension LlamaModel: TokenPredictor {
 
     /// One pass over the weights for every sequence in the batch.
     public func predict(batch: [PredictionInput]) throws {
-        let items = batch.map { input -> BatchItem in
+        try forward(batch: batch) { input in
             guard let cache = input.sequence as? KVCache else {
                 preconditionFailure("a LlamaModel runs only sequences it made")
             }
             return BatchItem(tokens: input.tokens, cache: cache, logits: input.logits)
         }
-        try forward(batch: items)
     }
 }
 

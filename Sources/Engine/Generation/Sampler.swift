@@ -14,6 +14,10 @@ public struct Sampler: Sendable {
     public let seed: UInt64
     private var rng: SeededGenerator
     private var candidates: [Candidate] = []
+    /// The top-k selection's output, swapped with `candidates` so both keep their capacity.
+    private var kept: [Candidate] = []
+    /// Marks tokens already penalized this step (one flag per vocabulary entry, cleared after).
+    private var penalized: [Bool] = []
 
     struct Candidate {
         var id: Int32
@@ -60,11 +64,14 @@ public struct Sampler: Sendable {
 
     mutating func applyRepeatPenalty(logits: UnsafeMutableBufferPointer<Float>, recent: ArraySlice<Int32>) {
         guard options.repeatPenalty != 1, options.repeatLastN > 0 else { return }
-        var seen = Set<Int32>()
-        for id in recent.suffix(options.repeatLastN) where Int(id) < logits.count && seen.insert(id).inserted {
+        if penalized.count < logits.count { penalized = Array(repeating: false, count: logits.count) }
+        let window = recent.suffix(options.repeatLastN)
+        for id in window where id >= 0 && Int(id) < logits.count && !penalized[Int(id)] {
+            penalized[Int(id)] = true
             let l = logits[Int(id)]
             logits[Int(id)] = l > 0 ? l / options.repeatPenalty : l * options.repeatPenalty
         }
+        for id in window where id >= 0 && Int(id) < logits.count { penalized[Int(id)] = false }
     }
 
     /// Keeps the k highest logits, sorted descending (ties: lower id first).
@@ -74,7 +81,9 @@ public struct Sampler: Sendable {
         if k < candidates.count {
             // Selection with a threshold: one pass keeps anything that could be in the top k,
             // so only a handful of candidates get sorted instead of the whole vocabulary.
-            var kept = Array(candidates[0..<k])
+            kept.removeAll(keepingCapacity: true)
+            kept.reserveCapacity(candidates.count)
+            kept.append(contentsOf: candidates[0..<k])
             kept.sort(by: before)
             for c in candidates[k...] where before(c, kept[k - 1]) {
                 var i = k - 1
@@ -84,9 +93,38 @@ public struct Sampler: Sendable {
                 }
                 kept[i] = c
             }
-            candidates = kept
+            swap(&candidates, &kept)
         } else {
-            candidates.sort(by: before)
+            candidates.withUnsafeMutableBufferPointer { Self.heapSort($0, by: before) }
+        }
+    }
+
+    /// Sorts in place with no scratch memory (the standard library's sort allocates a buffer on
+    /// every call, and without top-k this runs over the whole vocabulary every token). `before`
+    /// is a strict total order here (ids break ties), so the result is the same as any sort's.
+    static func heapSort(_ a: UnsafeMutableBufferPointer<Candidate>, by before: (Candidate, Candidate) -> Bool) {
+        // A heap whose root is the element that sorts last, moved to the end one at a time.
+        func siftDown(_ start: Int, _ end: Int) {
+            var root = start
+            while true {
+                var child = 2 * root + 1
+                guard child < end else { return }
+                if child + 1 < end && before(a[child], a[child + 1]) { child += 1 }
+                guard before(a[root], a[child]) else { return }
+                a.swapAt(root, child)
+                root = child
+            }
+        }
+        var i = a.count / 2
+        while i > 0 {
+            i -= 1
+            siftDown(i, a.count)
+        }
+        var end = a.count
+        while end > 1 {
+            end -= 1
+            a.swapAt(0, end)
+            siftDown(0, end)
         }
     }
 

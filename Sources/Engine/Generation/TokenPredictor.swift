@@ -8,8 +8,11 @@ public protocol TokenPredictor: AnyObject, Sendable {
     /// A new, empty per-sequence state (the KV cache) holding up to `capacity` tokens.
     func makeSequence(capacity: Int) -> any PredictorSequence
     /// Appends `tokens` to `sequence` and writes the logits after the last one into `logits`.
-    /// Synchronous and compute-bound: call it only from the engine's own threads.
-    func predict(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) throws
+    /// Synchronous and compute-bound: call it only from the engine's own threads. A slice, so a
+    /// decode step can pass the last token of a sequence's history without building an array.
+    func predict(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
+    ) throws
     func predict(batch: [PredictionInput]) throws
     /// Most tokens and sequences one batched prediction should hold; the generation worker
     /// fills its rounds up to these (defaults below).
@@ -19,11 +22,11 @@ public protocol TokenPredictor: AnyObject, Sendable {
 
 /// One sequence's tokens for a batched prediction, and where its next-token logits go.
 public struct PredictionInput {
-    public var tokens: [Int32]
+    public var tokens: ArraySlice<Int32>
     public var sequence: any PredictorSequence
     public var logits: UnsafeMutableBufferPointer<Float>
 
-    public init(tokens: [Int32], sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) {
+    public init(tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) {
         self.tokens = tokens
         self.sequence = sequence
         self.logits = logits

@@ -152,17 +152,27 @@ public final class LlamaModel: @unchecked Sendable {
     /// keys and values to the cache, and writes the logits of the last token into `logits`
     /// (`vocabularySize` floats). Throws before doing anything when the cache would overflow.
     public func forward(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
+        try forward(tokens: tokens[...], cache: cache, logits: logits)
+    }
+
+    /// The same for a slice (a decode step passes the last token of its history, allocating nothing).
+    public func forward(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
         guard !tokens.isEmpty else { return }
         try validate(tokens: tokens, cache: cache, logits: logits)
         lock.lock()
         defer { lock.unlock() }
-        var start = 0
-        while start < tokens.count {
-            let end = min(tokens.count, start + Self.maxBatch)
+        forwardLocked(tokens: tokens, cache: cache, logits: logits)
+    }
+
+    /// `forward` in chunks of `maxBatch`, with the lock held and the input validated.
+    private func forwardLocked(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
+        var start = tokens.startIndex
+        while start < tokens.endIndex {
+            let end = min(tokens.endIndex, start + Self.maxBatch)
             let chunk = tokens[start..<end]
             let segment = Segment(
-                tokens: chunk, cache: cache, logits: end == tokens.count ? logits.baseAddress : nil)
-            runChunk([segment])
+                tokens: chunk, cache: cache, logits: end == tokens.endIndex ? logits.baseAddress : nil, row: 0)
+            withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1)) }
             cache.append(chunk)
             start = end
         }
@@ -170,11 +180,11 @@ public final class LlamaModel: @unchecked Sendable {
 
     /// One sequence's part of a batched pass.
     public struct BatchItem {
-        public var tokens: [Int32]
+        public var tokens: ArraySlice<Int32>
         public var cache: KVCache
         public var logits: UnsafeMutableBufferPointer<Float>
 
-        public init(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
+        public init(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
             self.tokens = tokens
             self.cache = cache
             self.logits = logits
@@ -187,36 +197,61 @@ public final class LlamaModel: @unchecked Sendable {
     /// pass (more than `maxPassTokens` tokens together, or more than `maxSequencesPerBatch`
     /// sequences) are run in further passes. Throws before doing anything on a bad item.
     public func forward(batch items: [BatchItem]) throws {
-        for item in items {
-            try validate(tokens: item.tokens, cache: item.cache, logits: item.logits)
-        }
-        guard Set(items.map { ObjectIdentifier($0.cache) }).count == items.count else {
-            throw ModelError.invalidHyperParameter("a batch holds the same KV cache twice")
-        }
-        var pending = items.filter { !$0.tokens.isEmpty }
-        while !pending.isEmpty {
-            var group: [BatchItem] = []
-            var total = 0
-            while let next = pending.first, group.count < Self.maxSequencesPerBatch,
-                next.tokens.count <= Self.maxBatch, total + next.tokens.count <= Self.maxPassTokens
-            {
-                group.append(pending.removeFirst())
-                total += next.tokens.count
+        try forward(batch: items) { $0 }
+    }
+
+    /// `forward(batch:)` over any list that can present its elements as batch items (the
+    /// predictor's inputs), so a decode round builds no array of its own.
+    func forward<Items: RandomAccessCollection>(batch items: Items, as item: (Items.Element) -> BatchItem) throws
+    where Items.Index == Int {
+        for i in items.indices {
+            let a = item(items[i])
+            try validate(tokens: a.tokens, cache: a.cache, logits: a.logits)
+            for j in items.indices where j > i && item(items[j]).cache === a.cache {
+                throw ModelError.invalidHyperParameter("a batch holds the same KV cache twice")
             }
-            if group.isEmpty {
-                // One long prompt: it runs alone, in chunks.
-                let item = pending.removeFirst()
-                try forward(tokens: item.tokens, cache: item.cache, logits: item.logits)
-                continue
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        withUnsafeTemporaryAllocation(of: Segment.self, capacity: Self.maxSequencesPerBatch) { group in
+            var next = items.startIndex
+            while next < items.endIndex {
+                // The items from `next` on that fit one pass, in order.
+                var count = 0
+                var rows = 0
+                while next < items.endIndex, count < Self.maxSequencesPerBatch {
+                    let a = item(items[next])
+                    if a.tokens.isEmpty {
+                        next += 1
+                        continue
+                    }
+                    if a.tokens.count > Self.maxBatch {
+                        guard count == 0 else { break }
+                        // One long prompt: it runs alone, in chunks.
+                        forwardLocked(tokens: a.tokens, cache: a.cache, logits: a.logits)
+                        next += 1
+                        continue
+                    }
+                    guard rows + a.tokens.count <= Self.maxPassTokens else { break }
+                    group.initializeElement(
+                        at: count,
+                        to: Segment(tokens: a.tokens, cache: a.cache, logits: a.logits.baseAddress, row: rows))
+                    count += 1
+                    rows += a.tokens.count
+                    next += 1
+                }
+                guard count > 0 else { continue }
+                let segments = UnsafeMutableBufferPointer(rebasing: group[0..<count])
+                runChunk(UnsafeBufferPointer(segments))
+                for segment in segments { segment.cache.append(segment.tokens) }
+                _ = segments.deinitialize()
             }
-            lock.lock()
-            runChunk(group.map { Segment(tokens: $0.tokens[...], cache: $0.cache, logits: $0.logits.baseAddress) })
-            for item in group { item.cache.append(item.tokens[...]) }
-            lock.unlock()
         }
     }
 
-    private func validate(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
+    private func validate(
+        tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
         guard cache.layers == config.blockCount, cache.kvDim == config.kvDim else {
             throw ModelError.cacheFromAnotherModel
         }
@@ -231,43 +266,44 @@ public final class LlamaModel: @unchecked Sendable {
         }
     }
 
-    /// Rows of one sequence inside a pass: its tokens, its cache, where its last logits go.
+    /// Rows of one sequence inside a pass: its tokens, its cache, where its last logits go, and
+    /// the pass row its first token takes.
     struct Segment {
         let tokens: ArraySlice<Int32>
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
+        let row: Int
     }
 
     // MARK: - The pass
 
-    /// One pass over the rows of `segments` (together at most `maxPassTokens` rows). Weight products
-    /// run once over all rows; RoPE positions, the KV cache and attention are per segment.
-    private func runChunk(_ segments: [Segment]) {
+    /// One pass over the rows of `segments` (together at most `maxPassTokens` rows, each segment
+    /// starting at its `row`). Weight products run once over all rows; RoPE positions, the KV
+    /// cache and attention are per segment.
+    private func runChunk(_ segments: UnsafeBufferPointer<Segment>) {
         let c = config
         let dim = c.embeddingLength
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
-        // Row offset of each segment. Shape of x, xn, q, attn, proj: [n × dim]; k, v: [n × kvDim].
-        var offsets: [Int] = []
-        var n = 0
+        // Rows in the pass. Shape of x, xn, q, attn, proj: [n × dim]; k, v: [n × kvDim].
+        let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
         for segment in segments {
-            offsets.append(n)
-            n += segment.tokens.count
-        }
-        for (segment, offset) in zip(segments, offsets) {
             for (t, id) in segment.tokens.enumerated() {
-                tokenEmbedding.dequantizeRow(Int(id), into: x + (offset + t) * dim)
+                tokenEmbedding.dequantizeRow(Int(id), into: x + (segment.row + t) * dim)
             }
         }
         for (l, layer) in layers.enumerated() {
             // Attention block
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
             var activations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul((layer.wq, q, dim), (layer.wk, k, kvDim), (layer.wv, v, kvDim), activations: &activations)
+            matmul(
+                Product(weights: layer.wq, out: q, ldy: dim), Product(weights: layer.wk, out: k, ldy: kvDim),
+                Product(weights: layer.wv, out: v, ldy: kvDim), activations: &activations)
             // RoPE and the new keys and values into each sequence's cache, then every sequence's
             // attention in one pool task.
             withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
-                for (i, (segment, offset)) in zip(segments, offsets).enumerated() {
+                for (i, segment) in segments.enumerated() {
+                    let offset = segment.row
                     let kCache = segment.cache.keys(layer: l)
                     let vCache = segment.cache.values(layer: l)
                     let pos0 = segment.cache.count
@@ -302,27 +338,36 @@ public final class LlamaModel: @unchecked Sendable {
             // Feed-forward block
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
             var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul((layer.gate, gateOut, ffn), (layer.up, upOut, ffn), activations: &ffnActivations)
+            matmul(
+                Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
+                activations: &ffnActivations)
             ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
             var downActivations = PreparedActivations(source: act, n: n, columns: ffn)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
             ck_add(x, proj, Int32(n * dim))
         }
         // Output head over the last row of each segment that wants logits, in one product.
-        let wanting = zip(segments, offsets).filter { $0.0.logits != nil }
-        guard !wanting.isEmpty else { return }
-        for (i, (segment, offset)) in wanting.enumerated() {
-            let last = x + (offset + segment.tokens.count - 1) * dim
-            ck_rmsnorm(last, outputNorm, xn + i * dim, Int32(dim), c.rmsNormEpsilon)
+        var wanting = 0
+        var only: UnsafeMutablePointer<Float>? = nil
+        for segment in segments {
+            guard let logits = segment.logits else { continue }
+            let last = x + (segment.row + segment.tokens.count - 1) * dim
+            ck_rmsnorm(last, outputNorm, xn + wanting * dim, Int32(dim), c.rmsNormEpsilon)
+            wanting += 1
+            only = logits
         }
-        var outActivations = PreparedActivations(source: xn, n: wanting.count, columns: dim)
-        if wanting.count == 1 {
-            matmul(output, &outActivations, into: wanting[0].0.logits!, ldy: c.vocabularySize)
+        guard wanting > 0, let only else { return }
+        var outActivations = PreparedActivations(source: xn, n: wanting, columns: dim)
+        if wanting == 1 {
+            matmul(output, &outActivations, into: only, ldy: c.vocabularySize)
             return
         }
         matmul(output, &outActivations, into: batchLogits, ldy: c.vocabularySize)
-        for (i, (segment, _)) in wanting.enumerated() {
-            segment.logits!.update(from: batchLogits + i * c.vocabularySize, count: c.vocabularySize)
+        var i = 0
+        for segment in segments {
+            guard let logits = segment.logits else { continue }
+            logits.update(from: batchLogits + i * c.vocabularySize, count: c.vocabularySize)
+            i += 1
         }
     }
 
@@ -352,20 +397,46 @@ public final class LlamaModel: @unchecked Sendable {
         ck_matmul(pool.raw, &args)
     }
 
+    /// One product of a layer: weights, output rows, the output's row stride.
+    struct Product {
+        let weights: WeightMatrix
+        let out: UnsafeMutablePointer<Float>
+        let ldy: Int
+    }
+
+    /// Query, key and value (or any three products of the same activations) in one pool task.
+    /// Not variadic: a variadic list is an array, made anew every call, in every layer.
+    private func matmul(_ a: Product, _ b: Product, _ c: Product, activations: inout PreparedActivations) {
+        withUnsafeTemporaryAllocation(of: Product.self, capacity: 3) { list in
+            list.initializeElement(at: 0, to: a)
+            list.initializeElement(at: 1, to: b)
+            list.initializeElement(at: 2, to: c)
+            matmul(UnsafeBufferPointer(list), activations: &activations)
+            _ = list.deinitialize()
+        }
+    }
+
+    /// Gate and up (or any two products of the same activations) in one pool task.
+    private func matmul(_ a: Product, _ b: Product, activations: inout PreparedActivations) {
+        withUnsafeTemporaryAllocation(of: Product.self, capacity: 2) { list in
+            list.initializeElement(at: 0, to: a)
+            list.initializeElement(at: 1, to: b)
+            matmul(UnsafeBufferPointer(list), activations: &activations)
+            _ = list.deinitialize()
+        }
+    }
+
     /// Several products of the same activations in one pool task (one wait instead of several).
     /// The activations have one quantized buffer, so matrices wanting different forms (mixed-type
     /// test models) run one after the other.
-    private func matmul(
-        _ products: (WeightMatrix, UnsafeMutablePointer<Float>, Int)...,
-        activations a: inout PreparedActivations
-    ) {
-        guard products.allSatisfy({ $0.0.type == products[0].0.type }) else {
-            for (w, y, ldy) in products { matmul(w, &a, into: y, ldy: ldy) }
+    private func matmul(_ products: UnsafeBufferPointer<Product>, activations a: inout PreparedActivations) {
+        guard products.allSatisfy({ $0.weights.type == products[0].weights.type }) else {
+            for p in products { matmul(p.weights, &a, into: p.out, ldy: p.ldy) }
             return
         }
         withUnsafeTemporaryAllocation(of: ck_matmul_args.self, capacity: products.count) { list in
-            for (i, (w, y, ldy)) in products.enumerated() {
-                list.initializeElement(at: i, to: arguments(w, &a, into: y, ldy: ldy))
+            for (i, p) in products.enumerated() {
+                list.initializeElement(at: i, to: arguments(p.weights, &a, into: p.out, ldy: p.ldy))
             }
             ck_matmul_many(pool.raw, list.baseAddress!, Int32(products.count))
         }
