@@ -147,7 +147,15 @@ enum BenchCommand {
     static func parseTest(_ s: Substring) throws -> EngineBenchmark.Test {
         if s.hasPrefix("pp"), let n = Int(s.dropFirst(2)), n > 0 { return .prompt(n) }
         if s.hasPrefix("tg"), let n = Int(s.dropFirst(2)), n > 0 { return .generation(n) }
-        throw ConfigurationError("unknown test \(s): use ppN or tgN, e.g. pp512,tg128")
+        let parts = s.dropFirst(2).split(separator: "x")
+        if s.hasPrefix("tg"), parts.count == 2, let n = Int(parts[0]), let streams = Int(parts[1]), n > 0,
+            (1...LlamaModel.maxSequencesPerBatch).contains(streams)
+        {
+            return .batchedGeneration(n, sequences: streams)
+        }
+        throw ConfigurationError(
+            "unknown test \(s): use ppN, tgN or tgNxS (S sequences together, 1-\(LlamaModel.maxSequencesPerBatch)), e.g. pp512,tg128,tg128x8"
+        )
     }
 
     static func printHeader() {

@@ -56,7 +56,8 @@ import Testing
 
     @Test func benchPrintsOneJSONReportWithEveryTestAndBandwidth() async throws {
         let r = try await run([
-            "bench", "--model", Self.model, "--threads", "1,2", "--tests", "pp16,tg8", "--repetitions", "2", "--json",
+            "bench", "--model", Self.model, "--threads", "1,2", "--tests", "pp16,tg8,tg8x3", "--repetitions", "2",
+            "--json",
             "--no-wait",
         ])
         #expect(r.status == 0, "\(r.stderr)")
@@ -74,11 +75,16 @@ import Testing
             var memory_bandwidth_gbps: Double
         }
         let report = try JSONDecoder().decode(Report.self, from: Data(r.stdout.utf8))
-        #expect(report.results.map { "\($0.test)/\($0.threads)" } == ["pp16/1", "tg8/1", "pp16/2", "tg8/2"])
+        #expect(
+            report.results.map { "\($0.test)/\($0.threads)" } == [
+                "pp16/1", "tg8/1", "tg8x3/1", "pp16/2", "tg8/2", "tg8x3/2",
+            ])
         #expect(report.results.allSatisfy { $0.samples.count == 2 && $0.tokens_per_second > 0 })
         #expect(report.memory_bandwidth_gbps > 0.5 && report.decode_bandwidth_gbps > 0.1)
-        let bad = try await run(["bench", "--model", Self.model, "--tests", "tg0x"])
-        #expect(bad.status == 2, "\(bad.stderr)")
+        for test in ["tg0x", "tg8x0", "tg8x17", "tg8x3x2"] {
+            let bad = try await run(["bench", "--model", Self.model, "--tests", test])
+            #expect(bad.status == 2 && bad.stderr.contains("unknown test"), "\(test): \(bad.stderr)")
+        }
     }
 
     @Test func badArgumentsAreClearErrors() async throws {

@@ -10,17 +10,23 @@ public enum EngineBenchmark {
     public enum Test: Sendable, Equatable, CustomStringConvertible {
         case prompt(Int)
         case generation(Int)
+        /// N steps of S sequences decoding together, one batched pass per step (`tgNxS`): what
+        /// S concurrent streams can reach at most, before HTTP, sampling and scheduling.
+        case batchedGeneration(Int, sequences: Int)
 
         public var description: String {
             switch self {
             case .prompt(let n): "pp\(n)"
             case .generation(let n): "tg\(n)"
+            case .batchedGeneration(let n, let s): "tg\(n)x\(s)"
             }
         }
 
+        /// Tokens computed in one repetition (all sequences together).
         public var tokens: Int {
             switch self {
             case .prompt(let n), .generation(let n): n
+            case .batchedGeneration(let n, let s): n * s
             }
         }
     }
@@ -60,6 +66,10 @@ public enum EngineBenchmark {
         var others: [Double] = []
         for rep in 0...repetitions {
             let cache = model.makeCache(capacity: min(model.config.contextLength, test.tokens + 1))
+            var batch: BatchedDecode? = nil
+            if case .batchedGeneration(let n, let s) = test {
+                batch = BatchedDecode(model: model, sequences: s, steps: n, firstTokens: promptTokens)
+            }
             if waitForQuiet && rep > 0 { MachineLoad.waitUntilQuiet() }
             let before = MachineLoad.ticks()
             let start = ContinuousClock.now
@@ -77,6 +87,8 @@ public enum EngineBenchmark {
                     try model.forward(tokens: [token], cache: cache, logits: logits)
                     token = Sampler.argmax(UnsafeBufferPointer(logits))
                 }
+            case .batchedGeneration(let n, _):
+                for _ in 0..<n { try batch!.step() }
             }
             let seconds = (ContinuousClock.now - start).seconds
             if rep > 0 {
@@ -110,6 +122,44 @@ public enum EngineBenchmark {
             best = max(best, Double(per * threads) / seconds / 1e9)
         }
         return best
+    }
+}
+
+/// Sequences that decode greedily in lockstep, one batched pass per step.
+private struct BatchedDecode: ~Copyable {
+    let model: LlamaModel
+    let vocabulary: Int
+    /// Shape: [sequences × vocabulary].
+    let logits: UnsafeMutableBufferPointer<Float>
+    var items: [LlamaModel.BatchItem]
+    var histories: [[Int32]]
+
+    init(model: LlamaModel, sequences: Int, steps: Int, firstTokens: [Int32]) {
+        self.model = model
+        vocabulary = model.config.vocabularySize
+        logits = .allocate(capacity: sequences * vocabulary)
+        logits.initialize(repeating: 0)
+        histories = (0..<sequences).map { i in
+            var h = [firstTokens[i % firstTokens.count]]
+            h.reserveCapacity(steps + 1)
+            return h
+        }
+        items = (0..<sequences).map { [logits, vocabulary] i in
+            LlamaModel.BatchItem(
+                tokens: [], cache: model.makeCache(capacity: min(model.config.contextLength, steps + 1)),
+                logits: UnsafeMutableBufferPointer(rebasing: logits[(i * vocabulary)..<((i + 1) * vocabulary)]))
+        }
+    }
+
+    deinit { logits.deallocate() }
+
+    mutating func step() throws {
+        for i in items.indices { items[i].tokens = histories[i][(histories[i].count - 1)...] }
+        try model.forward(batch: items)
+        for i in items.indices {
+            items[i].tokens = []
+            histories[i].append(Sampler.argmax(UnsafeBufferPointer(items[i].logits)))
+        }
     }
 }
 
