@@ -224,9 +224,11 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
 
 // With GQA several query heads share one KV head. A grouped unit does all R of them for one
 // token, converting each K and V row from f16 once for the group instead of once per head.
-// Every head's arithmetic is attention_unit_fast_per_head's, operation for operation and in
-// the same order, so the results are bit-identical; only the loops are arranged differently.
-// R is a compile-time constant in each instantiation, so the per-head sums stay in registers.
+// Every head's sums are attention_unit_fast_per_head's, in the same order with the same
+// roundings, so the results are bit-identical; the loops are arranged differently, and where
+// an instruction differs (the fused pair sums of the scores, the double tail, the maximum) the
+// comment there says why it gives the same value. R is a compile-time constant in each
+// instantiation, so the per-head sums stay in registers.
 #define CK_MAX_GROUP 8
 #define CK_INLINE __attribute__((always_inline)) inline
 
@@ -258,11 +260,16 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
         for (int m = 0; m < 8; m++) k[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * m)));
         for (int i = 0; i < R; i++) {
             const __m256 *qi = q + 8 * i;
-            __m256 a[8];
-            for (int m = 0; m < 8; m++) a[m] = _mm256_fmadd_ps(qi[m], k[m], _mm256_setzero_ps());
+            // dot_f16_ggml's products a[m] = fma(q, k, 0) and the first level of its fold,
+            // a[m] + a[m + 4]. A product of two f16 values is exact in float, so
+            // fma(q[m + 4], k[m + 4], a[m]) rounds a[m] + a[m + 4] to the same float (the sign
+            // of a zero sum included) in one instruction.
+            __m256 a[4];
+            for (int m = 0; m < 4; m++) a[m] = _mm256_fmadd_ps(qi[m], k[m], _mm256_setzero_ps());
+            for (int m = 0; m < 4; m++) a[m] = _mm256_fmadd_ps(qi[m + 4], k[m + 4], a[m]);
             // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
-            const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
-            const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+            const __m256 lo = _mm256_add_ps(a[0], a[2]);
+            const __m256 hi = _mm256_add_ps(a[1], a[3]);
             // dot_f16_ggml's double sum holds one float here, so it rounds back to that float.
             scores[(size_t)i * sstride + j] = (float)(double)hsum8_ops(_mm256_add_ps(hi, lo)) * scale;
         }
@@ -273,8 +280,17 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
 // the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
 // weights scaled by float(1 / sum), then rounded to f16 for the product with V.
 CK_FAST static void softmax_weights_ggml(float *scores, int nk) {
+    // The maximum 8 keys at a time. Like the scalar `s > max ? s : max`, vmaxps(s, max) never
+    // takes a NaN, so the maximum is the same but for the sign of a zero, which s - max and so
+    // the weights do not see (exp(+0) = exp(-0) = 1, s - (+0) = s - (-0) otherwise).
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    int j8 = 0;
+    for (; j8 + 8 <= nk; j8 += 8) vm = _mm256_max_ps(_mm256_loadu_ps(scores + j8), vm);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vm);
     float max = -INFINITY;
-    for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
+    for (int l = 0; l < 8; l++) max = lanes[l] > max ? lanes[l] : max;
+    for (int j = j8; j < nk; j++) max = scores[j] > max ? scores[j] : max;
     const int n16 = (nk + 15) & ~15;
     for (int j = nk; j < n16; j++) scores[j] = 0.0f;
     const __m256 vmax = _mm256_set1_ps(max);
