@@ -262,7 +262,7 @@ struct KernelTests {
         let pool = ComputePool(threads: 2)
         bothPaths { path in
             var out = [Float](repeating: .nan, count: nTokens * nHead * headDim)
-            let stride = 64 * headDim + total + 32
+            let stride = nHead / nKV * (64 * headDim + total + 32)
             var scratch = [Float](repeating: 0, count: 2 * stride)
             q.withUnsafeBufferPointer { qb in
                 kCache.withUnsafeBufferPointer { kb in

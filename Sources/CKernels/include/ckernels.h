@@ -139,7 +139,13 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
 /// then the weights are rounded to f16 before the weighted sum of V.
 /// The fast path sums in the orders of llama.cpp's CPU kernels: for one token (decode) like
 /// ggml_vec_dot_f16 over the key range padded to 32; for a batch like llamafile's f16 GEMM.
-/// scratch: n_threads * scratch_stride floats, scratch_stride >= 64 * head_dim + pos0 + n_tokens.
+/// Work is split in units of one token and one KV head: the n_head / n_kv_head query heads
+/// that share it are done together, each K and V row converted from f16 once for all of them,
+/// with every head's arithmetic (and so every bit of its output) that of one head on its own.
+/// scratch: n_threads * scratch_stride floats. A unit needs, per query head of its group,
+/// 64 * head_dim + pos0 + n_tokens + 16 floats (grouping takes up to 8 heads per KV head); with
+/// a scratch_stride >= 64 * head_dim + pos0 + n_tokens + 16 but less, or more heads per group,
+/// units run their heads one by one (same results, slower).
 typedef struct {
     const float *q;
     int q_stride;
@@ -158,8 +164,11 @@ typedef struct {
     int scratch_stride;
 } ck_attention_args;
 
-/// Units u in u0..<u1 (u = t * n_head + h) using scratch row `slot`.
+/// Units u in u0..<u1 (u = t * n_kv_head + g: token t, KV head g) using scratch row `slot`.
 void ck_attention_units(const ck_attention_args *args, int u0, int u1, int slot);
+/// Units u in u0..<u1 (u = t * n_head + h) one query head at a time, the kernel before heads
+/// were grouped. For tests: the grouped kernel must match it bit for bit.
+void ck_attention_units_per_head(const ck_attention_args *args, int u0, int u1, int slot);
 void ck_attention(ck_pool *pool, const ck_attention_args *args);
 /// Several sequences' attention (at most 16; more run one by one) in one pool task: a batched
 /// pass waits once per layer instead of once per sequence. They must share `scratch`.

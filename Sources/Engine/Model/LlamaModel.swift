@@ -127,7 +127,9 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
-        attnScratchStride = 64 * config.headDim + config.contextLength + 32
+        // An attention unit does the query heads of one KV head together: per head, 64 lane sums
+        // of headDim floats and a row of scores (ckernels.h).
+        attnScratchStride = config.headCount / config.headCountKV * (64 * config.headDim + config.contextLength + 32)
         attnScratch = floats(self.threads * attnScratchStride)
         let maxColumns = max(dim, ffn)
         let qBytes = b * (maxColumns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride
