@@ -50,6 +50,24 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ck_v_expf(__m256 x
 /// kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 
+// MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
+
+#define CK_MAX_HEAD_DIM 256
+// Most query heads per KV head the grouped kernel takes; larger groups go head by head.
+#define CK_MAX_GROUP 8
+
+/// Whether the fast kernels take p's shape on this CPU and thread (head_dim a multiple of 8,
+/// at most CK_MAX_HEAD_DIM).
+int ck_attention_fast_shape(const ck_attention_args *p);
+/// Token t, query head h, alone: the fast per-head kernel when `fast`, else the portable one.
+/// acc: a scratch row (64 * head_dim floats, then the scores).
+void ck_attention_head(const ck_attention_args *p, int t, int h, int fast, float *acc);
+#if CK_X86
+/// Token t with every query head of KV head g (at most CK_MAX_GROUP of them, head_dim as
+/// ck_attention_fast_shape wants), in one scratch row large enough for the group.
+void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch);
+#endif
+
 static inline void ck_cpu_relax(void) {
 #if CK_X86
     __builtin_ia32_pause();

@@ -1,0 +1,274 @@
+// Attention for all the query heads of one KV head at once.
+#include <math.h>
+
+#include "attention_simd.h"
+
+#if CK_X86
+
+// With GQA several query heads share one KV head. A grouped unit does all R of them for one
+// token, converting each K and V row from f16 once for the group instead of once per head.
+// Every head's sums are attention_unit_fast_per_head's, in the same order with the same
+// roundings, so the results are bit-identical; the loops are arranged differently, and where
+// an instruction differs (the fused pair sums of the scores, the double tail, the maximum) the
+// comment there says why it gives the same value. R is a compile-time constant in each
+// instantiation, so the per-head sums stay in registers.
+#define CK_INLINE __attribute__((always_inline)) inline
+
+// Scores of R heads (q: R * 8 vectors) for head_dim 64, one 64-element step of
+// ggml_vec_dot_f16: the key row is converted once into 8 registers, then each head's dot
+// product is dot_f16_tiny's (batch) or dot_f16_ggml's (decode) on it.
+CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *kbase, int kv_stride, int nk,
+                                              float scale, int batched, float *scores, int sstride, const int R) {
+    if (batched) {
+        for (int j = 0; j < nk; j++) {
+            const uint16_t *kj = kbase + (size_t)j * kv_stride;
+            __m256 k[8];
+            for (int m = 0; m < 8; m++) k[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * m)));
+            for (int i = 0; i < R; i++) {
+                const __m256 *qi = q + 8 * i;
+                __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+                for (int m = 0; m < 8; m += 2) {
+                    lo = _mm256_fmadd_ps(qi[m], k[m], lo);
+                    hi = _mm256_fmadd_ps(qi[m + 1], k[m + 1], hi);
+                }
+                scores[(size_t)i * sstride + j] = hsum8_ops(_mm256_add_ps(hi, lo)) * scale;
+            }
+        }
+        return;
+    }
+    for (int j = 0; j < nk; j++) {
+        const uint16_t *kj = kbase + (size_t)j * kv_stride;
+        __m256 k[8];
+        for (int m = 0; m < 8; m++) k[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * m)));
+        for (int i = 0; i < R; i++) {
+            const __m256 *qi = q + 8 * i;
+            // dot_f16_ggml's products a[m] = fma(q, k, 0) and the first level of its fold,
+            // a[m] + a[m + 4]. A product of two f16 values is exact in float, so
+            // fma(q[m + 4], k[m + 4], a[m]) rounds a[m] + a[m + 4] to the same float (the sign
+            // of a zero sum included) in one instruction.
+            __m256 a[4];
+            for (int m = 0; m < 4; m++) a[m] = _mm256_fmadd_ps(qi[m], k[m], _mm256_setzero_ps());
+            for (int m = 0; m < 4; m++) a[m] = _mm256_fmadd_ps(qi[m + 4], k[m + 4], a[m]);
+            // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
+            const __m256 lo = _mm256_add_ps(a[0], a[2]);
+            const __m256 hi = _mm256_add_ps(a[1], a[3]);
+            // dot_f16_ggml's double sum holds one float here, so it rounds back to that float.
+            scores[(size_t)i * sstride + j] = (float)(double)hsum8_ops(_mm256_add_ps(hi, lo)) * scale;
+        }
+    }
+}
+
+// The softmax of attention_unit_fast_per_head on one head's scores, in place: exp per 16 keys of
+// the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
+// weights scaled by float(1 / sum), then rounded to f16 for the product with V.
+CK_FAST static void softmax_weights_ggml(float *scores, int nk) {
+    // The maximum 8 keys at a time. Like the scalar `s > max ? s : max`, vmaxps(s, max) never
+    // takes a NaN, so the maximum is the same but for the sign of a zero, which s - max and so
+    // the weights do not see (exp(+0) = exp(-0) = 1, s - (+0) = s - (-0) otherwise).
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    int j8 = 0;
+    for (; j8 + 8 <= nk; j8 += 8) vm = _mm256_max_ps(_mm256_loadu_ps(scores + j8), vm);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vm);
+    float max = -INFINITY;
+    for (int l = 0; l < 8; l++) max = lanes[l] > max ? lanes[l] : max;
+    for (int j = j8; j < nk; j++) max = scores[j] > max ? scores[j] : max;
+    const int n16 = (nk + 15) & ~15;
+    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
+    const __m256 vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    for (int j = 0; j < n16; j += 16) {
+        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
+        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
+        if (j + 16 > nk) {  // masked keys weigh exactly 0
+            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256 limit = _mm256_set1_ps((float)(nk - j));
+            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
+            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
+        }
+        _mm256_storeu_ps(scores + j, lo);
+        _mm256_storeu_ps(scores + j + 8, hi);
+        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    }
+    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
+    for (int j = 0; j < nk; j += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
+        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
+    }
+}
+
+// Output vectors v0..v0+C-1 of lane l of accumulate_lanes for R heads (head i's sums at
+// acc + i * acc_stride, its weights at w + i * w_stride): each V vector is converted once and
+// multiplied into every head's sum, keys in increasing order as there.
+CK_FAST static CK_INLINE void accumulate_lanes_block(float *acc, size_t acc_stride, int lanes, int hd, int l, int v0,
+                                                     const uint16_t *vbase, int kv_stride, const float *w,
+                                                     int w_stride, int n, const int R, const int C) {
+    __m256 a[CK_MAX_GROUP][8];
+    for (int i = 0; i < R; i++) {
+        for (int c = 0; c < C; c++) a[i][c] = _mm256_setzero_ps();
+    }
+    for (int j = l; j < n; j += lanes) {
+        const uint16_t *vj = vbase + (size_t)j * kv_stride + 8 * v0;
+        __m256 wj[CK_MAX_GROUP];
+        for (int i = 0; i < R; i++) wj[i] = _mm256_set1_ps(w[(size_t)i * w_stride + j]);
+        for (int c = 0; c < C; c++) {
+            const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * c)));
+            for (int i = 0; i < R; i++) a[i][c] = _mm256_fmadd_ps(x, wj[i], a[i][c]);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        for (int c = 0; c < C; c++) _mm256_storeu_ps(acc + i * acc_stride + (size_t)l * hd + 8 * (v0 + c), a[i][c]);
+    }
+}
+
+// accumulate_lanes for the R heads of a group. The output vectors go in blocks of C so that the
+// R * C sums, the converted V vector and the R weights fit the 16 ymm registers.
+CK_FAST static CK_INLINE void accumulate_lanes_group(float *acc, size_t acc_stride, int lanes, int hd,
+                                                     const uint16_t *vbase, int kv_stride, const float *w,
+                                                     int w_stride, int n, const int R) {
+    const int C = R == 1 ? 8 : R <= 3 ? 4 : R == 4 ? 2 : 1;
+    const int nv = hd / 8;
+    for (int l = 0; l < lanes; l++) {
+        int v = 0;
+        for (; v + C <= nv; v += C) {
+            accumulate_lanes_block(acc, acc_stride, lanes, hd, l, v, vbase, kv_stride, w, w_stride, n, R, C);
+        }
+        for (; v < nv; v++) {
+            accumulate_lanes_block(acc, acc_stride, lanes, hd, l, v, vbase, kv_stride, w, w_stride, n, R, 1);
+        }
+    }
+}
+
+// The fold of the four 16-lane sums (lanes l, 16+l, 32+l, 48+l) as (0+2) + (1+3), then
+// reduce16_over_d, without storing the folded lanes in between.
+CK_FAST static inline __m256 reduce64_over_d(const float *acc, int stride, int d) {
+    __m256 x[16];
+    for (int l = 0; l < 16; l++) {
+        const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(acc + (size_t)l * stride + d),
+                                        _mm256_loadu_ps(acc + (size_t)(32 + l) * stride + d));
+        const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(acc + (size_t)(16 + l) * stride + d),
+                                        _mm256_loadu_ps(acc + (size_t)(48 + l) * stride + d));
+        x[l] = _mm256_add_ps(x0, x1);
+    }
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
+    for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
+    const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
+    return _mm256_add_ps(t80, t81);
+}
+
+// Leftover keys j0..<j1 (fewer than 64) of R heads in double, dims d0..d0+4Q-1: out_i += sum of
+// w_i[j] * v_j in double, key by key. attention_unit_fast_per_head multiplies in float and
+// converts the product to double; an f16 x f16 product is exact in float and in double, so
+// fma(v, w, s) in double rounds the same sum to the same double, with V converted once per group.
+CK_FAST static CK_INLINE void tail_block(float *out, int hd, const uint16_t *vbase, int kv_stride,
+                                         const double (*wd)[64], int j0, int j1, int d0, const int R, const int Q) {
+    __m256d s[CK_MAX_GROUP][4];
+    for (int i = 0; i < R; i++) {
+        for (int g = 0; g < Q; g++) s[i][g] = _mm256_cvtps_pd(_mm_loadu_ps(out + (size_t)i * hd + d0 + 4 * g));
+    }
+    for (int j = j0; j < j1; j++) {
+        const uint16_t *vj = vbase + (size_t)j * kv_stride + d0;
+        __m256d x[4];
+        for (int g = 0; g < Q; g++) {
+            x[g] = _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(vj + 4 * g))));
+        }
+        for (int i = 0; i < R; i++) {
+            const __m256d wi = _mm256_broadcast_sd(&wd[i][j - j0]);
+            for (int g = 0; g < Q; g++) s[i][g] = _mm256_fmadd_pd(x[g], wi, s[i][g]);
+        }
+    }
+    for (int i = 0; i < R; i++) {
+        for (int g = 0; g < Q; g++) _mm_storeu_ps(out + (size_t)i * hd + d0 + 4 * g, _mm256_cvtpd_ps(s[i][g]));
+    }
+}
+
+// scratch: group_scratch_floats(p) floats: R accumulators of 64 * head_dim, then R score rows.
+CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, int t, int g, float *scratch,
+                                                   const int R) {
+    const int hd = p->head_dim;
+    const int nv = hd / 8;
+    const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
+    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
+    if (n_kv < 32) n_kv = 32;
+    const int batched = p->n_tokens >= 2;
+    const size_t astride = (size_t)64 * hd;
+    const int sstride = (p->pos0 + p->n_tokens + 15) & ~15;  // the softmax pads to 16 keys
+    float *acc = scratch;
+    float *scores = scratch + R * astride;
+    // The group's query heads g * R ..< (g + 1) * R lie side by side, as do their outputs.
+    const float *qg = p->q + (size_t)t * p->q_stride + (size_t)g * R * hd;
+    __m256 q[CK_MAX_GROUP * CK_MAX_HEAD_DIM / 8];
+    for (int v = 0; v < R * nv; v++) {
+        q[v] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qg + 8 * v), _MM_FROUND_TO_NEAREST_INT));
+    }
+    const uint16_t *kbase = p->k_cache + (size_t)g * hd;
+    if (hd == 64) {
+        group_scores_64(q, kbase, p->kv_stride, nk, p->scale, batched, scores, sstride, R);
+    } else {
+        // Other sizes convert the key row per head, as attention_unit_fast_per_head does.
+        for (int i = 0; i < R; i++) {
+            float *si = scores + (size_t)i * sstride;
+            const __m256 *qi = q + i * nv;
+            if (batched) {
+                for (int j = 0; j < nk; j++) si[j] = dot_f16_tiny(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+            } else {
+                for (int j = 0; j < nk; j++) si[j] = dot_f16_ggml(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+            }
+        }
+    }
+    for (int i = 0; i < R; i++) softmax_weights_ggml(scores + (size_t)i * sstride, nk);
+    const uint16_t *vbase = p->v_cache + (size_t)g * hd;
+    float *out = p->out + (size_t)t * p->out_stride + (size_t)g * R * hd;  // head i at out + i * hd
+    if (batched) {
+        // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
+        accumulate_lanes_group(acc, astride, 16, hd, vbase, p->kv_stride, scores, sstride, nk, R);
+        for (int i = 0; i < R; i++) {
+            for (int v = 0; v < nv; v++) {
+                _mm256_storeu_ps(out + (size_t)i * hd + 8 * v, reduce16_over_d(acc + i * astride, hd, 8 * v));
+            }
+        }
+        return;
+    }
+    // ggml_vec_dot_f16 per output dimension over the padded key range.
+    const int np = n_kv & ~63;
+    const int nmain = nk < np ? nk : np;
+    if (nmain > 0) {
+        accumulate_lanes_group(acc, astride, 64, hd, vbase, p->kv_stride, scores, sstride, nmain, R);
+        for (int i = 0; i < R; i++) {
+            for (int v = 0; v < nv; v++) {
+                _mm256_storeu_ps(out + (size_t)i * hd + 8 * v, reduce64_over_d(acc + i * astride, hd, 8 * v));
+            }
+        }
+    } else {
+        for (int v = 0; v < R * nv; v++) _mm256_storeu_ps(out + 8 * v, _mm256_setzero_ps());
+    }
+    // Leftover keys (beyond the last full 64) in double, key by key.
+    if (nk > np) {
+        double wd[CK_MAX_GROUP][64];  // their weights, converted once (nk - np < 64)
+        for (int i = 0; i < R; i++) {
+            for (int j = np; j < nk; j++) wd[i][j - np] = (double)scores[(size_t)i * sstride + j];
+        }
+        // Q quads of dims at a time: R * Q sums, Q converted V quads and one weight in registers.
+        const int Q = R <= 2 ? 4 : R <= 4 ? 2 : 1;
+        const int quads = hd / 4;
+        int d = 0;
+        for (; d + Q <= quads; d += Q) tail_block(out, hd, vbase, p->kv_stride, wd, np, nk, 4 * d, R, Q);
+        for (; d < quads; d++) tail_block(out, hd, vbase, p->kv_stride, wd, np, nk, 4 * d, R, 1);
+    }
+}
+
+CK_FAST void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch) {
+    switch (p->n_head / p->n_kv_head) {
+    case 1: attention_group_body(p, t, g, scratch, 1); break;
+    case 2: attention_group_body(p, t, g, scratch, 2); break;
+    case 3: attention_group_body(p, t, g, scratch, 3); break;
+    case 4: attention_group_body(p, t, g, scratch, 4); break;
+    case 5: attention_group_body(p, t, g, scratch, 5); break;
+    case 6: attention_group_body(p, t, g, scratch, 6); break;
+    case 7: attention_group_body(p, t, g, scratch, 7); break;
+    case 8: attention_group_body(p, t, g, scratch, 8); break;
+    }
+}
+#endif

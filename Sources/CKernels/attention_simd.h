@@ -1,0 +1,86 @@
+// SIMD pieces shared by the per-head and the grouped attention kernels. Static inline: each
+// kernel file gets its own copy, inlined where it is used.
+#ifndef INFERD_CKERNELS_ATTENTION_SIMD_H
+#define INFERD_CKERNELS_ATTENTION_SIMD_H
+#include "internal.h"
+
+#if CK_X86
+CK_FAST static inline float hsum8_ops(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// The summation orders below reproduce llama.cpp's CPU kernels (ggml built for AVX-512) so the
+// float rounding matches: a 16-lane sum is reduced as lanes (i, i+8), then (i, i+4), then
+// (0+2, 1+3), then the last pair; ggml_vec_dot_f16 keeps 4 such 16-lane sums over steps of 64
+// elements, folds them (0+2, 1+3, then 0+1), and adds the leftover products in double.
+
+// Q.K for one key: q already f16-rounded, n elements.
+CK_FAST static inline float dot_f16_ggml(const __m256 *q, const uint16_t *k, int n) {
+    const int np = n & ~63;
+    __m256 a[8];
+    for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
+    for (int i = 0; i < np; i += 64) {
+        for (int m = 0; m < 8; m++) {
+            a[m] = _mm256_fmadd_ps(q[(i >> 3) + m], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8 * m))), a[m]);
+        }
+    }
+    // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+    double sum = (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    if (np < n) {
+        float tail[CK_MAX_HEAD_DIM];
+        for (int v = np / 8; v < n / 8; v++) _mm256_storeu_ps(tail + 8 * v, q[v]);
+        for (int i = np; i < n; i++) sum += (double)(tail[i] * _cvtsh_ss(k[i]));
+    }
+    return (float)sum;
+}
+
+// Q.K as llamafile's f16 x f16 GEMM (prompt batches): one 16-lane sum over the row, then reduced.
+CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int n) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        lo = _mm256_fmadd_ps(q[i >> 3], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), lo);
+        hi = _mm256_fmadd_ps(q[(i >> 3) + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8))), hi);
+    }
+    return hsum8_ops(_mm256_add_ps(hi, lo));
+}
+
+// Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
+CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
+    __m256 x[16];
+    for (int l = 0; l < 16; l++) x[l] = _mm256_loadu_ps(acc + (size_t)l * stride + d);
+    __m256 t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
+    for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
+    const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
+    const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
+    return _mm256_add_ps(t80, t81);
+}
+
+// acc[l][d] = sum over keys j < n with j % lanes == l, in increasing j, of fma(v_j[d], w_j, .):
+// the per-lane partial sums of a `lanes`-wide vector dot product over the keys. Each lane's
+// sums stay in registers while its keys go by (head_dim <= 256: at most 32 ymm, the compiler
+// spills beyond its register file but the order of operations is fixed).
+CK_FAST static inline void accumulate_lanes(float *acc, int lanes, int hd, const uint16_t *vbase, int kv_stride,
+                                     const float *w, int n) {
+    const int nv = hd / 8;
+    for (int l = 0; l < lanes; l++) {
+        __m256 a[CK_MAX_HEAD_DIM / 8];
+        for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+        for (int j = l; j < n; j += lanes) {
+            const uint16_t *vj = vbase + (size_t)j * kv_stride;
+            const __m256 wj = _mm256_set1_ps(w[j]);
+            for (int v = 0; v < nv; v++) {
+                a[v] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + 8 * v))), wj, a[v]);
+            }
+        }
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(acc + (size_t)l * hd + 8 * v, a[v]);
+    }
+}
+#endif
+
+#endif
