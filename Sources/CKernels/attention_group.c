@@ -23,7 +23,7 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
         for (int j = 0; j < nk; j++) {
             const uint16_t *kj = kbase + (size_t)j * kv_stride;
             __m256 k[8];
-            for (int m = 0; m < 8; m++) k[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * m)));
+            load_f16_row_64(kj, k);
             for (int i = 0; i < R; i++) {
                 const __m256 *qi = q + 8 * i;
                 __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
@@ -39,7 +39,7 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
     for (int j = 0; j < nk; j++) {
         const uint16_t *kj = kbase + (size_t)j * kv_stride;
         __m256 k[8];
-        for (int m = 0; m < 8; m++) k[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kj + 8 * m)));
+        load_f16_row_64(kj, k);
         for (int i = 0; i < R; i++) {
             const __m256 *qi = q + 8 * i;
             // dot_f16_ggml's products a[m] = fma(q, k, 0) and the first level of its fold,
@@ -73,28 +73,7 @@ CK_FAST static void softmax_weights_ggml(float *scores, int nk) {
     float max = -INFINITY;
     for (int l = 0; l < 8; l++) max = lanes[l] > max ? lanes[l] : max;
     for (int j = j8; j < nk; j++) max = scores[j] > max ? scores[j] : max;
-    const int n16 = (nk + 15) & ~15;
-    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
-    const __m256 vmax = _mm256_set1_ps(max);
-    double sum = 0.0;
-    for (int j = 0; j < n16; j += 16) {
-        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
-        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
-        if (j + 16 > nk) {  // masked keys weigh exactly 0
-            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-            const __m256 limit = _mm256_set1_ps((float)(nk - j));
-            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
-            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
-        }
-        _mm256_storeu_ps(scores + j, lo);
-        _mm256_storeu_ps(scores + j + 8, hi);
-        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
-    }
-    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
-    for (int j = 0; j < nk; j += 8) {
-        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
-        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
-    }
+    softmax_weights_from_max(scores, nk, max);
 }
 
 // Output vectors v0..v0+C-1 of lane l of accumulate_lanes for R heads (head i's sums at
@@ -150,12 +129,7 @@ CK_FAST static inline __m256 reduce64_over_d(const float *acc, int stride, int d
                                         _mm256_loadu_ps(acc + (size_t)(48 + l) * stride + d));
         x[l] = _mm256_add_ps(x0, x1);
     }
-    __m256 t3[8], t6[4];
-    for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
-    for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
-    const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
-    const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
-    return _mm256_add_ps(t80, t81);
+    return reduce16_lanes(x);
 }
 
 // Leftover keys j0..<j1 (fewer than 64) of R heads in double, dims d0..d0+4Q-1: out_i += sum of

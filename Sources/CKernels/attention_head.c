@@ -66,33 +66,10 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
     } else {
         for (int j = 0; j < nk; j++) scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }
-    // softmax as ggml on AVX-512: exp per 16 keys of the padded range (masked keys give 0), each
-    // 16-lane sum reduced in float and added in double; weights scaled by float(1 / sum).
+    // softmax as ggml on AVX-512 (see softmax_weights_from_max).
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
-    const int n16 = (nk + 15) & ~15;
-    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
-    const __m256 vmax = _mm256_set1_ps(max);
-    double sum = 0.0;
-    for (int j = 0; j < n16; j += 16) {
-        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
-        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
-        if (j + 16 > nk) {  // masked keys weigh exactly 0
-            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-            const __m256 limit = _mm256_set1_ps((float)(nk - j));
-            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
-            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
-        }
-        _mm256_storeu_ps(scores + j, lo);
-        _mm256_storeu_ps(scores + j + 8, hi);
-        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
-    }
-    // The product with V takes the weights as f16.
-    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
-    for (int j = 0; j < nk; j += 8) {
-        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
-        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
-    }
+    softmax_weights_from_max(scores, nk, max);
     const uint16_t *vbase = p->v_cache + (size_t)kvh * hd;
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     if (batched) {

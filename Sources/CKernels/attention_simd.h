@@ -49,16 +49,55 @@ CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int
     return hsum8_ops(_mm256_add_ps(hi, lo));
 }
 
-// Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
-CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
-    __m256 x[16];
-    for (int l = 0; l < 16; l++) x[l] = _mm256_loadu_ps(acc + (size_t)l * stride + d);
+// Sixteen lanes x[0..15] reduced to one in ggml's order, for 8 values of d at once.
+CK_FAST static inline __m256 reduce16_lanes(const __m256 *x) {
     __m256 t3[8], t6[4];
     for (int i = 0; i < 8; i++) t3[i] = _mm256_add_ps(x[i + 8], x[i]);
     for (int i = 0; i < 4; i++) t6[i] = _mm256_add_ps(t3[i + 4], t3[i]);
     const __m256 t80 = _mm256_add_ps(t6[0], t6[2]);
     const __m256 t81 = _mm256_add_ps(t6[1], t6[3]);
     return _mm256_add_ps(t80, t81);
+}
+
+// Reduce 16 lanes held as acc[l][d] (l = 0..15), vectorized over 8 values of d.
+CK_FAST static inline __m256 reduce16_over_d(const float *acc, int stride, int d) {
+    __m256 x[16];
+    for (int l = 0; l < 16; l++) x[l] = _mm256_loadu_ps(acc + (size_t)l * stride + d);
+    return reduce16_lanes(x);
+}
+
+// The 64 values of one f16 row as 8 float vectors.
+CK_FAST static inline void load_f16_row_64(const uint16_t *row, __m256 *out) {
+    for (int m = 0; m < 8; m++) out[m] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 8 * m)));
+}
+
+// Softmax of nk scores in place, given their maximum, as ggml on AVX-512: exp per 16 keys of
+// the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
+// weights scaled by float(1 / sum), then rounded to f16 (the product with V takes them so).
+// scores must have room for nk rounded up to 16.
+CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float max) {
+    const int n16 = (nk + 15) & ~15;
+    for (int j = nk; j < n16; j++) scores[j] = 0.0f;
+    const __m256 vmax = _mm256_set1_ps(max);
+    double sum = 0.0;
+    for (int j = 0; j < n16; j += 16) {
+        __m256 lo = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmax));
+        __m256 hi = ck_v_expf(_mm256_sub_ps(_mm256_loadu_ps(scores + j + 8), vmax));
+        if (j + 16 > nk) {  // masked keys weigh exactly 0
+            const __m256 idx_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256 limit = _mm256_set1_ps((float)(nk - j));
+            lo = _mm256_and_ps(lo, _mm256_cmp_ps(idx_lo, limit, _CMP_LT_OQ));
+            hi = _mm256_and_ps(hi, _mm256_cmp_ps(_mm256_add_ps(idx_lo, _mm256_set1_ps(8)), limit, _CMP_LT_OQ));
+        }
+        _mm256_storeu_ps(scores + j, lo);
+        _mm256_storeu_ps(scores + j + 8, hi);
+        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    }
+    const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
+    for (int j = 0; j < nk; j += 8) {
+        const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
+        _mm256_storeu_ps(scores + j, _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT)));
+    }
 }
 
 // acc[l][d] = sum over keys j < n with j % lanes == l, in increasing j, of fma(v_j[d], w_j, .):
