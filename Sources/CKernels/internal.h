@@ -50,6 +50,28 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ck_v_expf(__m256 x
 /// kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 
+// MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
+
+typedef float (*ck_dot_fn)(int k, const void *w, const void *x);
+
+typedef void (*ck_dot4_fn)(int k, const void *w, size_t w_row_blocks, const void *x, float *out);
+typedef void (*ck_dot4x2_fn)(int k, const void *w, size_t w_row_blocks, const void *x0, const void *x1, float *out0,
+                             float *out1);
+
+typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const void *const *x, float *const *out);
+
+typedef struct {
+    ck_dot_fn dot;
+    ck_dot4_fn dot4;
+    ck_dot4x2_fn dot4x2;
+    ck_dot4x4_fn dot4x4;
+    int interleaved;       // the weights are in an interleaved form
+    int interleaved_fast;  // ... and the VNNI kernels for it may run on this thread
+} ck_kernels;
+
+/// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.
+ck_kernels ck_pick_kernels(int type, int fast);
+
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 
 #define CK_MAX_HEAD_DIM 256

@@ -1,0 +1,133 @@
+// Matrix products split into row chunks over the pool, with the kernels dot.c picks.
+#include "internal.h"
+
+static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    if (kern->interleaved) {
+        ck_matmul_interleaved_rows(p, r0, r1, kern->interleaved_fast);
+        return;
+    }
+    if (!kern->dot) return;
+    const char *w = (const char *)p->w;
+    const char *x = (const char *)p->x;
+    int r = r0;
+    // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
+    if (kern->dot4) {
+        const size_t blocks = p->type == CK_TYPE_Q4_1 ? p->w_row_bytes / sizeof(ck_block_q4_1)
+                                                      : p->w_row_bytes / sizeof(ck_block_q8_0);
+        for (; r + 4 <= r1; r += 4) {
+            const void *wr = w + (size_t)r * p->w_row_bytes;
+            int t = 0;
+            if (kern->dot4x4) {
+                for (; t + 4 <= p->n; t += 4) {
+                    const void *xs[4];
+                    float *ys[4];
+                    for (int u = 0; u < 4; u++) {
+                        xs[u] = x + (size_t)(t + u) * p->x_row_bytes;
+                        ys[u] = p->y + (size_t)(t + u) * p->ldy + r;
+                    }
+                    kern->dot4x4(p->k, wr, blocks, xs, ys);
+                }
+            }
+            if (kern->dot4x2) {
+                for (; t + 2 <= p->n; t += 2) {
+                    kern->dot4x2(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                 p->y + (size_t)t * p->ldy + r, p->y + (size_t)(t + 1) * p->ldy + r);
+                }
+            }
+            for (; t < p->n; t++) kern->dot4(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, p->y + (size_t)t * p->ldy + r);
+        }
+    }
+    for (; r < r1; r++) {
+        const void *wr = w + (size_t)r * p->w_row_bytes;
+        for (int t = 0; t < p->n; t++) {
+            p->y[(size_t)t * p->ldy + r] = kern->dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
+        }
+    }
+}
+
+void ck_matmul_rows(const ck_matmul_args *p, int r0, int r1) {
+    const ck_kernels kern = ck_pick_kernels(p->type, ck_fast_paths_enabled());
+    matmul_rows_with(&kern, p, r0, r1);
+}
+
+typedef struct {
+    const ck_matmul_args *args;
+    ck_kernels kern;
+    int chunk;
+} matmul_job;
+
+static void matmul_chunk(void *ctx, int c, int thread) {
+    (void)thread;
+    const matmul_job *job = (const matmul_job *)ctx;
+    const int rows = job->args->rows;
+    const int r0 = c * job->chunk;
+    const int r1 = r0 + job->chunk < rows ? r0 + job->chunk : rows;
+    matmul_rows_with(&job->kern, job->args, r0, r1);
+}
+
+// Rows per chunk: about 8 chunks per thread so a thread slowed by a noisy neighbour does not
+// hold the rest up; whole groups of 8 rows (the interleaved forms need them).
+static int matmul_chunk_rows(int rows, int nth) {
+    int chunk = (rows + nth * 8 - 1) / (nth * 8);
+    chunk = (chunk + 7) & ~7;
+    return chunk < 8 ? 8 : chunk;
+}
+
+#define CK_MANY_MAX_CHUNKS 256
+
+typedef struct {
+    const ck_matmul_args *args;
+    ck_kernels kern[8];
+    int count;
+    short matrix[CK_MANY_MAX_CHUNKS];
+    int r0[CK_MANY_MAX_CHUNKS];
+    int r1[CK_MANY_MAX_CHUNKS];
+} matmul_many_job;
+
+static void matmul_many_chunk(void *ctx, int c, int thread) {
+    (void)thread;
+    const matmul_many_job *job = (const matmul_many_job *)ctx;
+    const int m = job->matrix[c];
+    matmul_rows_with(&job->kern[m], &job->args[m], job->r0[c], job->r1[c]);
+}
+
+void ck_matmul_many(ck_pool *pool, const ck_matmul_args *args, int count) {
+    const int nth = pool ? ck_pool_size(pool) : 1;
+    if (nth <= 1 || count > 8) {
+        for (int m = 0; m < count; m++) ck_matmul(pool, &args[m]);
+        return;
+    }
+    matmul_many_job job;
+    job.args = args;
+    job.count = count;
+    int n_chunks = 0;
+    for (int m = 0; m < count; m++) {
+        job.kern[m] = ck_pick_kernels(args[m].type, ck_fast_paths_enabled());
+        const int chunk = matmul_chunk_rows(args[m].rows, nth);
+        for (int r = 0; r < args[m].rows; r += chunk) {
+            if (n_chunks == CK_MANY_MAX_CHUNKS) {
+                for (int i = 0; i < count; i++) ck_matmul(pool, &args[i]);
+                return;
+            }
+            job.matrix[n_chunks] = (short)m;
+            job.r0[n_chunks] = r;
+            job.r1[n_chunks] = r + chunk < args[m].rows ? r + chunk : args[m].rows;
+            n_chunks++;
+        }
+    }
+    ck_pool_run_chunks(pool, matmul_many_chunk, &job, n_chunks);
+}
+
+void ck_matmul(ck_pool *pool, const ck_matmul_args *args) {
+    const int nth = pool ? ck_pool_size(pool) : 1;
+    matmul_job job;
+    job.args = args;
+    job.kern = ck_pick_kernels(args->type, ck_fast_paths_enabled());
+    if (nth <= 1 || args->rows < 16) {
+        matmul_rows_with(&job.kern, args, 0, args->rows);
+        return;
+    }
+    const int chunk = matmul_chunk_rows(args->rows, nth);
+    job.chunk = chunk;
+    ck_pool_run_chunks(pool, matmul_chunk, &job, (args->rows + chunk - 1) / chunk);
+}
