@@ -31,7 +31,7 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
                     lo = _mm256_fmadd_ps(qi[m], k[m], lo);
                     hi = _mm256_fmadd_ps(qi[m + 1], k[m + 1], hi);
                 }
-                scores[(size_t)i * sstride + j] = hsum8_ops(_mm256_add_ps(hi, lo)) * scale;
+                scores[(size_t)i * sstride + j] = ck_hsum8(_mm256_add_ps(hi, lo)) * scale;
             }
         }
         return;
@@ -53,7 +53,7 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
             const __m256 lo = _mm256_add_ps(a[0], a[2]);
             const __m256 hi = _mm256_add_ps(a[1], a[3]);
             // dot_f16_ggml's double sum holds one float here, so it rounds back to that float.
-            scores[(size_t)i * sstride + j] = (float)(double)hsum8_ops(_mm256_add_ps(hi, lo)) * scale;
+            scores[(size_t)i * sstride + j] = (float)(double)ck_hsum8(_mm256_add_ps(hi, lo)) * scale;
         }
     }
 }

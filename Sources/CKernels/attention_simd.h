@@ -5,12 +5,6 @@
 #include "internal.h"
 
 #if CK_X86
-CK_FAST static inline float hsum8_ops(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 // The summation orders below reproduce llama.cpp's CPU kernels (ggml built for AVX-512) so the
 // float rounding matches: a 16-lane sum is reduced as lanes (i, i+8), then (i, i+4), then
@@ -30,7 +24,7 @@ CK_FAST static inline float dot_f16_ggml(const __m256 *q, const uint16_t *k, int
     // 16-lane sums j = 0..3 are (a[2j], a[2j+1]); fold 0+2, 1+3, then 0+1.
     const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
     const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
-    double sum = (double)hsum8_ops(_mm256_add_ps(hi, lo));
+    double sum = (double)ck_hsum8(_mm256_add_ps(hi, lo));
     if (np < n) {
         float tail[CK_MAX_HEAD_DIM];
         for (int v = np / 8; v < n / 8; v++) _mm256_storeu_ps(tail + 8 * v, q[v]);
@@ -46,7 +40,7 @@ CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int
         lo = _mm256_fmadd_ps(q[i >> 3], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), lo);
         hi = _mm256_fmadd_ps(q[(i >> 3) + 1], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i + 8))), hi);
     }
-    return hsum8_ops(_mm256_add_ps(hi, lo));
+    return ck_hsum8(_mm256_add_ps(hi, lo));
 }
 
 // Sixteen lanes x[0..15] reduced to one in ggml's order, for 8 values of d at once.
@@ -91,7 +85,7 @@ CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float
         }
         _mm256_storeu_ps(scores + j, lo);
         _mm256_storeu_ps(scores + j + 8, hi);
-        sum += (double)hsum8_ops(_mm256_add_ps(hi, lo));
+        sum += (double)ck_hsum8(_mm256_add_ps(hi, lo));
     }
     const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
     for (int j = 0; j < nk; j += 8) {

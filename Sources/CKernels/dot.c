@@ -49,12 +49,6 @@ static float dot_f16_f32_portable(int k, const uint16_t *w, const float *a) {
 // MARK: - Dot products, AVX2
 
 #if CK_X86
-CK_FAST static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 // 32 nibbles -> 32 bytes in 0...15, element order of the Q4_1 layout.
 CK_FAST static inline __m256i unpack_nibbles(const uint8_t *qs) {
@@ -97,7 +91,7 @@ CK_FAST static float dot_q4_1_q8_1_fast(int k, const ck_block_q4_1 *w, const ck_
         const __m256 p = dot_u8_s8(unpack_nibbles(w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
         acc = _mm256_fmadd_ps(d, p, acc);
     }
-    return hsum8(acc) + _mm_cvtss_f32(summs);
+    return ck_hsum8(acc) + _mm_cvtss_f32(summs);
 }
 
 CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a) {
@@ -110,7 +104,7 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
         const __m256 p = dot_s8_s8(_mm256_loadu_si256((const __m256i *)w[i].qs), _mm256_loadu_si256((const __m256i *)a[i].qs));
         acc = _mm256_fmadd_ps(d, p, acc);
     }
-    return hsum8(acc);
+    return ck_hsum8(acc);
 }
 
 // Four weight rows against one or two activation rows: the same per-row arithmetic as the
@@ -168,10 +162,10 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
         }                                                                                                            \
         float sm[8];                                                                                                 \
         _mm256_storeu_ps(sm, summs);                                                                                 \
-        out[0] = hsum8(acc0) + sm[1];                                                                                \
-        out[1] = hsum8(acc1) + sm[3];                                                                                \
-        out[2] = hsum8(acc2) + sm[5];                                                                                \
-        out[3] = hsum8(acc3) + sm[7];                                                                                \
+        out[0] = ck_hsum8(acc0) + sm[1];                                                                                \
+        out[1] = ck_hsum8(acc1) + sm[3];                                                                                \
+        out[2] = ck_hsum8(acc2) + sm[5];                                                                                \
+        out[3] = ck_hsum8(acc3) + sm[7];                                                                                \
     }                                                                                                                \
     /* Four rows x two tokens: the unpacked weights and their scales serve both tokens. */                          \
     TARGET static void dot4x2_q4_1_##SUFFIX(int k, const ck_block_q4_1 *w, size_t wrb, const ck_block_q8_1 *a,        \
@@ -201,14 +195,14 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
         float sa[8], sb[8];                                                                                          \
         _mm256_storeu_ps(sa, summs_a);                                                                               \
         _mm256_storeu_ps(sb, summs_b);                                                                               \
-        out_a[0] = hsum8(a0) + sa[1];                                                                                \
-        out_a[1] = hsum8(a1) + sa[3];                                                                                \
-        out_a[2] = hsum8(a2) + sa[5];                                                                                \
-        out_a[3] = hsum8(a3) + sa[7];                                                                                \
-        out_b[0] = hsum8(b0) + sb[1];                                                                                \
-        out_b[1] = hsum8(b1) + sb[3];                                                                                \
-        out_b[2] = hsum8(b2) + sb[5];                                                                                \
-        out_b[3] = hsum8(b3) + sb[7];                                                                                \
+        out_a[0] = ck_hsum8(a0) + sa[1];                                                                                \
+        out_a[1] = ck_hsum8(a1) + sa[3];                                                                                \
+        out_a[2] = ck_hsum8(a2) + sa[5];                                                                                \
+        out_a[3] = ck_hsum8(a3) + sa[7];                                                                                \
+        out_b[0] = ck_hsum8(b0) + sb[1];                                                                                \
+        out_b[1] = ck_hsum8(b1) + sb[3];                                                                                \
+        out_b[2] = ck_hsum8(b2) + sb[5];                                                                                \
+        out_b[3] = ck_hsum8(b3) + sb[7];                                                                                \
     }
 
 #define CK_Q41_STEP(DOT, W, ACC, PROD, LANE, AQ)                                                                   \
@@ -274,7 +268,7 @@ CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t 
     for (int t = 0; t < 4; t++) {
         float sm[8];
         _mm256_storeu_ps(sm, summs[t]);
-        for (int r = 0; r < 4; r++) out[t][r] = hsum8(acc[t][r]) + sm[2 * r + 1];
+        for (int r = 0; r < 4; r++) out[t][r] = ck_hsum8(acc[t][r]) + sm[2 * r + 1];
     }
 }
 
@@ -326,10 +320,10 @@ CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_
         CK_Q80_ROW(w3, acc3, 3);
     }
 #undef CK_Q80_ROW
-    out[0] = hsum8(acc0);
-    out[1] = hsum8(acc1);
-    out[2] = hsum8(acc2);
-    out[3] = hsum8(acc3);
+    out[0] = ck_hsum8(acc0);
+    out[1] = ck_hsum8(acc1);
+    out[2] = ck_hsum8(acc2);
+    out[3] = ck_hsum8(acc3);
 }
 
 CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
@@ -340,7 +334,7 @@ CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
         acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(a + i + 8), acc1);
     }
     for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), acc0);
-    float s = hsum8(_mm256_add_ps(acc0, acc1));
+    float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
     for (; i < k; i++) s += w[i] * a[i];
     return s;
 }
@@ -355,7 +349,7 @@ CK_FAST static float dot_f16_f32_fast(int k, const uint16_t *w, const float *a) 
     for (; i + 8 <= k; i += 8) {
         acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(a + i), acc0);
     }
-    float s = hsum8(_mm256_add_ps(acc0, acc1));
+    float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
     for (; i < k; i++) s += _cvtsh_ss(w[i]) * a[i];
     return s;
 }

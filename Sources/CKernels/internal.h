@@ -44,6 +44,14 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 ck_v_expf(__m256 x
     const __m256 alt = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(INFINITY));
     return _mm256_blendv_ps(res, alt, big);
 }
+// Sum of 8 lanes: (hi + lo halves), then pairs, as ggml reduces its vectors (the order matters
+// to the rounding).
+__attribute__((target("avx2,fma,f16c"))) static inline float ck_hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
 #endif
 
 /// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` picks the VNNI
