@@ -12,7 +12,9 @@ public enum InferdCLI {
                                                 Print token ids as a JSON array. Special-token
                                                 spellings are plain text unless --special.
           inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--repetitions N] [--json] [--http] [--load N] [--no-wait]
-                                                Measure prompt and generation speed.
+                                                Measure prompt and generation speed. Tests: ppN (an
+                                                N-token prompt), tgN (N tokens decoded), tgNxS (S
+                                                sequences decoding together).
           inferd healthcheck [--host H] [--port P]
                                                 Exit 0 when the server's /health answers 200.
           inferd help                           This text.
@@ -31,6 +33,12 @@ public enum InferdCLI {
             return 2
         }
         let rest = Array(arguments.dropFirst())
+        let commands = ["serve", "generate", "tokenize", "bench", "healthcheck"]
+        if commands.contains(command) && (rest.contains("--help") || rest.contains("-h")) {
+            // `inferd bench --help` is what people type first; answer it rather than call it a bad flag.
+            print(usage, terminator: "")
+            return 0
+        }
         switch command {
         case "serve": return await ServeCommand.run(arguments: rest)
         case "generate": return await GenerateCommand.run(arguments: rest)

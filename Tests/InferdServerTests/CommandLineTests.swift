@@ -96,6 +96,10 @@ import Testing
         #expect(unknown.status == 2 && unknown.stderr.contains("unknown flag --prot"))
         let help = try await run(["help"])
         #expect(help.status == 0 && help.stdout.contains("INFERD_DATA_DIR"))
+        for command in [["bench", "--help"], ["serve", "--port", "1", "-h"], ["generate", "--help"]] {
+            let r = try await run(command)
+            #expect(r.status == 0 && r.stdout.contains("tgNxS") && r.stderr.isEmpty, "\(command): \(r.stderr)")
+        }
     }
 
     @Test func serveListensLoadsAndStopsCleanlyOnSIGTERM() async throws {
