@@ -162,10 +162,10 @@ enum BenchCommand {
         // "others": the most cores other processes used during any sample (a busy machine's
         // figures are not the engine's).
         print(
-            "| model                          |       size |     params | threads |  test |              t/s | others |"
+            "| model                          |       size |     params | threads |     test |              t/s | others |"
         )
         print(
-            "| ------------------------------ | ---------: | ---------: | ------: | ----: | ---------------: | -----: |"
+            "| ------------------------------ | ---------: | ---------: | ------: | -------: | ---------------: | -----: |"
         )
     }
 
@@ -176,7 +176,7 @@ enum BenchCommand {
         let others = result.othersCores.max().map { String(format: "%.2f", $0) } ?? "-"
         print(
             "| \(pad(String(name.prefix(30)), 30, left: true)) | \(pad(size, 10)) | \(pad(params, 10)) | "
-                + "\(pad("\(threads)", 7)) | \(pad("\(result.test)", 5)) | \(pad(speed, 16)) | \(pad(others, 6)) |")
+                + "\(pad("\(threads)", 7)) | \(pad("\(result.test)", 8)) | \(pad(speed, 16)) | \(pad(others, 6)) |")
     }
 
     static func pad(_ s: String, _ width: Int, left: Bool = false) -> String {
