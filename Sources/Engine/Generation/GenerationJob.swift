@@ -40,10 +40,11 @@ final class GenerationJob: @unchecked Sendable {
     let matcher: StopStringMatcher
     var decodedText = ""
     var visibleCount = 0
-    var generated: [Int32] = []
     /// The prompt and the generated tokens, newest last: the sampler's look-back and the decode
     /// step's input. Reserved for the whole answer at the start, so a token never reallocates it.
     var history: [Int32] = []
+    /// The tokens generated so far (empty until the job has started).
+    var generated: ArraySlice<Int32> { history.isEmpty ? [] : history[request.promptTokens.count...] }
     var cachedTokens = 0
     var stepsAfterCancel = 0
     var startedAt = ContinuousClock.now
@@ -190,7 +191,6 @@ final class GenerationJob: @unchecked Sendable {
         let needed = prompt.count + request.maxTokens
         history.reserveCapacity(needed)
         history.append(contentsOf: prompt)
-        generated.reserveCapacity(request.maxTokens)
         if let existing = request.sequence, existing.capacity >= needed {
             // Reuse the longest shared prefix, but always recompute at least the last prompt
             // token: its logits are what the first generated token is sampled from.
@@ -213,7 +213,6 @@ final class GenerationJob: @unchecked Sendable {
     }
 
     private func accept(_ token: Int32) {
-        generated.append(token)
         history.append(token)
         if endOfGeneration.contains(token) {
             finish(.stop)
@@ -261,7 +260,7 @@ final class GenerationJob: @unchecked Sendable {
                 promptMilliseconds: promptMS, generationMilliseconds: genMS,
                 promptTokensPerSecond: promptMS > 0 ? Double(computed) / promptMS * 1000 : 0,
                 generationTokensPerSecond: genMS > 0 ? Double(max(generated.count - 1, 0)) / genMS * 1000 : 0),
-            tokens: generated, stepsAfterCancel: stepsAfterCancel)
+            tokens: Array(generated), stepsAfterCancel: stepsAfterCancel)
         onFinish(.success(result))
     }
 
