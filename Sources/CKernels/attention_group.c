@@ -164,8 +164,6 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
     const int hd = p->head_dim;
     const int nv = hd / 8;
     const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
-    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
-    if (n_kv < 32) n_kv = 32;
     const int batched = p->n_tokens >= 2;
     const size_t astride = (size_t)64 * hd;
     const int sstride = (p->pos0 + p->n_tokens + 15) & ~15;  // the softmax pads to 16 keys
@@ -206,7 +204,7 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
         return;
     }
     // ggml_vec_dot_f16 per output dimension over the padded key range.
-    const int np = n_kv & ~63;
+    const int np = attention_full_steps_end(p);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
         accumulate_lanes_group(acc, astride, 64, hd, vbase, p->kv_stride, scores, sstride, nmain, R);

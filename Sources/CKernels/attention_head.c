@@ -43,16 +43,14 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
 }
 
 #if CK_X86
-// One query head on its own. The grouped kernel below does the same arithmetic for all the
-// heads of a KV group; this one stays as its reference (ck_attention_units_per_head) and for the
-// groups that one cannot take (more than CK_MAX_GROUP heads, or a scratch row too small).
-// head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: n_kv floats.
+// One query head on its own. The grouped kernel (attention_group.c) does the same arithmetic for
+// all the heads of a KV group; this one stays as its reference (ck_attention_units_per_head) and
+// for the groups that one cannot take (more than CK_MAX_GROUP heads, or a scratch row too small).
+// head_dim is a multiple of 8 here. acc: 64 * head_dim floats, scores: the keys rounded up to 16.
 CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int t, int h, float *acc, float *scores) {
     const int hd = p->head_dim;
     const int nv = hd / 8;
     const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
-    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
-    if (n_kv < 32) n_kv = 32;
     const int batched = p->n_tokens >= 2;
     const int kvh = h / (p->n_head / p->n_kv_head);
     const float *qh = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
@@ -79,7 +77,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
         return;
     }
     // ggml_vec_dot_f16 per output dimension over the padded key range.
-    const int np = n_kv & ~63;
+    const int np = attention_full_steps_end(p);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
         accumulate_lanes(acc, 64, hd, vbase, p->kv_stride, scores, nmain);

@@ -43,6 +43,14 @@ CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int
     return ck_hsum8(_mm256_add_ps(hi, lo));
 }
 
+// The end of the keys ggml_vec_dot_f16 sums in whole 64-element steps: it runs over the KV range
+// padded to a multiple of 32 (at least 32); the keys from here on are summed in double.
+static inline int attention_full_steps_end(const ck_attention_args *p) {
+    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
+    if (n_kv < 32) n_kv = 32;
+    return n_kv & ~63;
+}
+
 // Sixteen lanes x[0..15] reduced to one in ggml's order, for 8 values of d at once.
 CK_FAST static inline __m256 reduce16_lanes(const __m256 *x) {
     __m256 t3[8], t6[4];
