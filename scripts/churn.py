@@ -21,9 +21,9 @@ counters (/metrics) must agree with its log. After the run the active-generation
 active-stream gauges must reach 0, and threads, fds and RSS return to the baseline. Prints a
 summary; exits 1 on any failed check. Standard library only.
 """
-import argparse, datetime, json, os, random, re, signal, socket, struct, subprocess, sys, tempfile, threading, time
+import argparse, datetime, json, os, random, re, socket, struct, sys, tempfile, threading, time
 
-from loadtools import proc_stats, read_all, report, start_server
+from loadtools import proc_stats, read_all, report, start_server, stop_server
 
 RSS_TOLERANCE = 0.10      # the issue's bound: RSS within 10 % of the baseline
 THREAD_SLACK = 2          # Swift's pool and libmicrohttpd may keep a thread or two more
@@ -293,13 +293,7 @@ def main():
         time.sleep(1)
         after, m_after = proc_stats(proc.pid), scrape(port)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            exit_code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            exit_code = "timeout"
-        log.close()
+        exit_code = stop_server(proc, log)
 
     cancelled, ended = server_log(log_path)
     streams = run.streams

@@ -1,7 +1,7 @@
 """What the load scripts (soak.py, churn.py) share: starting the server, a server process's
 resources from /proc, reading a loopback socket to its end, and the pass/fail report they end
 with."""
-import json, os, re, socket, subprocess, sys, time
+import json, os, re, signal, socket, subprocess, sys, time
 
 
 def proc_stats(pid):
@@ -76,3 +76,15 @@ def start_server(name, binary, model, data_dir, extra_args=(), env=None, health=
         time.sleep(0.2)
     proc.kill()
     sys.exit(f"{name}: the model did not load within 120 s")
+
+
+def stop_server(proc, log):
+    """SIGTERM, then the exit code (or "timeout" when it takes more than 30 s, after a kill)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        exit_code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        exit_code = "timeout"
+    log.close()
+    return exit_code

@@ -14,9 +14,9 @@ At the end: the process is alive, failed == 0, the server's own request count ma
 sent, threads / fds / RSS after the load settles are within the bounds below of their values
 after warm-up, and SIGTERM exits 0. Standard library only.
 """
-import argparse, json, os, random, re, signal, socket, subprocess, sys, tempfile, threading, time
+import argparse, json, os, random, re, socket, sys, tempfile, threading, time
 
-from loadtools import proc_stats, read_all, report, start_server
+from loadtools import proc_stats, read_all, report, start_server, stop_server
 
 THREAD_BOUND = 4          # extra threads allowed after the load, versus after warm-up
 FD_BOUND = 4              # extra open fds allowed
@@ -284,13 +284,7 @@ def main():
     served, finishes = server_metrics(port) if alive else (-1, {})
     health_ok = alive and get(port, "/health")[0] == 200
 
-    proc.send_signal(signal.SIGTERM)
-    try:
-        exit_code = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        exit_code = "timeout"
-    log.close()
+    exit_code = stop_server(proc, log)
 
     c = counts.c
     accounted = c["completed"] + c["cancelled"] + c["refused"] + c["failed"]
