@@ -31,6 +31,17 @@ import Testing
         }
     }
 
+    /// Two of the same request, the second started once the first has its first snapshot, both
+    /// read to the end.
+    static func twoStreams(_ s: RunningServer) async throws -> (Stream, Stream) {
+        let (c1, c2) = (try s.client(), try s.client())
+        let first = try await begin(c1)
+        let second = try await begin(c2)
+        async let firstDone = finish(c1, first)
+        async let secondDone = finish(c2, second)
+        return try await (firstDone, secondDone)
+    }
+
     static func finish(_ client: TestClient, _ stream: Stream) async throws -> Stream {
         try await offPool {
             var s = stream
@@ -51,12 +62,7 @@ import Testing
         let s = try RunningServer.start()
         defer { Task { await s.server.shutdown() } }
         #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
-        let (c1, c2) = (try s.client(), try s.client())
-        let first = try await Self.begin(c1)
-        let second = try await Self.begin(c2)
-        async let firstDone = Self.finish(c1, first)
-        async let secondDone = Self.finish(c2, second)
-        let (a, b) = try await (firstDone, secondDone)
+        let (a, b) = try await Self.twoStreams(s)
         let text = try #require(a.final["content"] as? String)
         #expect(!text.isEmpty)
         #expect(b.final["content"] as? String == text)
@@ -76,12 +82,7 @@ import Testing
     @Test func turnedOffEveryStreamComputesItsOwn() async throws {
         let s = try RunningServer.start { $0.singleFlight = false }
         defer { Task { await s.server.shutdown() } }
-        let (c1, c2) = (try s.client(), try s.client())
-        let first = try await Self.begin(c1)
-        let second = try await Self.begin(c2)
-        async let firstDone = Self.finish(c1, first)
-        async let secondDone = Self.finish(c2, second)
-        let (a, b) = try await (firstDone, secondDone)
+        let (a, b) = try await Self.twoStreams(s)
         #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
         #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
         #expect(s.logs.matching("request joined an identical generation").isEmpty)
