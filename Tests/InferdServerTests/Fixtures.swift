@@ -59,6 +59,17 @@ struct RunningServer {
     func cancelledGenerations() -> Double {
         metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
     }
+
+    /// The "generation finished" line of the one generation a test cancelled. It waits for both the
+    /// counter and the line: the app counts a generation before it logs it, so a test that waited for
+    /// the counter alone could read the log a moment too early (seen once in CI).
+    func cancelledGenerationLog(timeout: Duration = .seconds(5)) async -> String? {
+        let finished = { logs.matching("generation finished").first }
+        guard await eventually(timeout: timeout, { cancelledGenerations() == 1 && finished() != nil }) else {
+            return nil
+        }
+        return finished()
+    }
 }
 
 /// llama.cpp's greedy reference for the default model (`../shared/reference/greedy.json`).

@@ -76,8 +76,7 @@ import Testing
             return reader.events.count
         }
         #expect(read >= 5)
-        #expect(await eventually(timeout: .seconds(5)) { s.cancelledGenerations() == 1 })
-        let line = try #require(s.logs.matching("generation finished").first)
+        let line = try #require(await s.cancelledGenerationLog())
         #expect(line.contains("finish_reason=cancelled"))
         #expect(line.contains("steps_after_cancel=0") || line.contains("steps_after_cancel=1"), "\(line)")
         let completion = Int(
@@ -101,8 +100,7 @@ import Testing
             Thread.sleep(forTimeInterval: 0.5)
             client.close()
         }
-        #expect(await eventually(timeout: .seconds(5)) { s.cancelledGenerations() == 1 })
-        let line = try #require(s.logs.matching("generation finished").first)
+        let line = try #require(await s.cancelledGenerationLog())
         #expect(line.contains("steps_after_cancel=0") || line.contains("steps_after_cancel=1"), "\(line)")
     }
 
