@@ -1,0 +1,45 @@
+/// An error a handler throws to produce a specific HTTP error response.
+public struct HTTPError: Error, Sendable, Equatable {
+    public var status: Int
+    public var message: String
+    public var type: String
+    public var code: String
+    /// Sent as `Retry-After` (seconds): when a client that was refused may try again.
+    public var retryAfterSeconds: Int?
+
+    public init(status: Int, message: String, type: String, code: String, retryAfterSeconds: Int? = nil) {
+        self.status = status
+        self.message = message
+        self.type = type
+        self.code = code
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    public static func badRequest(_ message: String, code: String = "bad_request") -> HTTPError {
+        HTTPError(status: 400, message: message, type: "invalid_request_error", code: code)
+    }
+    public static func notFound(_ message: String, code: String = "not_found") -> HTTPError {
+        HTTPError(status: 404, message: message, type: "not_found_error", code: code)
+    }
+    public static func methodNotAllowed(_ message: String) -> HTTPError {
+        HTTPError(status: 405, message: message, type: "invalid_request_error", code: "method_not_allowed")
+    }
+    public static func conflict(_ message: String, code: String = "conflict") -> HTTPError {
+        HTTPError(status: 409, message: message, type: "invalid_request_error", code: code)
+    }
+    public static func payloadTooLarge(_ message: String) -> HTTPError {
+        HTTPError(status: 413, message: message, type: "invalid_request_error", code: "payload_too_large")
+    }
+    public static func unsupportedMediaType(_ message: String) -> HTTPError {
+        HTTPError(status: 415, message: message, type: "invalid_request_error", code: "unsupported_media_type")
+    }
+    public static func tooManyRequests(_ message: String, code: String = "rate_limited") -> HTTPError {
+        HTTPError(status: 429, message: message, type: "rate_limit_error", code: code)
+    }
+    public static func internalError(_ message: String = "internal server error") -> HTTPError {
+        HTTPError(status: 500, message: message, type: "server_error", code: "internal_error")
+    }
+    public static func serviceUnavailable(_ message: String, code: String = "unavailable") -> HTTPError {
+        HTTPError(status: 503, message: message, type: "server_error", code: code)
+    }
+}

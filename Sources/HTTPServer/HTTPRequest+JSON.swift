@@ -1,0 +1,112 @@
+import Foundation
+
+extension HTTPRequest {
+    /// Decodes the body as JSON, mapping every failure to the `HTTPError` a client should see:
+    /// 415 for a non-JSON Content-Type, 400 `missing_body`, 400 `invalid_json` (malformed,
+    /// truncated or not UTF-8), 400 `json_too_deep` (nesting beyond `maxJSONDepth`, refused before
+    /// the recursive decoder sees it), 400 `invalid_request` (valid JSON of the wrong shape).
+    public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
+        if body.isEmpty {
+            throw HTTPError.badRequest("request body is required", code: "missing_body")
+        }
+        let contentType = headers["Content-Type"] ?? ""
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard mediaType == "application/json" else {
+            throw HTTPError.unsupportedMediaType(
+                "Content-Type must be application/json, got '\(contentType)'")
+        }
+        if let offset = Self.firstInvalidUTF8Offset(body) {
+            throw HTTPError.badRequest(
+                "request body is not valid UTF-8 (byte offset \(offset))", code: "invalid_json")
+        }
+        if Self.nestingDepth(body, stopAfter: maxJSONDepth) > maxJSONDepth {
+            throw HTTPError.badRequest(
+                "request body nests arrays and objects deeper than \(maxJSONDepth) levels", code: "json_too_deep")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch let error as DecodingError {
+            switch error {
+            case .dataCorrupted(let context):
+                var message = "request body is not valid JSON"
+                if let underlying = context.underlyingError {
+                    let detail = (underlying as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+                    message += ": " + (detail ?? "\(underlying)")
+                } else if !context.debugDescription.isEmpty {
+                    message += ": " + context.debugDescription
+                }
+                throw HTTPError.badRequest(message, code: "invalid_json")
+            case .keyNotFound(let key, let context):
+                throw HTTPError.badRequest(
+                    "missing field '\(Self.path(context.codingPath + [key]))'", code: "invalid_request")
+            case .typeMismatch(_, let context), .valueNotFound(_, let context):
+                throw HTTPError.badRequest(
+                    "invalid value at '\(Self.path(context.codingPath))': \(context.debugDescription)",
+                    code: "invalid_request")
+            @unknown default:
+                throw HTTPError.badRequest("invalid request body", code: "invalid_request")
+            }
+        } catch {
+            throw HTTPError.badRequest("request body is not valid JSON", code: "invalid_json")
+        }
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+
+    /// The deepest nesting of `[` and `{` outside strings, counting no further than one past
+    /// `stopAfter`. A linear scan with no recursion: it only has to be right for valid JSON, and
+    /// for anything else it just has to end (the decoder then reports the syntax error).
+    package static func nestingDepth(_ bytes: [UInt8], stopAfter limit: Int) -> Int {
+        var depth = 0
+        var deepest = 0
+        var inString = false
+        var escaped = false
+        for b in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > deepest {
+                    deepest = depth
+                    if deepest > limit { return deepest }
+                }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth = max(0, depth - 1)
+            default: break
+            }
+        }
+        return deepest
+    }
+
+    package static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        var offset = 0
+        var consumed = 0
+        // Track offset by re-encoding scalar lengths: cheap and exact for valid prefixes.
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar):
+                consumed += UTF8.width(scalar)
+                offset = consumed
+            case .emptyInput:
+                return nil
+            case .error:
+                return offset
+            }
+        }
+    }
+}
