@@ -45,21 +45,21 @@ public final class LlamaModel: @unchecked Sendable {
     let lock = NSLock()
 
     // Scratch, [maxPassTokens × width] row-major.
-    private let x: UnsafeMutablePointer<Float>
-    private let xn: UnsafeMutablePointer<Float>
-    private let q: UnsafeMutablePointer<Float>
-    private let k: UnsafeMutablePointer<Float>
-    private let v: UnsafeMutablePointer<Float>
-    private let attn: UnsafeMutablePointer<Float>
-    private let proj: UnsafeMutablePointer<Float>
-    private let gateOut: UnsafeMutablePointer<Float>
-    private let upOut: UnsafeMutablePointer<Float>
-    private let act: UnsafeMutablePointer<Float>
-    private let attnScratch: UnsafeMutablePointer<Float>
-    private let attnScratchStride: Int
-    private let quantized: UnsafeMutableRawPointer
+    let x: UnsafeMutablePointer<Float>
+    let xn: UnsafeMutablePointer<Float>
+    let q: UnsafeMutablePointer<Float>
+    let k: UnsafeMutablePointer<Float>
+    let v: UnsafeMutablePointer<Float>
+    let attn: UnsafeMutablePointer<Float>
+    let proj: UnsafeMutablePointer<Float>
+    let gateOut: UnsafeMutablePointer<Float>
+    let upOut: UnsafeMutablePointer<Float>
+    let act: UnsafeMutablePointer<Float>
+    let attnScratch: UnsafeMutablePointer<Float>
+    let attnScratchStride: Int
+    let quantized: UnsafeMutableRawPointer
     /// Logits of several sequences' last tokens, [maxSequencesPerBatch × vocabularySize].
-    private let batchLogits: UnsafeMutablePointer<Float>
+    let batchLogits: UnsafeMutablePointer<Float>
     private var allocations: [UnsafeMutableRawPointer] = []
 
     /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).
@@ -275,210 +275,5 @@ public final class LlamaModel: @unchecked Sendable {
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
         let row: Int
-    }
-
-    // MARK: - The pass
-
-    /// One pass over the rows of `segments` (together at most `maxPassTokens` rows, each segment
-    /// starting at its `row`). Weight products run once over all rows; RoPE positions, the KV
-    /// cache and attention are per segment.
-    private func runChunk(_ segments: UnsafeBufferPointer<Segment>) {
-        let c = config
-        let dim = c.embeddingLength
-        let kvDim = c.kvDim
-        let ffn = c.feedForwardLength
-        // Rows in the pass. Shape of x, xn, q, attn, proj: [n × dim]; k, v: [n × kvDim].
-        let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
-        for segment in segments {
-            for (t, id) in segment.tokens.enumerated() {
-                tokenEmbedding.dequantizeRow(Int(id), into: x + (segment.row + t) * dim)
-            }
-        }
-        for (l, layer) in layers.enumerated() {
-            // Attention block
-            rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
-            var activations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul(
-                Product(weights: layer.wq, out: q, ldy: dim), Product(weights: layer.wk, out: k, ldy: kvDim),
-                Product(weights: layer.wv, out: v, ldy: kvDim), activations: &activations)
-            // RoPE and the new keys and values into each sequence's cache, then every sequence's
-            // attention in one pool task.
-            withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
-                for (i, segment) in segments.enumerated() {
-                    let offset = segment.row
-                    let kCache = segment.cache.keys(layer: l)
-                    let vCache = segment.cache.values(layer: l)
-                    let pos0 = segment.cache.count
-                    let rows = segment.tokens.count
-                    for t in 0..<rows {
-                        let pos = pos0 + t
-                        let row = offset + t
-                        ck_rope(
-                            q + row * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount),
-                            Int32(pos), c.ropeFreqBase)
-                        ck_rope(
-                            k + row * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount),
-                            Int32(pos), c.ropeFreqBase)
-                        ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
-                        ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
-                    }
-                    list.initializeElement(
-                        at: i,
-                        to: ck_attention_args(
-                            q: q + offset * dim, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache,
-                            kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
-                            head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                            scale: 1 / Float(c.headDim).squareRoot(), out: attn + offset * dim,
-                            out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(attnScratchStride)))
-                }
-                ck_attention_many(pool.raw, list.baseAddress!, Int32(segments.count))
-            }
-            var attnActivations = PreparedActivations(source: attn, n: n, columns: dim)
-            matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
-            ck_add(x, proj, Int32(n * dim))
-
-            // Feed-forward block
-            rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
-            var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim)
-            matmul(
-                Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
-                activations: &ffnActivations)
-            ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
-            var downActivations = PreparedActivations(source: act, n: n, columns: ffn)
-            matmul(layer.down, &downActivations, into: proj, ldy: dim)
-            ck_add(x, proj, Int32(n * dim))
-        }
-        // Output head over the last row of each segment that wants logits, in one product.
-        var wanting = 0
-        var only: UnsafeMutablePointer<Float>? = nil
-        for segment in segments {
-            guard let logits = segment.logits else { continue }
-            let last = x + (segment.row + segment.tokens.count - 1) * dim
-            ck_rmsnorm(last, outputNorm, xn + wanting * dim, Int32(dim), c.rmsNormEpsilon)
-            wanting += 1
-            only = logits
-        }
-        guard wanting > 0, let only else { return }
-        var outActivations = PreparedActivations(source: xn, n: wanting, columns: dim)
-        if wanting == 1 {
-            matmul(output, &outActivations, into: only, ldy: c.vocabularySize)
-            return
-        }
-        matmul(output, &outActivations, into: batchLogits, ldy: c.vocabularySize)
-        var i = 0
-        for segment in segments {
-            guard let logits = segment.logits else { continue }
-            logits.update(from: batchLogits + i * c.vocabularySize, count: c.vocabularySize)
-            i += 1
-        }
-    }
-
-    private func rmsNorm(
-        _ input: UnsafeMutablePointer<Float>, _ weight: [Float], into out: UnsafeMutablePointer<Float>, n: Int,
-        width: Int
-    ) {
-        weight.withUnsafeBufferPointer { w in
-            for t in 0..<n {
-                ck_rmsnorm(input + t * width, w.baseAddress!, out + t * width, Int32(width), config.rmsNormEpsilon)
-            }
-        }
-    }
-
-    /// Activations in the form each weight type wants, quantized at most once per form.
-    struct PreparedActivations {
-        let source: UnsafeMutablePointer<Float>
-        let n: Int
-        let columns: Int
-        var form: GGMLType? = nil
-    }
-
-    private func matmul(
-        _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
-    ) {
-        var args = arguments(w, &a, into: y, ldy: ldy)
-        ck_matmul(pool.raw, &args)
-    }
-
-    /// One product of a layer: weights, output rows, the output's row stride.
-    struct Product {
-        let weights: WeightMatrix
-        let out: UnsafeMutablePointer<Float>
-        let ldy: Int
-    }
-
-    /// Query, key and value (or any three products of the same activations) in one pool task.
-    /// Not variadic: a variadic list is an array, made anew every call, in every layer.
-    private func matmul(_ a: Product, _ b: Product, _ c: Product, activations: inout PreparedActivations) {
-        withUnsafeTemporaryAllocation(of: Product.self, capacity: 3) { list in
-            list.initializeElement(at: 0, to: a)
-            list.initializeElement(at: 1, to: b)
-            list.initializeElement(at: 2, to: c)
-            matmul(UnsafeBufferPointer(list), activations: &activations)
-            _ = list.deinitialize()
-        }
-    }
-
-    /// Gate and up (or any two products of the same activations) in one pool task.
-    private func matmul(_ a: Product, _ b: Product, activations: inout PreparedActivations) {
-        withUnsafeTemporaryAllocation(of: Product.self, capacity: 2) { list in
-            list.initializeElement(at: 0, to: a)
-            list.initializeElement(at: 1, to: b)
-            matmul(UnsafeBufferPointer(list), activations: &activations)
-            _ = list.deinitialize()
-        }
-    }
-
-    /// Several products of the same activations in one pool task (one wait instead of several).
-    /// The activations have one quantized buffer, so matrices wanting different forms (mixed-type
-    /// test models) run one after the other.
-    private func matmul(_ products: UnsafeBufferPointer<Product>, activations a: inout PreparedActivations) {
-        guard products.allSatisfy({ $0.weights.type == products[0].weights.type }) else {
-            for p in products { matmul(p.weights, &a, into: p.out, ldy: p.ldy) }
-            return
-        }
-        withUnsafeTemporaryAllocation(of: ck_matmul_args.self, capacity: products.count) { list in
-            for (i, p) in products.enumerated() {
-                list.initializeElement(at: i, to: arguments(p.weights, &a, into: p.out, ldy: p.ldy))
-            }
-            ck_matmul_many(pool.raw, list.baseAddress!, Int32(products.count))
-        }
-    }
-
-    /// The kernel's arguments for `w × a`, quantizing `a` into the form `w` wants if needed.
-    private func arguments(
-        _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
-    ) -> ck_matmul_args {
-        let xPointer: UnsafeRawPointer
-        let xRowBytes: Int
-        switch w.type {
-        case .q4_1:
-            xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_1>.stride
-            if a.form != .q8_1 {
-                for t in 0..<a.n {
-                    ck_quantize_row_q8_1(
-                        a.source + t * a.columns,
-                        (quantized + t * xRowBytes).assumingMemoryBound(to: ck_block_q8_1.self), Int32(a.columns))
-                }
-                a.form = .q8_1
-            }
-            xPointer = UnsafeRawPointer(quantized)
-        case .q8_0:
-            xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_0>.stride
-            if a.form != .q8_0 {
-                for t in 0..<a.n {
-                    ck_quantize_row_q8_0(
-                        a.source + t * a.columns,
-                        (quantized + t * xRowBytes).assumingMemoryBound(to: ck_block_q8_0.self), Int32(a.columns))
-                }
-                a.form = .q8_0
-            }
-            xPointer = UnsafeRawPointer(quantized)
-        default:
-            xRowBytes = a.columns * MemoryLayout<Float>.stride
-            xPointer = UnsafeRawPointer(a.source)
-        }
-        return ck_matmul_args(
-            type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
-            k: Int32(w.columns), x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy))
     }
 }
