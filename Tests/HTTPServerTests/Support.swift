@@ -89,3 +89,53 @@ func withServer<T>(
         throw error
     }
 }
+
+struct Echo: Codable, Equatable {
+    var message: String
+    var n: Int
+}
+
+struct Boom: Error {}
+
+/// Producers created by `/stream`, in order, so tests can inspect what they saw.
+final class ProducerLog: Sendable {
+    let all = Locked<[String: TickingProducer]>([:])
+    func add(_ id: String, _ p: TickingProducer) { all.withLock { $0[id] = p } }
+    subscript(id: String) -> TickingProducer? { all.withLock { $0[id] } }
+    var count: Int { all.withLock { $0.count } }
+}
+
+func standardRoutes(_ producers: ProducerLog) -> (Router) -> Void {
+    { router in
+        router.get("/hello") { _ in .text("hi") }
+        router.post("/echo") { req in
+            let echo = try req.decodeJSON(Echo.self)
+            return .json(echo)
+        }
+        router.get("/boom") { _ in throw Boom() }
+        router.get("/teapot") { _ in throw HTTPError(status: 418, message: "short and stout", type: "x", code: "teapot")
+        }
+        router.get("/sessions/{id}") { req in .json(["id": req.pathParameters["id"] ?? ""]) }
+        router.delete("/sessions/{id}") { _ in .text("deleted") }
+        router.get("/stream") { req in
+            let q = req.query
+            let producer = TickingProducer(
+                interval: .milliseconds(Int(q["interval_ms"] ?? "10") ?? 10),
+                count: q["count"].flatMap { Int($0) },
+                payloadBytes: Int(q["pad"] ?? "0") ?? 0,
+                silence: q["silence_ms"].flatMap { Int($0) }.map { .milliseconds($0) })
+            producers.add(req.id, producer)
+            return .eventStream { stream in await producer.run(stream) }
+        }
+    }
+}
+
+/// Opens an SSE request and returns the client after reading the response head.
+func openStream(port: Int, _ query: String, requestID: String, receiveBuffer: Int? = nil) throws -> (
+    TestClient, Int, [(String, String)]
+) {
+    let client = try TestClient(port: port, receiveBuffer: receiveBuffer)
+    client.send("GET /stream?\(query) HTTP/1.1\r\nHost: x\r\nX-Request-Id: \(requestID)\r\n\r\n")
+    let (status, headers) = try client.readHead()
+    return (client, status, headers)
+}

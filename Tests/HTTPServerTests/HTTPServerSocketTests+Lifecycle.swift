@@ -1,0 +1,232 @@
+import Foundation
+import Glibc
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import HTTPServer
+
+// Lifecycle tests share the serialized suite: the fd-count check needs no other sockets opening.
+extension HTTPServerSocketTests {
+    @Test func longNonStreamingHandlerIsCancelledWhenClientLeaves() async throws {
+        let seen = Locked<(ContinuousClock.Instant?, CancellationReason?)>((nil, nil))
+        try await withServer(routes: { router in
+            router.post("/generate") { req in
+                do {
+                    try await Task.sleep(for: .seconds(5))
+                } catch {
+                    let reason = req.context.cancellationReason
+                    seen.withLock { $0 = (.now, reason) }
+                    throw error
+                }
+                return .text("done")
+            }
+        }) { server, port, _ in
+            let closedAt = try await offPool {
+                let c = try TestClient(port: port)
+                c.send("POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+                Thread.sleep(forTimeInterval: 0.1)
+                let t = ContinuousClock.now
+                c.close()
+                return t
+            }
+            #expect(await eventually(timeout: .seconds(2)) { seen.withLock { $0.0 } != nil })
+            let (at, reason) = seen.withLock { $0 }
+            #expect(reason == .clientDisconnected)
+            if let at {
+                #expect(at - closedAt < .seconds(1))
+                print("disconnect→cancel of a non-streaming handler: \((at - closedAt).milliseconds) ms")
+            }
+            #expect(await eventually { server.runningTaskCount == 0 && server.exchangeCount == 0 })
+        }
+    }
+
+    static func openMany(port: Int, count: Int) throws -> [TestClient] {
+        var clients: [TestClient] = []
+        for i in 0..<count {
+            let c = try TestClient(port: port)
+            c.send("GET /stream?interval_ms=50 HTTP/1.1\r\nHost: x\r\nX-Request-Id: many-\(i)\r\n\r\n")
+            clients.append(c)
+        }
+        for c in clients {
+            let (status, _) = try c.readHead()
+            guard status == 200 else { throw ClientError(description: "status \(status)") }
+        }
+        return clients
+    }
+
+    static func allReleased(_ server: HTTPServer, _ metrics: Metrics, baseline: Int) -> Bool {
+        let gauges = metrics.value("inferd_open_connections") == 0 && metrics.value("inferd_active_streams") == 0
+        let server = server.runningTaskCount == 0 && server.exchangeCount == 0 && server.watchedConnectionCount == 0
+        // At most the baseline: other suites running in parallel open and close fds of their own.
+        return gauges && server && openFDCount() <= baseline
+    }
+
+    @Test func twoHundredStreamsThenAllDisconnectReturnsToBaseline() async throws {
+        try await withServer(routes: standardRoutes(producers)) { server, port, metrics in
+            let baseline = openFDCount()
+            let clients = try await offPool { try Self.openMany(port: port, count: 200) }
+            #expect(await eventually { metrics.value("inferd_active_streams") == 200 })
+            #expect(metrics.value("inferd_open_connections") == 200)
+            #expect(server.runningTaskCount == 200)
+            #expect(server.watchedConnectionCount == 200)
+            let during = openFDCount()
+            for c in clients { c.close() }
+            let back = await eventually(timeout: .seconds(10)) {
+                Self.allReleased(server, metrics, baseline: baseline)
+            }
+            let after = openFDCount()
+            let open = metrics.value("inferd_open_connections") ?? -1
+            print("200 streams: fds baseline \(baseline), during \(during), after \(after); open_connections \(open)")
+            #expect(back)
+            #expect(metrics.value("inferd_cancellations_total", labels: ["reason": "client_disconnected"]) == 200)
+        }
+    }
+
+    @Test func gracefulShutdownDrainsThenCancelsWithReasonShutdown() async throws {
+        let metrics = Metrics()
+        let logs = LogCapture()
+        let router = Router()
+        standardRoutes(producers)(router)
+        let server = HTTPServer(
+            configuration: .init(port: 0, drainSeconds: 1), router: router, logger: logs.logger, metrics: metrics)
+        try server.start()
+        let port = server.boundPort
+        let (quick, _, _) = try await offPool {
+            try openStream(port: port, "interval_ms=50&count=6", requestID: "quick")
+        }
+        let (endless, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "endless") }
+        let started = ContinuousClock.now
+        let shutdown = Task { await server.shutdown() }
+        func readAll(_ c: TestClient) async throws -> [SSEReader.Event] {
+            try await offPool {
+                var reader = SSEReader()
+                while let chunk = try c.readChunk() { reader.text += String(decoding: chunk, as: UTF8.self) }
+                return reader.events
+            }
+        }
+        async let quickEvents = readAll(quick)
+        async let endlessEvents = readAll(endless)
+        let (q, e) = try await (quickEvents, endlessEvents)
+        await shutdown.value
+        let took = ContinuousClock.now - started
+        print("graceful shutdown took \(took)")
+        #expect(q.last?.name == "done")
+        #expect(producers["quick"]?.snapshot.finishedNormally == true)
+        #expect(e.last?.name == "terminal")
+        #expect(e.last?.data.contains("shutdown") == true)
+        #expect(producers["endless"]?.snapshot.reason == .shutdown)
+        #expect(took >= .milliseconds(900))
+        #expect(took < .seconds(4))
+        #expect(metrics.value("inferd_cancellations_total", labels: ["reason": "shutdown"]) == 1)
+        #expect(logs.matching("request cancelled").contains { $0.contains("reason=shutdown") })
+        // No longer listening.
+        #expect(throws: (any Error).self) { _ = try TestClient(port: port) }
+    }
+
+    @Test func startOnATakenPortThrows() async throws {
+        try await withServer(routes: { _ in }) { _, port, _ in
+            let other = HTTPServer(
+                configuration: .init(port: port), router: Router(), logger: LogCapture().logger, metrics: Metrics())
+            do {
+                try other.start()
+                Issue.record("second server started on a taken port")
+                await other.shutdown()
+            } catch let error as HTTPServerError {
+                print("taken port: \(error)")
+                guard case .listenFailed(_, let p, _) = error else {
+                    Issue.record("unexpected error \(error)")
+                    return
+                }
+                #expect(p == port)
+            }
+        }
+    }
+
+    @Test func longRequestsOutliveTheConnectionTimeoutBecauseTheyAreSuspended() async throws {
+        try await withServer(
+            {
+                $0.connectionTimeoutSeconds = 1
+                $0.heartbeatSeconds = 0
+            },
+            routes: { router in
+                standardRoutes(producers)(router)
+                router.get("/slow") { _ in
+                    try await Task.sleep(for: .milliseconds(2200))
+                    return .text("finally")
+                }
+            }
+        ) { _, port, _ in
+            try await offPool {
+                let c = try TestClient(port: port)
+                let r = try c.request("GET", "/slow")
+                #expect(r.status == 200)
+                #expect(r.text == "finally")
+                let (s, status, _) = try openStream(port: port, "silence_ms=2200&count=1", requestID: "quiet")
+                #expect(status == 200)
+                var text = ""
+                while let chunk = try s.readChunk() { text += String(decoding: chunk, as: UTF8.self) }
+                #expect(text.hasSuffix("event: done\nid: 3\ndata: {\"n\":1}\n\n"))
+            }
+        }
+    }
+
+    /// Per-IP: libmicrohttpd accepts and resets the extra connection at once. Total: it stops
+    /// accepting, so the extra connection waits in the listen backlog until a slot frees up.
+    @Test func connectionLimitsRefuseOrHoldExtraConnections() async throws {
+        for perIP in [true, false] {
+            try await withServer(
+                {
+                    if perIP { $0.perIPConnectionLimit = 2 } else { $0.connectionLimit = 2 }
+                }, routes: standardRoutes(producers)
+            ) { _, port, metrics in
+                try await offPool {
+                    let a = try TestClient(port: port)
+                    let b = try TestClient(port: port)
+                    #expect(try a.request("GET", "/hello").status == 200)
+                    #expect(try b.request("GET", "/hello").status == 200)
+                    let c = try TestClient(port: port, timeout: 1)
+                    c.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if perIP {
+                        #expect(throws: (any Error).self) { _ = try c.readHead() }
+                        #expect(errno != EAGAIN)  // closed, not a timeout
+                    } else {
+                        #expect(throws: (any Error).self) { _ = try c.readHead() }
+                        #expect(errno == EAGAIN)  // not answered: held in the backlog
+                        a.close()
+                        c.setTimeout(3)
+                        #expect(try c.readResponse().status == 200)
+                    }
+                    b.close()
+                    // Let libmicrohttpd see the close before the next connection arrives.
+                    let deadline = ContinuousClock.now + .seconds(2)
+                    while (metrics.value("inferd_open_connections") ?? 0) > 1 && ContinuousClock.now < deadline {
+                        Thread.sleep(forTimeInterval: 0.005)
+                    }
+                    let d = try TestClient(port: port)
+                    #expect(try d.request("GET", "/hello").status == 200)
+                }
+            }
+        }
+    }
+
+    @Test func cancellingShutdownSkipsTheDrain() async throws {
+        let router = Router()
+        standardRoutes(producers)(router)
+        let server = HTTPServer(
+            configuration: .init(port: 0, drainSeconds: 30), router: router, logger: LogCapture().logger,
+            metrics: Metrics())
+        try server.start()
+        let port = server.boundPort
+        let (client, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "drain-skip") }
+        let started = ContinuousClock.now
+        let shutdown = Task { await server.shutdown() }
+        try await Task.sleep(for: .milliseconds(200))
+        shutdown.cancel()
+        await shutdown.value
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(5))
+        #expect(producers["drain-skip"]?.snapshot.reason == .shutdown)
+        client.close()
+    }
+}
