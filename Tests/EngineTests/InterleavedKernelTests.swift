@@ -136,7 +136,7 @@ struct InterleavedKernelTests {
         // Copies with stable addresses for the duration of the call.
         let copies = matrices.map { m -> UnsafeMutableRawBufferPointer in
             let b = UnsafeMutableRawBufferPointer.allocate(byteCount: m.count, alignment: 64)
-            b.copyMemory(from: UnsafeRawBufferPointer(start: m, count: m.count))
+            m.withUnsafeBytes { b.copyMemory(from: $0) }
             return b
         }
         defer { copies.forEach { $0.deallocate() } }

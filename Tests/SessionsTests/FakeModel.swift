@@ -174,6 +174,6 @@ struct Harness {
 }
 
 extension Session {
-    func responses() async -> [TranscriptEntry] { await transcript.filter { $0.kind == .response } }
-    func prompts() async -> [TranscriptEntry] { await transcript.filter { $0.kind == .prompt } }
+    func responses() async -> [TranscriptEntry] { transcript.filter { $0.kind == .response } }
+    func prompts() async -> [TranscriptEntry] { transcript.filter { $0.kind == .prompt } }
 }
