@@ -41,7 +41,7 @@ import Testing
     @Test func rejectAnswersBusyWhileOneRuns() async throws {
         let h = try Harness()
         let s = try h.session(onBusy: .reject)
-        let running = try await h.start(Harness.request("a", maxTokens: 200, longRun: true), s)
+        let running = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         await #expect(throws: SessionError.busy(activeRequest: "a")) {
             try await h.admit(Harness.request("b", onBusy: .reject), s)
         }
@@ -52,7 +52,7 @@ import Testing
     @Test func aFullQueueIsRefused() async throws {
         let h = try Harness(maxQueue: 1)
         let s = try h.session()
-        let a = try await h.start(Harness.request("a", maxTokens: 200, longRun: true), s)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let b = try await h.start(Harness.request("b"), s)
         await #expect(throws: SessionError.queueFull(limit: 1)) { try await h.admit(Harness.request("c"), s) }
         _ = await s.cancelAll(reason: .cancelRequest)
@@ -63,7 +63,7 @@ import Testing
     @Test func cancelBeforeStartPublishesNothing() async throws {
         let h = try Harness()
         let s = try h.session()
-        let a = try await h.start(Harness.request("a", maxTokens: 200, longRun: true), s)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let rec = Recorder()
         let b = try await h.start(Harness.request("b", "never"), s, rec)
         #expect(await eventually { rec.positions == [1] })
@@ -81,7 +81,7 @@ import Testing
     @Test func disconnectWhileQueuedRemovesItAtOnce() async throws {
         let h = try Harness()
         let s = try h.session()
-        let a = try await h.start(Harness.request("a", maxTokens: 200, longRun: true), s)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let b = try await h.start(Harness.request("b"), s)
         let recC = Recorder()
         let c = try await h.start(Harness.request("c"), s, recC)
@@ -102,7 +102,7 @@ import Testing
         let h = try Harness()
         let s = try h.session()
         let rec = Recorder()
-        let a = try await h.start(Harness.request("a", maxTokens: 500, longRun: true), s, rec)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s, rec)
         #expect(await eventually { rec.snapshots.count >= 5 })
         let result = await s.cancel(requestID: "a", reason: .cancelRequest)
         guard case .stopped(let stopped) = result else {
@@ -130,7 +130,7 @@ import Testing
         let first = try await h.respond(Harness.request("r1", "hi"), s)
         let before = await s.transcript
         let rec = Recorder()
-        let a = try await h.start(Harness.request("a", maxTokens: 500, onCancel: .discard, longRun: true), s, rec)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, onCancel: .discard, longRun: true), s, rec)
         #expect(await eventually { rec.snapshots.count >= 3 })
         _ = await s.cancel(requestID: "a", reason: .cancelRequest)
         let outcome = await a.value
@@ -253,7 +253,7 @@ import Testing
     @Test func aLiveRequestIDMustBeUniqueButAnEndedOneMayBeReused() async throws {
         let h = try Harness()
         let s = try h.session()
-        let a = try await h.start(Harness.request("same", maxTokens: 200, longRun: true), s)
+        let a = try await h.start(Harness.request("same", maxTokens: 3000, longRun: true), s)
         await #expect(throws: SessionError.duplicateRequest("same")) { try await h.admit(Harness.request("same"), s) }
         _ = await s.cancel(requestID: "same", reason: .cancelRequest)
         #expect(await a.value.status == .cancelled)
@@ -314,7 +314,7 @@ import Testing
         let h = try Harness()
         let s = try h.session()
         let rec = Recorder()
-        let a = try await h.start(Harness.request("a", maxTokens: 500, longRun: true), s, rec)
+        let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s, rec)
         let b = try await h.start(Harness.request("b"), s)
         #expect(await eventually { !rec.snapshots.isEmpty })
         #expect(try await h.manager.delete(s.id))
