@@ -42,9 +42,11 @@ enum BenchCommand {
         let threadCounts: [Int]
         let tests: [EngineBenchmark.Test]
         let repetitions: Int
+        let loadStreams: Int?
+        let httpTokens: Int
         do {
             options = try CommandOptions(
-                arguments, known: ["model", "threads", "tests", "repetitions", "load"],
+                arguments, known: ["model", "threads", "tests", "repetitions", "load", "http-tokens"],
                 booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
@@ -54,6 +56,12 @@ enum BenchCommand {
             tests = testList == "none" ? [] : try testList.split(separator: ",").map(parseTest)
             repetitions = try options.int("repetitions") ?? 5
             guard repetitions >= 1 else { throw ConfigurationError("--repetitions must be at least 1") }
+            loadStreams = try options.int("load")
+            guard (loadStreams ?? 1) >= 1 else {
+                throw ConfigurationError("--load takes a number of streams, at least 1")
+            }
+            httpTokens = try options.int("http-tokens") ?? 128
+            guard httpTokens >= 2 else { throw ConfigurationError("--http-tokens must be at least 2") }
         } catch let error as ConfigurationError {
             return InferdCLI.fail(error.description, code: 2)
         } catch {
@@ -91,11 +99,12 @@ enum BenchCommand {
             let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(weightBytes) / 1e9 }
             var http: HTTPBench.Result?
             if options.flags.contains("http") {
-                http = try await HTTPBench.run(modelPath: path, threads: threadCounts.max() ?? 1)
+                http = try await HTTPBench.run(modelPath: path, threads: threadCounts.max() ?? 1, tokens: httpTokens)
             }
             var load: HTTPBench.LoadResult?
-            if let streams = try options.int("load") {
-                load = try await HTTPBench.load(modelPath: path, threads: threadCounts.max() ?? 1, streams: streams)
+            if let streams = loadStreams {
+                load = try await HTTPBench.load(
+                    modelPath: path, threads: threadCounts.max() ?? 1, streams: streams, tokens: httpTokens)
             }
             if json {
                 let report = Report(

@@ -24,9 +24,9 @@ enum HTTPBench {
         "Summarize in two sentences why cooperative cancellation matters for a server that streams tokens to many clients at once, and what goes wrong without it."
 
     /// One stream over HTTP on an otherwise idle server.
-    static func run(modelPath: String, threads: Int) async throws -> Result {
+    static func run(modelPath: String, threads: Int, tokens: Int = 128) async throws -> Result {
         try await withServer(modelPath: modelPath, threads: threads) { port in
-            try await Task.detachedOffPool { try measure(port: port, body: requestBody(maxTokens: 128)) }
+            try await Task.detachedOffPool { try measure(port: port, body: requestBody(maxTokens: tokens)) }
         }
     }
 
@@ -57,7 +57,8 @@ enum HTTPBench {
     /// arrival case: one more stream sent while `streams - 1` others are decoding. Every stream
     /// has its own prompt, so identical requests cannot share one generation.
     static func load(modelPath: String, threads: Int, streams: Int, tokens: Int = 128) async throws -> LoadResult {
-        try await withServer(modelPath: modelPath, threads: threads) { port in
+        precondition(streams >= 1, "the command checks --load")
+        return try await withServer(modelPath: modelPath, threads: threads) { port in
             let single = try await Task.detachedOffPool {
                 try measure(port: port, body: requestBody(maxTokens: tokens, ignoreEOS: true, reader: 0))
             }

@@ -11,10 +11,13 @@ public enum InferdCLI {
           inferd tokenize [--special] [--model PATH] "text"
                                                 Print token ids as a JSON array. Special-token
                                                 spellings are plain text unless --special.
-          inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--repetitions N] [--json] [--http] [--load N] [--no-wait]
+          inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--repetitions N] [--json] [--http] [--load N]
+                       [--http-tokens N] [--no-wait]
                                                 Measure prompt and generation speed. Tests: ppN (an
                                                 N-token prompt), tgN (N tokens decoded), tgNxS (S
-                                                sequences decoding together).
+                                                sequences decoding together), or none. --http: one
+                                                stream over a real socket; --load N: N at once;
+                                                --http-tokens: tokens per stream (128).
           inferd healthcheck [--host H] [--port P]
                                                 Exit 0 when the server's /health answers 200.
           inferd help                           This text.

@@ -87,6 +87,51 @@ import Testing
         }
     }
 
+    /// `--http` and `--load` start a server in-process and measure over a real socket.
+    @Test func benchOverHTTPReportsWhatAClientSees() async throws {
+        let r = try await run([
+            "bench", "--model", Self.model, "--threads", "1", "--tests", "none", "--json", "--no-wait", "--http",
+            "--load", "2", "--http-tokens", "12",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        struct Report: Decodable {
+            struct Stream: Decodable {
+                var prompt_tokens: Int
+                var completion_tokens: Int
+                var time_to_first_snapshot_ms: Double
+                var client_tokens_per_second: Double
+            }
+            struct Load: Decodable {
+                var streams: Int
+                var tokens_per_stream: Int
+                var aggregate_tokens_per_second: Double
+                var single_stream_tokens_per_second: Double
+                var time_to_first_snapshot_median_ms: Double
+                var time_to_first_snapshot_max_ms: Double
+                var idle_time_to_first_snapshot_ms: Double
+                var arrival_time_to_first_snapshot_ms: Double
+            }
+            var results: [[String: Double]]
+            var http: Stream
+            var load: Load
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(r.stdout.utf8))
+        #expect(report.results.isEmpty)
+        // The issue's ~60-token prompt, and at most the tokens asked for.
+        #expect((50...70).contains(report.http.prompt_tokens), "\(report.http)")
+        #expect((2...12).contains(report.http.completion_tokens), "\(report.http)")
+        #expect(report.http.time_to_first_snapshot_ms > 0 && report.http.client_tokens_per_second > 0)
+        let load = report.load
+        #expect(load.streams == 2 && load.tokens_per_stream == 12)
+        #expect(load.aggregate_tokens_per_second > 0 && load.single_stream_tokens_per_second > 0)
+        #expect(load.time_to_first_snapshot_median_ms <= load.time_to_first_snapshot_max_ms)
+        #expect(load.idle_time_to_first_snapshot_ms > 0 && load.arrival_time_to_first_snapshot_ms > 0)
+        for (flag, value) in [("--load", "0"), ("--http-tokens", "1")] {
+            let bad = try await run(["bench", "--model", Self.model, "--tests", "none", flag, value])
+            #expect(bad.status == 2 && bad.stderr.contains(flag), "\(flag) \(value): \(bad.stderr)")
+        }
+    }
+
     @Test func badArgumentsAreClearErrors() async throws {
         let r = try await run(["generate", "--model", Self.model, "--max-tokens", "many", "hi"])
         #expect(r.status == 2 && r.stderr.contains("--max-tokens"), "status \(r.status): \(r.stderr)")
