@@ -13,7 +13,6 @@ public final class ModelHost: Sendable {
     }
 
     private let state = Locked<State>(.loading)
-    private let loaded = Locked<[CheckedContinuation<Void, Never>]>([])
 
     public init() {}
 
@@ -54,28 +53,7 @@ public final class ModelHost: Sendable {
 
     /// Sets the state directly (tests, and `generate`, which loads in the foreground).
     public func finish(_ newState: State) {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s = newState
-            return loaded.withLock { w in
-                defer { w.removeAll() }
-                return w
-            }
-        }
-        for w in waiters { w.resume() }
-    }
-
-    /// Waits until loading has ended, one way or the other.
-    public func waitUntilLoaded() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s -> Bool in
-                if case .loading = s {
-                    loaded.withLock { $0.append(c) }
-                    return false
-                }
-                return true
-            }
-            if done { c.resume() }
-        }
+        state.withLock { $0 = newState }
     }
 }
 

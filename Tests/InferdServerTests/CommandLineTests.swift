@@ -147,6 +147,25 @@ import Testing
         }
     }
 
+    /// A missing model file is refused before listening; a file that is there but does not load
+    /// (the server listens first) stops it with status 1, so a supervisor sees the failure
+    /// instead of a server that is up and useless.
+    @Test func serveExitsWithStatus1WhenTheModelCannotLoad() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-cli-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = try await run(["serve", "--port", "0", "--data-dir", dir, "--model", "/nonexistent/model.gguf"])
+        #expect(missing.status == 1 && missing.stderr.contains("model file not found"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("server listening"))
+
+        let bad = dir + "/not-a-model.gguf"
+        try Data("this is not a GGUF file".utf8).write(to: URL(fileURLWithPath: bad))
+        let r = try await run(["serve", "--port", "0", "--data-dir", dir, "--model", bad])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains("server listening") && r.stderr.contains("model load failed"), "\(r.stderr)")
+        #expect(r.stderr.contains("reason=model_load_failed") && r.stderr.contains("shutdown complete"), "\(r.stderr)")
+    }
+
     @Test func serveListensLoadsAndStopsCleanlyOnSIGTERM() async throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw ClientError(description: "no release binary at \(Self.binary)")

@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import Telemetry
 import TestSupport
 import Testing
 
@@ -203,6 +204,32 @@ import Testing
         #expect(ok.status == 200 && ok.json?["status"] as? String == "ok")
         #expect((ok.json?["model"] as? String)?.isEmpty == false)
         await ready.server.shutdown()
+    }
+
+    @Test func aModelThatFailsToLoadIsReportedAndNeverServed() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-bad-\(UUID()).gguf").path
+        try Data("this is not a GGUF file".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let logs = LogCapture()
+        let host = ModelHost()
+        let toldTheOwner = Locked(false)
+        host.load(path: path, threads: 1, logger: logs.logger) { toldTheOwner.withLock { $0 = true } }
+        #expect(await eventually { toldTheOwner.withLock { $0 } })
+        guard case .failed(let why) = host.current else {
+            Issue.record("expected a failed state, got \(host.current)")
+            return
+        }
+        #expect(!why.isEmpty)
+        let line = try #require(logs.matching("model load failed").first)
+        #expect(line.contains("error [") && line.contains("path=\(path)"), "\(line)")
+
+        let s = try RunningServer.start(state: host.current)
+        defer { Task { await s.server.shutdown() } }
+        let health = try await offPool { try s.client().request("GET", "/health") }
+        #expect(health.status == 503 && health.json?["status"] as? String == "failed")
+        #expect(health.json?["error"] as? String == why)
+        let refused = try await offPool { try s.client().postJSON("/v1/responses", #"{"prompt": "hi"}"#) }
+        #expect(refused.status == 503 && refused.errorCode == "model_unavailable")
     }
 
     @Test func metricsArePrometheusText() async throws {
