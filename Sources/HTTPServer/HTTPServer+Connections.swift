@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Telemetry
 
 extension HTTPServer {
     func requestCompleted(_ exchange: Exchange, code: MHD_RequestTerminationCode) {

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 extension HTTPServer {
     /// The body of every request Task.

@@ -189,8 +189,7 @@ enum HTTPBench {
         }
         let usage = try JSONDecoder().decode(Usage.self, from: Data(usageText.utf8))
         let ttfs = (first - start).milliseconds
-        let decodeSeconds =
-            Double((end - first).components.seconds) + Double((end - first).components.attoseconds) / 1e18
+        let decodeSeconds = (end - first).inSeconds
         return Result(
             promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, timeToFirstSnapshotMs: ttfs,
             clientTokensPerSecond: decodeSeconds > 0 ? Double(max(usage.completion_tokens - 1, 0)) / decodeSeconds : 0)

@@ -56,10 +56,3 @@ public final class ModelHost: Sendable {
         state.withLock { $0 = newState }
     }
 }
-
-extension Duration {
-    var milliseconds: Double {
-        let c = components
-        return Double(c.seconds) * 1000 + Double(c.attoseconds) / 1e15
-    }
-}

@@ -1,4 +1,5 @@
 import Engine
+import Telemetry
 
 extension ServerConfiguration {
     /// The engine's capacity, queue and preemption settings.

@@ -54,7 +54,7 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
         defer { inFlight.subtract(1, ordering: .relaxed) }
         calls.withLock { $0.append(tokens.count) }
         sequencesCalled.withLock { $0.append(ObjectIdentifier(sequence)) }
-        if stepDelay > .zero { Thread.sleep(forTimeInterval: Double(stepDelay.components.attoseconds) / 1e18) }
+        if stepDelay > .zero { Thread.sleep(forTimeInterval: stepDelay.inSeconds) }
         let seq = sequence as! Sequence
         guard seq.tokens.count + tokens.count <= seq.capacity else { throw GenerationError.computeFailed("overflow") }
         seq.tokens += tokens

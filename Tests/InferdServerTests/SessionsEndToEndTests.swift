@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import Telemetry
 import TestSupport
 import Testing
 
@@ -307,9 +308,7 @@ import Testing
                 try c.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
                 let elapsed = ContinuousClock.now - start
                 try c.readEvents(into: &reader) { $0.events.contains { Self.terminal.contains($0.name) } }
-                return (
-                    Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15, reader
-                )
+                return (elapsed.milliseconds, reader)
             }
             firstSnapshotMS.append(ms)
             #expect(reader.events.last?.name == "completed")

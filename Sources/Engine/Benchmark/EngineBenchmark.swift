@@ -1,6 +1,7 @@
 import CKernels
 import Foundation
 import Synchronization
+import Telemetry
 
 /// llama-bench-style measurements of the forward pass: prompt processing (`ppN`: N tokens
 /// into an empty cache, in the engine's prompt chunks) and generation (`tgN`: N single-token
@@ -90,7 +91,7 @@ public enum EngineBenchmark {
             case .batchedGeneration(let n, _):
                 for _ in 0..<n { try batch!.step() }
             }
-            let seconds = (ContinuousClock.now - start).seconds
+            let seconds = (ContinuousClock.now - start).inSeconds
             if rep > 0 {
                 samples.append(Double(test.tokens) / seconds)
                 if let before, let after = MachineLoad.ticks() {
@@ -118,7 +119,7 @@ public enum EngineBenchmark {
                 let v = ck_read_sweep(UnsafeRawPointer(bitPattern: base.value)! + t * per, per)
                 sink.add(v, ordering: .relaxed)
             }
-            let seconds = (ContinuousClock.now - start).seconds
+            let seconds = (ContinuousClock.now - start).inSeconds
             best = max(best, Double(per * threads) / seconds / 1e9)
         }
         return best
@@ -167,11 +168,4 @@ private struct BatchedDecode: ~Copyable {
 private struct SendableAddress: Sendable {
     let value: UInt
     init(_ value: UInt) { self.value = value }
-}
-
-extension Duration {
-    var seconds: Double {
-        let c = components
-        return Double(c.seconds) + Double(c.attoseconds) / 1e18
-    }
 }

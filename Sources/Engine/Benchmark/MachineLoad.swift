@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// How much CPU other processes use, from /proc: the benchmark waits for a quiet machine before
 /// each sample (as llama.cpp's reference figures were taken) and reports what others used while
@@ -53,7 +54,7 @@ public struct MachineLoad: Sendable {
         let a = ticks()
         let start = ContinuousClock.now
         let value = try body()
-        let seconds = (ContinuousClock.now - start).seconds
+        let seconds = (ContinuousClock.now - start).inSeconds
         guard let a, let b = ticks() else { return (value, nil) }
         return (value, othersCores(from: a, to: b, seconds: seconds))
     }

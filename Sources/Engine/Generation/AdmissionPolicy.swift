@@ -1,3 +1,5 @@
+import Telemetry
+
 /// How many generations the engine steps at once, how many may wait, and when a background
 /// generation gives its place to an interactive one. See `AdmissionQueue` for the rules.
 public struct AdmissionPolicy: Sendable, Equatable {

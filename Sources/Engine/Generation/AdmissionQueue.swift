@@ -1,3 +1,5 @@
+import Telemetry
+
 /// Which generations the engine steps and which wait, as pure state: every change returns what
 /// the worker must do, and time comes in as an argument, so the rules are tested without
 /// threads or clocks.
@@ -258,12 +260,5 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     private mutating func recordService(_ d: Duration) {
         // Smoothed so one unusually long or short generation moves the estimate only a little.
         meanService = meanService.map { $0 * 0.8 + d * 0.2 } ?? d
-    }
-}
-
-extension Duration {
-    var inSeconds: Double {
-        let c = components
-        return Double(c.seconds) + Double(c.attoseconds) / 1e18
     }
 }

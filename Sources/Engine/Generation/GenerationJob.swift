@@ -2,12 +2,6 @@ import Foundation
 import Synchronization
 import Telemetry
 
-/// Turns token ids into text as they arrive, holding back incomplete UTF-8.
-public protocol IncrementalTextDecoder: Sendable {
-    /// The text completed by this token ("" while a character is still incomplete).
-    mutating func append(_ id: Int32) -> String
-}
-
 /// One generation in progress on the engine's worker thread.
 ///
 /// Everything but `cancelRequested` is touched only by the worker thread, one step at a time:
@@ -268,12 +262,5 @@ final class GenerationJob: @unchecked Sendable {
         guard !isDone else { return }
         phase = .done
         onFinish(.failure(error))
-    }
-}
-
-extension Duration {
-    var milliseconds: Double {
-        let c = components
-        return Double(c.seconds) * 1000 + Double(c.attoseconds) / 1e15
     }
 }

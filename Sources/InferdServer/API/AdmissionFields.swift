@@ -1,5 +1,6 @@
 import Engine
 import HTTPServer
+import Telemetry
 
 /// The request fields every generation endpoint accepts for the engine's queue, checked once:
 /// `priority` (`interactive` or `background`) and `timeout_seconds` (covers waiting, the prompt

@@ -1,0 +1,5 @@
+/// Turns token ids into text as they arrive, holding back incomplete UTF-8.
+public protocol IncrementalTextDecoder: Sendable {
+    /// The text completed by this token ("" while a character is still incomplete).
+    mutating func append(_ id: Int32) -> String
+}
