@@ -329,7 +329,9 @@ def main():
         ("server's session-cancellation counter = abandoned session turns it cancelled",
          m_turns == len(observed) - len(observed_generations)),
         ("active generations and streams back to 0", idle_after is not None),
-        (f"RSS within {RSS_TOLERANCE:.0%} of the baseline", abs(rss_change) <= RSS_TOLERANCE),
+        # One-sided: a leak grows RSS; ending below the baseline (caches of the warm-up given
+        # back) is not a failure.
+        (f"RSS at most {RSS_TOLERANCE:.0%} above the baseline", rss_change <= RSS_TOLERANCE),
         (f"threads back (at most baseline + {THREAD_SLACK})", after["threads"] <= before["threads"] + THREAD_SLACK),
         (f"fds back (at most baseline + {FD_SLACK})", after["fds"] <= before["fds"] + FD_SLACK),
         ("SIGTERM exits 0", exit_code == 0),
