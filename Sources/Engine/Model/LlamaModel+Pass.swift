@@ -169,6 +169,17 @@ extension LlamaModel {
         }
     }
 
+    /// Quantizes the `n` rows of `a` into `quantized` with `row`, unless an earlier product of
+    /// this pass already left them there in `form` (the products that share an input).
+    func quantize(
+        _ a: inout PreparedActivations, as form: GGMLType, rowBytes: Int,
+        row: (UnsafePointer<Float>, UnsafeMutableRawPointer, Int32) -> Void
+    ) {
+        guard a.form != form else { return }
+        for t in 0..<a.n { row(a.source + t * a.columns, quantized + t * rowBytes, Int32(a.columns)) }
+        a.form = form
+    }
+
     /// The kernel's arguments for `w × a`, quantizing `a` into the form `w` wants if needed.
     func arguments(
         _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
@@ -178,24 +189,14 @@ extension LlamaModel {
         switch w.type {
         case .q4_1:
             xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_1>.stride
-            if a.form != .q8_1 {
-                for t in 0..<a.n {
-                    ck_quantize_row_q8_1(
-                        a.source + t * a.columns,
-                        (quantized + t * xRowBytes).assumingMemoryBound(to: ck_block_q8_1.self), Int32(a.columns))
-                }
-                a.form = .q8_1
+            quantize(&a, as: .q8_1, rowBytes: xRowBytes) {
+                ck_quantize_row_q8_1($0, $1.assumingMemoryBound(to: ck_block_q8_1.self), $2)
             }
             xPointer = UnsafeRawPointer(quantized)
         case .q8_0:
             xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_0>.stride
-            if a.form != .q8_0 {
-                for t in 0..<a.n {
-                    ck_quantize_row_q8_0(
-                        a.source + t * a.columns,
-                        (quantized + t * xRowBytes).assumingMemoryBound(to: ck_block_q8_0.self), Int32(a.columns))
-                }
-                a.form = .q8_0
+            quantize(&a, as: .q8_0, rowBytes: xRowBytes) {
+                ck_quantize_row_q8_0($0, $1.assumingMemoryBound(to: ck_block_q8_0.self), $2)
             }
             xPointer = UnsafeRawPointer(quantized)
         default:
