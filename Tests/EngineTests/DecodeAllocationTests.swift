@@ -143,38 +143,21 @@ struct DecodeAllocationTests {
 @Suite(.enabled(if: ac_is_available(), "the allocation counter replaces malloc only in plain builds"))
 struct WorkerAllocationTests {
     /// Forwards to the real model and notes the worker thread's allocation count at each call.
-    final class CountingPredictor: TokenPredictor, @unchecked Sendable {
-        let model: LlamaModel
+    final class CountingPredictor: ForwardingPredictor, @unchecked Sendable {
         /// Allocation counts at the start of each prediction, worker thread only until it stops.
         private(set) var counts: UnsafeMutableBufferPointer<UInt64>
         private(set) var calls = 0
-        var vocabularySize: Int { model.vocabularySize }
-        var contextLength: Int { model.contextLength }
 
         init(model: LlamaModel) {
-            self.model = model
             counts = .allocate(capacity: 512)
+            super.init(target: model)
         }
 
         deinit { counts.deallocate() }
 
-        private func note() {
+        override func willPredict() {
             if calls < counts.count { counts[calls] = ac_thread_allocations() }
             calls += 1
-        }
-
-        func makeSequence(capacity: Int) -> any PredictorSequence { model.makeSequence(capacity: capacity) }
-
-        func predict(
-            tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
-        ) throws {
-            note()
-            try model.predict(tokens: tokens, sequence: sequence, logits: logits)
-        }
-
-        func predict(batch: [PredictionInput]) throws {
-            note()
-            try model.predict(batch: batch)
         }
     }
 

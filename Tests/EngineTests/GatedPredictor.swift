@@ -6,11 +6,9 @@ import Telemetry
 /// A `ScriptedPredictor` whose `holdAtCall`-th prediction blocks the engine's thread until the
 /// test opens the gate, so a test can act while a generation is held mid-way, deterministically
 /// and without sleeping.
-final class GatedPredictor: TokenPredictor, @unchecked Sendable {
+final class GatedPredictor: ForwardingPredictor, @unchecked Sendable {
     let inner: ScriptedPredictor
     let holdAtCall: Int
-    var vocabularySize: Int { inner.vocabularySize }
-    var contextLength: Int { inner.contextLength }
 
     private let condition = NSCondition()
     private var callsSeen = 0
@@ -18,22 +16,10 @@ final class GatedPredictor: TokenPredictor, @unchecked Sendable {
     private let held = Locked<(isHeld: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(script: String, holdAtCall: Int, contextLength: Int = 512) {
-        self.inner = ScriptedPredictor(script: script, contextLength: contextLength)
+        let inner = ScriptedPredictor(script: script, contextLength: contextLength)
+        self.inner = inner
         self.holdAtCall = holdAtCall
-    }
-
-    func makeSequence(capacity: Int) -> any PredictorSequence { inner.makeSequence(capacity: capacity) }
-
-    func predict(
-        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
-    ) throws {
-        passGate()
-        try inner.predict(tokens: tokens, sequence: sequence, logits: logits)
-    }
-
-    func predict(batch: [PredictionInput]) throws {
-        passGate()
-        try inner.predict(batch: batch)
+        super.init(target: inner)
     }
 
     func runner() -> GenerationRunner {
@@ -63,7 +49,8 @@ final class GatedPredictor: TokenPredictor, @unchecked Sendable {
         condition.unlock()
     }
 
-    private func passGate() {
+    /// The gate: the `holdAtCall`-th prediction waits here until `open()`.
+    override func willPredict() {
         condition.lock()
         defer { condition.unlock() }
         callsSeen += 1
