@@ -13,6 +13,7 @@ deps:
 
 model:
 	@./scripts/fetch-model.sh
+	@./scripts/fetch-gemma.sh
 
 build: deps
 	swift build $(SWIFT_FLAGS)
