@@ -190,7 +190,10 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
             }
         }
     }
-    for (int i = 0; i < R; i++) softmax_weights_ggml(scores + (size_t)i * sstride, nk);
+    for (int i = 0; i < R; i++) {
+        ck_attention_mask_window(p, t, scores + (size_t)i * sstride);
+        softmax_weights_ggml(scores + (size_t)i * sstride, nk);
+    }
     const uint16_t *vbase = p->v_cache + (size_t)g * hd;
     float *out = p->out + (size_t)t * p->out_stride + (size_t)g * R * hd;  // head i at out + i * hd
     if (batched) {

@@ -32,6 +32,7 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
         for (int d = 0; d < hd; d++) s += q16[d] * ck_fp16_to_fp32(kj[d]);
         scores[j] = s * p->scale;
     }
+    ck_attention_mask_window(p, t, scores);
     softmax_weights(scores, nk, 1);
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     for (int d = 0; d < hd; d++) out[d] = 0.0f;
@@ -64,6 +65,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
     } else {
         for (int j = 0; j < nk; j++) scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }
+    ck_attention_mask_window(p, t, scores);
     // softmax as ggml on AVX-512 (see softmax_weights_from_max).
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;

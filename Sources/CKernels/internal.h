@@ -92,6 +92,13 @@ int ck_attention_fast_shape(const ck_attention_args *p);
 /// Token t, query head h, alone: the fast per-head kernel when `fast`, else the portable one.
 /// acc: a scratch row (64 * head_dim floats, then the scores).
 void ck_attention_head(const ck_attention_args *p, int t, int h, int fast, float *acc);
+/// With a sliding window, the scores of the keys token t no longer sees (positions up to
+/// pos0 + t - window) become -inf, so the softmax gives them exactly 0, as llama.cpp's mask does.
+static inline void ck_attention_mask_window(const ck_attention_args *p, int t, float *scores) {
+    if (p->window <= 0) return;
+    const int first = p->pos0 + t + 1 - p->window;
+    for (int j = 0; j < first; j++) scores[j] = -INFINITY;
+}
 #if CK_X86
 /// Token t with every query head of KV head g (at most CK_MAX_GROUP of them, head_dim as
 /// ck_attention_fast_shape wants), in one scratch row large enough for the group.

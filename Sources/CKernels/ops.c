@@ -1,5 +1,6 @@
 // The small element-wise operations: RMSNorm, RoPE, softmax, SwiGLU, residual add.
 #include <math.h>
+#include <pthread.h>
 
 #include "internal.h"
 
@@ -13,21 +14,32 @@ void ck_rmsnorm(const float *x, const float *w, float *y, int n, float eps) {
 }
 
 void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base) {
-    // Angles as ggml builds them: theta starts at pos and is multiplied by base^(-2/n_rot) per pair.
+    ck_rope_ext(x, n_heads, head_dim, n_rot, pos, base, 1.0f, NULL, 0);
+}
+
+void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
+                 const float *freq_factors, int halves) {
+    // Angles as ggml builds them: theta starts at pos and is multiplied by base^(-2/n_rot) per
+    // pair; a pair's angle is scaled by freq_scale and divided by its frequency factor.
     float cs[2 * CK_MAX_HEAD_DIM];
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int i = 0; i < n_rot; i += 2) {
-        cs[i] = cosf(theta);
-        cs[i + 1] = sinf(theta);
+        const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
+        const float angle = freq_scale * (theta / ff);
+        cs[i] = cosf(angle);
+        cs[i + 1] = sinf(angle);
         theta *= theta_scale;
     }
+    // Pair i is (2i, 2i + 1) in the adjacent mode, (i, i + n_rot / 2) over halves (NEOX).
+    const int stride = halves ? n_rot / 2 : 1;
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim;
         for (int i = 0; i < n_rot; i += 2) {
-            const float x0 = v[i], x1 = v[i + 1];
-            v[i] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
-            v[i + 1] = fmaf(x0, cs[i + 1], x1 * cs[i]);
+            const int a = halves ? i / 2 : i;
+            const float x0 = v[a], x1 = v[a + stride];
+            v[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            v[a + stride] = fmaf(x0, cs[i + 1], x1 * cs[i]);
         }
     }
 }
@@ -76,4 +88,39 @@ void ck_silu_mul(const float *gate, const float *up, float *out, int n) {
 
 void ck_add(float *y, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += x[i];
+}
+
+// ggml evaluates GELU on the CPU through a table over every f16 value: the input rounded to f16,
+// the table holding f16(gelu(that value)); inputs at or below -10 give 0, at or above 10 give the
+// input itself. The table is built once (64 Ki entries, 128 KiB) on first use.
+static uint16_t gelu_table[1 << 16];
+static pthread_once_t gelu_table_once = PTHREAD_ONCE_INIT;
+
+static float gelu_tanh(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
+}
+
+static void gelu_table_init(void) {
+    for (int i = 0; i < (1 << 16); i++) gelu_table[i] = ck_fp32_to_fp16(gelu_tanh(ck_fp16_to_fp32((uint16_t)i)));
+}
+
+float ck_gelu(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    pthread_once(&gelu_table_once, gelu_table_init);
+    return ck_fp16_to_fp32(gelu_table[ck_fp32_to_fp16(x)]);
+}
+
+void ck_gelu_mul(const float *gate, const float *up, float *out, int n) {
+    pthread_once(&gelu_table_once, gelu_table_init);
+    for (int i = 0; i < n; i++) {
+        const float g = gate[i];
+        const float a = g <= -10.0f ? 0.0f : g >= 10.0f ? g : ck_fp16_to_fp32(gelu_table[ck_fp32_to_fp16(g)]);
+        out[i] = g <= -10.0f ? 0.0f : a * up[i];
+    }
+}
+
+void ck_scale(float *x, float s, int n) {
+    for (int i = 0; i < n; i++) x[i] *= s;
 }

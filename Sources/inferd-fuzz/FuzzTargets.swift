@@ -40,7 +40,7 @@ enum FuzzTarget: String, CaseIterable {
                 _ = bytes[0] &+ bytes[bytes.count - 1]
             }
         }
-        _ = try? LlamaConfig(gguf: file)
+        _ = try? ModelConfig(gguf: file)
         _ = try? Tokenizer(gguf: file)
     }
 

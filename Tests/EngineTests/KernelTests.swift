@@ -1,4 +1,5 @@
 import CKernels
+import Foundation
 import Testing
 
 @testable import Engine
@@ -246,15 +247,19 @@ struct KernelTests {
     }
 
     /// Causal attention over an f16 cache: one token (decode) and batches, against the plain
-    /// reference per token and head.
-    @Test(arguments: [(1, 0), (1, 70), (5, 0), (3, 40), (4, 61)])
-    func attentionMatchesReference(nTokens: Int, pos0: Int) {
+    /// reference per token and head; with a sliding window the reference sees only the keys in
+    /// the window (the kernels mask the others).
+    @Test(arguments: [
+        (1, 0, 0, 64), (1, 70, 0, 64), (5, 0, 0, 64), (3, 40, 0, 64), (4, 61, 0, 64),
+        (1, 70, 16, 64), (5, 0, 3, 64), (4, 61, 20, 64), (3, 100, 64, 64), (1, 130, 65, 64), (2, 30, 8, 256),
+        (1, 40, 0, 256),
+    ])
+    func attentionMatchesReference(nTokens: Int, pos0: Int, window: Int, headDim: Int) {
         let nHead = 6
         let nKV = 2
-        let headDim = 64
         let kvDim = nKV * headDim
         let total = pos0 + nTokens
-        var rng = SeededRandom(seed: UInt64(nTokens * 1000 + pos0))
+        var rng = SeededRandom(seed: UInt64(nTokens * 1000 + pos0 + window * 7 + headDim))
         let kCache = rng.floats(total * kvDim, 1.5).map(ReferenceKernels.floatToFP16)
         let vCache = rng.floats(total * kvDim, 1.5).map(ReferenceKernels.floatToFP16)
         let q = rng.floats(nTokens * nHead * headDim, 1.5)
@@ -275,7 +280,7 @@ struct KernelTests {
                                     n_kv_head: Int32(nKV), head_dim: Int32(headDim), n_tokens: Int32(nTokens),
                                     pos0: Int32(pos0), scale: scale, out: ob.baseAddress!,
                                     out_stride: Int32(nHead * headDim), scratch: sb.baseAddress!,
-                                    scratch_stride: Int32(stride))
+                                    scratch_stride: Int32(stride), window: Int32(window))
                                 ck_attention(pool.raw, &args)
                             }
                         }
@@ -285,10 +290,11 @@ struct KernelTests {
             for t in 0..<nTokens {
                 for h in 0..<nHead {
                     let kvh = h / (nHead / nKV)
-                    let keys = (0...(pos0 + t)).map { j in
+                    let first = window > 0 ? max(0, pos0 + t + 1 - window) : 0
+                    let keys = (first...(pos0 + t)).map { j in
                         (0..<headDim).map { ReferenceKernels.fp16ToFloat(kCache[j * kvDim + kvh * headDim + $0]) }
                     }
-                    let values = (0...(pos0 + t)).map { j in
+                    let values = (first...(pos0 + t)).map { j in
                         (0..<headDim).map { ReferenceKernels.fp16ToFloat(vCache[j * kvDim + kvh * headDim + $0]) }
                     }
                     let query = Array(q[(t * nHead + h) * headDim..<(t * nHead + h + 1) * headDim])
@@ -302,6 +308,71 @@ struct KernelTests {
                     }
                 }
             }
+        }
+    }
+
+    /// RoPE in both pairings, with frequency factors and linear scaling, against a float64
+    /// reference written from the formula (angle = scale · pos · base^(−2i/n_rot) / factor_i).
+    @Test(arguments: [false, true])
+    func ropeMatchesReference(halves: Bool) {
+        let heads = 3
+        let headDim = 32
+        let nRot = 24
+        let base: Float = 500_000
+        var rng = SeededRandom(seed: halves ? 7 : 8)
+        let factors = (0..<(nRot / 2)).map { i in Float(1 + i % 4) * 2 }
+        for (position, scale) in [(0, Float(1)), (5, 1), (1234, 1), (77, 0.25)] {
+            let input = rng.floats(heads * headDim, 2)
+            var out = input
+            factors.withUnsafeBufferPointer { f in
+                ck_rope_ext(
+                    &out, Int32(heads), Int32(headDim), Int32(nRot), Int32(position), base, scale, f.baseAddress,
+                    halves ? 1 : 0)
+            }
+            for h in 0..<heads {
+                for i in 0..<(headDim / 2) {
+                    let (a, b) = halves ? (i < nRot / 2 ? (i, i + nRot / 2) : (-1, -1)) : (2 * i, 2 * i + 1)
+                    guard a >= 0, (halves || b < nRot) else { continue }
+                    let frequency: Double = pow(Double(base), -2 * Double(i) / Double(nRot))
+                    let angle: Double = Double(scale) * Double(position) * frequency / Double(factors[i])
+                    let x0 = Double(input[h * headDim + a])
+                    let x1 = Double(input[h * headDim + b])
+                    let e0 = x0 * cos(angle) - x1 * sin(angle)
+                    let e1 = x0 * sin(angle) + x1 * cos(angle)
+                    #expect(abs(Double(out[h * headDim + a]) - e0) < 1e-3, "pos \(position) head \(h) pair \(i)")
+                    #expect(abs(Double(out[h * headDim + b]) - e1) < 1e-3, "pos \(position) head \(h) pair \(i)")
+                }
+                // Dimensions past n_rot are left alone.
+                let rest = halves ? Array(nRot..<headDim) : Array(nRot..<headDim)
+                for d in rest { #expect(out[h * headDim + d] == input[h * headDim + d]) }
+            }
+        }
+    }
+
+    /// GELU-tanh gated as ggml's CPU backend computes it: input and result through f16, 0 at or
+    /// below -10, the identity at or above 10; against a float64 formula rounded the same way.
+    @Test func geluMulMatchesReference() {
+        var rng = SeededRandom(seed: 11)
+        let gate = rng.floats(4000, 12) + [-10, -10.5, 10, 13.25, 0, -0.0]
+        let up = rng.floats(gate.count, 2)
+        var out = [Float](repeating: .nan, count: gate.count)
+        ck_gelu_mul(gate, up, &out, Int32(gate.count))
+        for i in gate.indices {
+            let g = gate[i]
+            let expected: Float
+            if g <= -10 {
+                expected = 0
+            } else if g >= 10 {
+                expected = g * up[i]
+            } else {
+                let x = Double(Float(Float16(g)))
+                let gelu = 0.5 * x * (1 + tanh(0.7978845608028654 * x * (1 + 0.044715 * x * x)))
+                expected = Float(Float16(Float(gelu))) * up[i]
+            }
+            // One f16 step of the activation (the float and double formulas may round apart; near
+            // zero the f16 steps are absolute).
+            let tolerance = abs(expected) * 1e-3 + abs(up[i]) * 1e-6
+            #expect(abs(out[i] - expected) <= tolerance, "gelu(\(g)) * \(up[i]): \(out[i]) vs \(expected)")
         }
     }
 }

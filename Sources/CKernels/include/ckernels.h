@@ -133,7 +133,9 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
 // MARK: - Attention
 
 /// Causal attention with an f16 KV cache laid out [position][kv_head][head_dim].
-/// Token t (0..<n_tokens) sits at position pos0 + t and attends positions 0...pos0 + t.
+/// Token t (0..<n_tokens) sits at position pos0 + t and attends positions 0...pos0 + t, or with a
+/// sliding `window` > 0 only the last `window` of them (earlier keys are masked to -inf before
+/// the softmax, as llama.cpp masks them, so they weigh exactly 0).
 /// q: [n_tokens][n_head * head_dim] f32; out: same shape.
 /// The query is rounded to f16, scores accumulate in f32 and are scaled, softmax in f32,
 /// then the weights are rounded to f16 before the weighted sum of V.
@@ -162,6 +164,7 @@ typedef struct {
     int out_stride;
     float *scratch;
     int scratch_stride;
+    int window;  // > 0: token t attends only positions > pos0 + t - window (sliding window)
 } ck_attention_args;
 
 /// Units u in u0..<u1 (u = t * n_kv_head + g: token t, KV head g) using scratch row `slot`.
@@ -181,10 +184,22 @@ void ck_rmsnorm(const float *x, const float *w, float *y, int n, float eps);
 /// In place, "normal" (adjacent pairs) RoPE on n_heads heads of head_dim at position pos,
 /// rotating the first n_rot dims: theta_i = pos * base^(-2i/n_rot).
 void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base);
+/// RoPE as ggml's rope_ext without YaRN: pair i's angle is freq_scale * pos * base^(-2i/n_rot)
+/// / freq_factors[i] (freq_factors may be NULL: all 1). halves = 0 rotates adjacent pairs
+/// (2i, 2i + 1) (llama.cpp's normal mode), 1 rotates (i, i + n_rot / 2) (its NEOX mode).
+void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
+                 const float *freq_factors, int halves);
 /// In place softmax over n values.
 void ck_softmax(float *x, int n);
 /// out = silu(gate) * up
 void ck_silu_mul(const float *gate, const float *up, float *out, int n);
+/// GELU (tanh approximation) as ggml's CPU backend evaluates it: through an f16 table, 0 at or
+/// below -10, the identity at or above 10.
+float ck_gelu(float x);
+/// out = gelu(gate) * up, with ck_gelu.
+void ck_gelu_mul(const float *gate, const float *up, float *out, int n);
+/// x *= s
+void ck_scale(float *x, float s, int n);
 /// y += x
 void ck_add(float *y, const float *x, int n);
 

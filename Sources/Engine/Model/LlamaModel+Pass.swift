@@ -9,23 +9,31 @@ extension LlamaModel {
     /// cache and attention are per segment.
     func runChunk(_ segments: UnsafeBufferPointer<Segment>) {
         let c = config
+        let arch = c.architecture
         let dim = c.embeddingLength
+        let qDim = c.queryDim
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
-        // Rows in the pass. Shape of x, xn, q, attn, proj: [n × dim]; k, v: [n × kvDim].
+        // Rows in the pass. Shape of x, xn, proj: [n × dim]; q, attn: [n × qDim]; k, v: [n × kvDim].
         let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
         for segment in segments {
             for (t, id) in segment.tokens.enumerated() {
                 tokenEmbedding.dequantizeRow(Int(id), into: x + (segment.row + t) * dim)
             }
         }
+        if arch.scalesEmbeddings { ck_scale(x, Float(dim).squareRoot(), Int32(n * dim)) }
         for (l, layer) in layers.enumerated() {
             // Attention block
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
             var activations = PreparedActivations(source: xn, n: n, columns: dim)
             matmul(
-                Product(weights: layer.wq, out: q, ldy: dim), Product(weights: layer.wk, out: k, ldy: kvDim),
+                Product(weights: layer.wq, out: q, ldy: qDim), Product(weights: layer.wk, out: k, ldy: kvDim),
                 Product(weights: layer.wv, out: v, ldy: kvDim), activations: &activations)
+            addBias(layer.qBias, to: q, n: n, width: qDim)
+            addBias(layer.kBias, to: k, n: n, width: kvDim)
+            addBias(layer.vBias, to: v, n: n, width: kvDim)
+            if let qNorm = layer.qNorm { rmsNorm(q, qNorm, into: q, n: n * c.headCount, width: c.headDim) }
+            if let kNorm = layer.kNorm { rmsNorm(k, kNorm, into: k, n: n * c.headCountKV, width: c.headDim) }
             // RoPE and the new keys and values into each sequence's cache, then every sequence's
             // attention in one pool task.
             withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
@@ -38,28 +46,26 @@ extension LlamaModel {
                     for t in 0..<rows {
                         let pos = pos0 + t
                         let row = offset + t
-                        ck_rope(
-                            q + row * dim, Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDimensionCount),
-                            Int32(pos), c.ropeFreqBase)
-                        ck_rope(
-                            k + row * kvDim, Int32(c.headCountKV), Int32(c.headDim), Int32(c.ropeDimensionCount),
-                            Int32(pos), c.ropeFreqBase)
+                        rope(q + row * qDim, heads: c.headCount, position: pos, base: layer.ropeBase)
+                        rope(k + row * kvDim, heads: c.headCountKV, position: pos, base: layer.ropeBase)
                         ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
                         ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
                     }
                     list.initializeElement(
                         at: i,
                         to: ck_attention_args(
-                            q: q + offset * dim, q_stride: Int32(dim), k_cache: kCache, v_cache: vCache,
+                            q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
                             kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
                             head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                            scale: 1 / Float(c.headDim).squareRoot(), out: attn + offset * dim,
-                            out_stride: Int32(dim), scratch: attnScratch, scratch_stride: Int32(attnScratchStride)))
+                            scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
+                            scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window))
+                    )
                 }
                 ck_attention_many(pool.raw, list.baseAddress!, Int32(segments.count))
             }
-            var attnActivations = PreparedActivations(source: attn, n: n, columns: dim)
+            var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
+            if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             ck_add(x, proj, Int32(n * dim))
 
             // Feed-forward block
@@ -68,9 +74,13 @@ extension LlamaModel {
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
                 activations: &ffnActivations)
-            ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
+            switch arch.activation {
+            case .silu: ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
+            case .geluTanh: ck_gelu_mul(gateOut, upOut, act, Int32(n * ffn))
+            }
             var downActivations = PreparedActivations(source: act, n: n, columns: ffn)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
+            if let norm = layer.postFFNNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             ck_add(x, proj, Int32(n * dim))
         }
         // Output head over the last row of each segment that wants logits, in one product.
@@ -95,6 +105,32 @@ extension LlamaModel {
             guard let logits = segment.logits else { continue }
             logits.update(from: batchLogits + i * c.vocabularySize, count: c.vocabularySize)
             i += 1
+        }
+    }
+
+    /// RoPE on `heads` heads of one row at `position`, in the architecture's pairing, with the
+    /// model's frequency factors and linear scaling.
+    func rope(_ row: UnsafeMutablePointer<Float>, heads: Int, position: Int, base: Float) {
+        let c = config
+        let halves: Int32 = c.architecture.ropeStyle == .halves ? 1 : 0
+        if let factors = ropeFrequencyFactors {
+            factors.withUnsafeBufferPointer {
+                ck_rope_ext(
+                    row, Int32(heads), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(position), base,
+                    c.ropeFreqScale, $0.baseAddress, halves)
+            }
+        } else {
+            ck_rope_ext(
+                row, Int32(heads), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(position), base,
+                c.ropeFreqScale, nil, halves)
+        }
+    }
+
+    /// Adds `bias` (width floats) to each of the n rows, when there is one.
+    func addBias(_ bias: [Float]?, to rows: UnsafeMutablePointer<Float>, n: Int, width: Int) {
+        guard let bias else { return }
+        bias.withUnsafeBufferPointer { b in
+            for t in 0..<n { ck_add(rows + t * width, b.baseAddress!, Int32(width)) }
         }
     }
 

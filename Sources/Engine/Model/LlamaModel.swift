@@ -1,7 +1,8 @@
 import CKernels
 import Foundation
 
-/// A `llama` architecture transformer whose weights stay in the mapped GGUF file.
+/// A decoder-only transformer of one of the supported families (`Architecture`: Llama, Qwen 2,
+/// Qwen 3, Gemma 3) whose weights stay in the mapped GGUF file.
 ///
 /// Numerics follow llama.cpp on CPU: activations are quantized to Q8_1 (Q4_1 weights) or Q8_0
 /// (Q8_0 weights) before each matrix product, K and V are stored as f16, the query and the
@@ -17,7 +18,7 @@ public final class LlamaModel: @unchecked Sendable {
     /// other sequences of a batch (a prompt chunk and the running streams' next tokens).
     public static let maxPassTokens = maxBatch + maxSequencesPerBatch
 
-    public let config: LlamaConfig
+    public let config: ModelConfig
     public let threads: Int
 
     struct Layer {
@@ -27,11 +28,25 @@ public final class LlamaModel: @unchecked Sendable {
         var wq: WeightMatrix
         var wk: WeightMatrix
         var wv: WeightMatrix
+        /// Biases of the three projections (`Architecture.attentionBiases`).
+        let qBias: [Float]?
+        let kBias: [Float]?
+        let vBias: [Float]?
+        /// Per-head RMSNorm weights on Q and K (`Architecture.queryKeyNorms`), headDim each.
+        let qNorm: [Float]?
+        let kNorm: [Float]?
         var wo: WeightMatrix
+        /// RMSNorm on the attention output before the residual add (`Architecture.postNorms`).
+        let postAttentionNorm: [Float]?
         let ffnNorm: [Float]
         var gate: WeightMatrix
         var up: WeightMatrix
         var down: WeightMatrix
+        /// RMSNorm on the feed-forward output before the residual add (`Architecture.postNorms`).
+        let postFFNNorm: [Float]?
+        /// Positions this layer attends to (its own included), 0 for all of them.
+        let window: Int
+        let ropeBase: Float
     }
 
     let gguf: GGUFFile  // keeps the mapping alive
@@ -39,6 +54,8 @@ public final class LlamaModel: @unchecked Sendable {
     let layers: [Layer]
     let outputNorm: [Float]
     let output: WeightMatrix
+    /// Per-pair RoPE frequency divisors (`rope_freqs.weight`), when the file has them.
+    let ropeFrequencyFactors: [Float]?
     /// Interleaved copies of the weight matrices (nil when the CPU does not use them).
     private let interleavedWeights: UnsafeMutableRawBufferPointer?
     let pool: ComputePool
@@ -67,11 +84,18 @@ public final class LlamaModel: @unchecked Sendable {
 
     /// - Parameter interleave: copy the quantized weights into the interleaved forms their
     ///   fastest kernels read (when the CPU has those kernels). Off only to compare speeds.
-    public init(gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true) throws {
-        let config = try LlamaConfig(gguf: gguf)
+    /// - Parameter contextLimit: the most tokens a sequence may hold (the `context_length`
+    ///   setting); nil keeps the context the model was trained for.
+    public init(
+        gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true,
+        contextLimit: Int? = nil
+    ) throws {
+        let config = try ModelConfig(gguf: gguf, contextLimit: contextLimit)
+        let arch = config.architecture
         self.config = config
         self.gguf = gguf
         let dim = config.embeddingLength
+        let qDim = config.queryDim
         let kvDim = config.kvDim
         let ffn = config.feedForwardLength
         tokenEmbedding = try WeightMatrix(
@@ -82,19 +106,35 @@ public final class LlamaModel: @unchecked Sendable {
             func matrix(_ name: String, _ columns: Int, _ rows: Int) throws -> WeightMatrix {
                 try WeightMatrix(gguf: gguf, name: p + name + ".weight", columns: columns, rows: rows)
             }
+            func vector(_ name: String, _ count: Int, if present: Bool = true) throws -> [Float]? {
+                present ? try VectorLoader.load(gguf: gguf, name: p + name, count: count) : nil
+            }
+            let sliding = arch.isSlidingWindowLayer(i) && config.slidingWindow > 0
             layers.append(
                 Layer(
                     attentionNorm: try VectorLoader.load(gguf: gguf, name: p + "attn_norm.weight", count: dim),
-                    wq: try matrix("attn_q", dim, dim),
+                    wq: try matrix("attn_q", dim, qDim),
                     wk: try matrix("attn_k", dim, kvDim),
                     wv: try matrix("attn_v", dim, kvDim),
-                    wo: try matrix("attn_output", dim, dim),
+                    qBias: try vector("attn_q.bias", qDim, if: arch.attentionBiases),
+                    kBias: try vector("attn_k.bias", kvDim, if: arch.attentionBiases),
+                    vBias: try vector("attn_v.bias", kvDim, if: arch.attentionBiases),
+                    qNorm: try vector("attn_q_norm.weight", config.headDim, if: arch.queryKeyNorms),
+                    kNorm: try vector("attn_k_norm.weight", config.headDim, if: arch.queryKeyNorms),
+                    wo: try matrix("attn_output", qDim, dim),
+                    postAttentionNorm: try vector("post_attention_norm.weight", dim, if: arch.postNorms),
                     ffnNorm: try VectorLoader.load(gguf: gguf, name: p + "ffn_norm.weight", count: dim),
                     gate: try matrix("ffn_gate", dim, ffn),
                     up: try matrix("ffn_up", dim, ffn),
-                    down: try matrix("ffn_down", ffn, dim)))
+                    down: try matrix("ffn_down", ffn, dim),
+                    postFFNNorm: try vector("post_ffw_norm.weight", dim, if: arch.postNorms),
+                    window: sliding ? config.slidingWindow : 0,
+                    ropeBase: sliding ? arch.slidingWindowRopeBase ?? config.ropeFreqBase : config.ropeFreqBase))
         }
         outputNorm = try VectorLoader.load(gguf: gguf, name: "output_norm.weight", count: dim)
+        ropeFrequencyFactors =
+            arch.readsRopeFrequencyFactors && gguf.tensors["rope_freqs.weight"] != nil
+            ? try VectorLoader.load(gguf: gguf, name: "rope_freqs.weight", count: config.ropeDimensionCount / 2) : nil
         var output: WeightMatrix
         if gguf.tensors["output.weight"] != nil {
             output = try WeightMatrix(gguf: gguf, name: "output.weight", columns: dim, rows: config.vocabularySize)
@@ -119,10 +159,10 @@ public final class LlamaModel: @unchecked Sendable {
         let b = Self.maxPassTokens
         x = floats(b * dim)
         xn = floats(b * dim)
-        q = floats(b * dim)
+        q = floats(b * qDim)
         k = floats(b * kvDim)
         v = floats(b * kvDim)
-        attn = floats(b * dim)
+        attn = floats(b * qDim)
         proj = floats(b * dim)
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
@@ -131,7 +171,7 @@ public final class LlamaModel: @unchecked Sendable {
         // of headDim floats and a row of scores (ckernels.h).
         attnScratchStride = config.headCount / config.headCountKV * (64 * config.headDim + config.contextLength + 32)
         attnScratch = floats(self.threads * attnScratchStride)
-        let maxColumns = max(dim, ffn)
+        let maxColumns = max(dim, ffn, qDim)
         let qBytes = b * (maxColumns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
         allocations.append(quantized)

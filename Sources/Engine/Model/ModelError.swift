@@ -14,7 +14,8 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unsupportedArchitecture(let a): "unsupported architecture '\(a)' (only 'llama')"
+        case .unsupportedArchitecture(let a):
+            "unsupported architecture '\(a)' (supported: \(Architecture.supported.map(\.name).joined(separator: ", ")))"
         case .missingMetadata(let key): "missing metadata key '\(key)'"
         case .invalidHyperParameter(let what): "invalid hyper-parameter: \(what)"
         case .missingTensor(let name): "missing tensor '\(name)'"

@@ -1,0 +1,59 @@
+/// What sets one decoder-only transformer family apart from another: the few places where their
+/// forward passes differ. There is one forward pass (`LlamaModel+Pass.swift`); it reads these
+/// features instead of branching on a family's name. Each family's recipe is in its own file
+/// (`Architecture+Llama.swift`, …), read from `general.architecture`.
+public struct Architecture: Sendable, Equatable, CustomStringConvertible {
+    /// How RoPE pairs a head's dimensions.
+    public enum RopeStyle: Sendable, Equatable {
+        /// Adjacent pairs (2i, 2i + 1): llama.cpp's "normal" mode (Llama).
+        case adjacentPairs
+        /// Halves (i, i + n_rot / 2): llama.cpp's NEOX mode (Qwen, Gemma).
+        case halves
+    }
+
+    /// The gated feed-forward's activation, applied to the gate before it multiplies `up`.
+    public enum Activation: Sendable, Equatable {
+        case silu
+        /// GELU with the tanh approximation, as ggml evaluates it (through f16; see `ck_gelu_mul`).
+        case geluTanh
+    }
+
+    /// `general.architecture`, also the prefix of the family's metadata keys.
+    public let name: String
+    public let ropeStyle: RopeStyle
+    public let activation: Activation
+    /// Biases on the query, key and value projections (`attn_{q,k,v}.bias`).
+    public let attentionBiases: Bool
+    /// An RMSNorm over each head of the query and the key before RoPE (`attn_{q,k}_norm`).
+    public let queryKeyNorms: Bool
+    /// RMSNorms on the attention and feed-forward outputs before their residual adds
+    /// (`post_attention_norm`, `post_ffw_norm`).
+    public let postNorms: Bool
+    /// Token embeddings multiplied by √width before the first layer.
+    public let scalesEmbeddings: Bool
+    /// Per-pair RoPE frequency divisors from `rope_freqs.weight` when the file has that tensor
+    /// (Llama 3's long-context scaling).
+    public let readsRopeFrequencyFactors: Bool
+    /// Sliding-window attention: layer `l` attends globally when `l % pattern == pattern - 1`,
+    /// within the last `{arch}.attention.sliding_window` positions otherwise; nil: every layer
+    /// attends globally.
+    public let slidingWindowPattern: Int?
+    /// RoPE base of the sliding-window layers (the global ones use `{arch}.rope.freq_base`).
+    public let slidingWindowRopeBase: Float?
+
+    public var description: String { name }
+
+    /// The families the engine runs, by `general.architecture`.
+    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .gemma3]
+
+    /// The recipe for `general.architecture`, or nil for a family the engine does not run.
+    public static func named(_ name: String) -> Architecture? {
+        supported.first { $0.name == name }
+    }
+
+    /// Whether layer `layer` attends within the sliding window.
+    func isSlidingWindowLayer(_ layer: Int) -> Bool {
+        guard let pattern = slidingWindowPattern, pattern > 0 else { return false }
+        return layer % pattern < pattern - 1
+    }
+}

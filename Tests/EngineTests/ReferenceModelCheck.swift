@@ -1,0 +1,115 @@
+import Foundation
+
+@testable import Engine
+
+/// Runs a model on the prompt ids of a llama.cpp reference file (`greedy` and `logits` cases, as
+/// in `../shared/reference/gemma3/` and `tiny/`) and reports how its answers compare. The checks
+/// themselves (how many must match) are the tests' business.
+struct ReferenceModelCheck {
+    struct GreedyOutcome {
+        let name: String
+        let expected: [Int]
+        let generated: [Int]
+        /// At the first difference, how far (in logits) our choice was ahead of llama.cpp's token;
+        /// nil when the runs agree. A small margin is a near-tie, not a wrong layer.
+        let divergenceMargin: Float?
+        /// Index of the first differing token (the common length when one is a prefix).
+        var firstDifference: Int {
+            zip(generated, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(generated.count, expected.count)
+        }
+        var identical: Bool { generated == expected }
+    }
+
+    struct LogitsOutcome {
+        let name: String
+        /// The reference's top ids with |p(ours) − p(llama.cpp)| for each.
+        let probabilityDifferences: [(id: Int, difference: Double)]
+        /// Whether our most likely token is the reference's.
+        let sameTop: Bool
+        var largestDifference: Double { probabilityDifferences.map(\.difference).max() ?? 0 }
+    }
+
+    let model: LlamaModel
+    let reference: [String: Any]
+
+    init(model: LlamaModel, reference: [String: Any]) {
+        self.model = model
+        self.reference = reference
+    }
+
+    static func ids(_ value: Any?) throws -> [Int32] {
+        guard let list = value as? [Int] else { throw FixtureError("not a list of ids: \(String(describing: value))") }
+        return list.map { Int32($0) }
+    }
+
+    /// Greedy decoding of every `greedy` case for as many tokens as the reference generated.
+    func greedy() throws -> [GreedyOutcome] {
+        guard let cases = reference["greedy"] as? [[String: Any]] else { throw FixtureError("no greedy cases") }
+        let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: model.config.vocabularySize)
+        defer { logits.deallocate() }
+        return try cases.map { c in
+            let prompt = try Self.ids(c["prompt_ids"])
+            let expected = try Self.ids(c["generated_ids"]).map(Int.init)
+            let cache = model.makeCache(capacity: prompt.count + expected.count + 1)
+            try model.forward(tokens: prompt, cache: cache, logits: logits)
+            var generated: [Int] = []
+            var margin: Float? = nil
+            while generated.count < expected.count {
+                let next = Self.argmax(logits)
+                let theirs = expected[generated.count]
+                if margin == nil, generated == Array(expected.prefix(generated.count)), next != theirs {
+                    margin = logits[next] - logits[theirs]
+                }
+                generated.append(next)
+                try model.forward(tokens: [Int32(next)], cache: cache, logits: logits)
+            }
+            return GreedyOutcome(
+                name: c["name"] as? String ?? "?", expected: expected, generated: generated, divergenceMargin: margin)
+        }
+    }
+
+    /// The next-token distribution after each `logits` case's prompt against the reference's top 10.
+    func logits() throws -> [LogitsOutcome] {
+        guard let cases = reference["logits"] as? [[String: Any]] else { throw FixtureError("no logits cases") }
+        let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: model.config.vocabularySize)
+        defer { logits.deallocate() }
+        return try cases.map { c in
+            let prompt = try Self.ids(c["prompt_ids"])
+            guard let top = c["top10"] as? [[String: Any]], !top.isEmpty else { throw FixtureError("no top10") }
+            let cache = model.makeCache(capacity: prompt.count)
+            try model.forward(tokens: prompt, cache: cache, logits: logits)
+            let probabilities = Self.softmax(logits, count: model.config.vocabularySize)
+            var differences: [(id: Int, difference: Double)] = []
+            for entry in top {
+                guard let id = entry["id"] as? Int, let logprob = entry["logprob"] as? Double else {
+                    throw FixtureError("bad top10 entry \(entry)")
+                }
+                differences.append((id, abs(probabilities[id] - exp(logprob))))
+            }
+            let ourTop = Self.argmax(logits)
+            return LogitsOutcome(
+                name: c["name"] as? String ?? "?", probabilityDifferences: differences,
+                sameTop: ourTop == top[0]["id"] as? Int)
+        }
+    }
+
+    static func argmax(_ p: UnsafeMutableBufferPointer<Float>) -> Int {
+        var best = 0
+        for i in p.indices where p[i] > p[best] { best = i }
+        return best
+    }
+
+    /// Softmax in double over the first `count` logits.
+    static func softmax(_ logits: UnsafeMutableBufferPointer<Float>, count: Int) -> [Double] {
+        var maximum = -Double.infinity
+        for i in 0..<count { maximum = max(maximum, Double(logits[i])) }
+        var out = [Double](repeating: 0, count: count)
+        var sum = 0.0
+        for i in 0..<count {
+            out[i] = exp(Double(logits[i]) - maximum)
+            sum += out[i]
+        }
+        return out.map { $0 / sum }
+    }
+}
