@@ -329,11 +329,26 @@ struct ModelTinyTests {
         }
     }
 
+    /// A context cap shrinks what the engine serves, never past the trained context.
+    @Test func contextLimitCapsTheTrainedContext() throws {
+        let path = try TinyModel().write()
+        let capped = try LlamaModel(gguf: try GGUFFile(path: path), threads: 1, contextLimit: 32)
+        #expect(capped.config.contextLength == 32 && capped.config.trainedContextLength == TinyModel.context)
+        let wide = try LlamaModel(gguf: try GGUFFile(path: path), threads: 1, contextLimit: 100_000)
+        #expect(wide.config.contextLength == TinyModel.context)
+        let cache = capped.makeCache(capacity: 1000)
+        #expect(cache.capacity == 32)
+    }
+
     @Test func unsupportedArchitectureAndMissingMetadata() throws {
         let gpt2 = try TinyModel().write(metadataOverrides: [("general.architecture", .string("gpt2"))])
         #expect(throws: ModelError.unsupportedArchitecture("gpt2")) {
             _ = try LlamaModel(gguf: try GGUFFile(path: gpt2), threads: 1)
         }
+        // The message names what is supported, for the start-up error a user reads.
+        #expect(
+            ModelError.unsupportedArchitecture("gpt2").description
+                == "unsupported architecture 'gpt2' (supported: llama, qwen2, qwen3, gemma3)")
         var tiny = TinyModel()
         tiny.metadata.removeAll { $0.0 == "llama.block_count" }
         let noBlocks = try tiny.write()

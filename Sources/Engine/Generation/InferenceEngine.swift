@@ -19,13 +19,15 @@ public final class InferenceEngine: Sendable {
 
     public var contextLength: Int { model.config.contextLength }
 
-    /// `admission` bounds how many generations run and wait; `metrics` receives its series.
+    /// `admission` bounds how many generations run and wait; `metrics` receives its series;
+    /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
     public init(
-        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()
+        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
+        contextLimit: Int? = nil
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
-        guard architecture == "llama" else { throw ModelError.unsupportedArchitecture(architecture) }
+        guard Architecture.named(architecture) != nil else { throw ModelError.unsupportedArchitecture(architecture) }
         self.path = path
         self.fileSize = file.fileSize
         self.modelName =
@@ -34,7 +36,7 @@ public final class InferenceEngine: Sendable {
         let tokenizer = try Tokenizer(gguf: file)
         self.tokenizer = tokenizer
         self.template = try ChatTemplate(template: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
-        let model = try LlamaModel(gguf: file, threads: threads)
+        let model = try LlamaModel(gguf: file, threads: threads, contextLimit: contextLimit)
         guard model.config.vocabularySize >= tokenizer.vocabularySize else {
             throw ModelError.invalidHyperParameter(
                 "the output head has \(model.config.vocabularySize) rows but the tokenizer has \(tokenizer.vocabularySize) tokens"
