@@ -218,6 +218,8 @@ void ck_dequantize_row(int type, const void *src, float *dst, int k) {
         break;
     }
     default:
-        for (int i = 0; i < k; i++) dst[i] = 0.0f;
+        if (!ck_dequantize_row_more(type, src, dst, k)) {
+            for (int i = 0; i < k; i++) dst[i] = 0.0f;
+        }
     }
 }

@@ -284,7 +284,7 @@ static int ck_cpu_has_vnni_hw(void) {
     return cached;
 }
 
-static int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_has_vnni_hw(); }
+int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_has_vnni_hw(); }
 
 void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
 
@@ -398,9 +398,10 @@ static ck_dot_fn pick_dot(int type, int fast) {
     case CK_TYPE_F32: return (ck_dot_fn)dot_f32_portable;
     case CK_TYPE_F16: return (ck_dot_fn)dot_f16_f32_portable;
 #endif
-    default: return 0;
+    default: break;
     }
-    (void)fast;
+    const ck_dot_fn legacy = ck_pick_dot_legacy(type, fast);
+    return legacy ? legacy : ck_pick_dot_kquants(type, fast);
 }
 
 ck_kernels ck_pick_kernels(int type, int fast) {
@@ -420,4 +421,14 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     if (fast && type == CK_TYPE_Q8_0) k.dot4 = (ck_dot4_fn)dot4_q8_0_q8_0_fast;
 #endif
     return k;
+}
+
+float ck_dot(int type, int k, const void *w, const void *x) {
+    const ck_dot_fn dot = pick_dot(type, ck_fast_paths_enabled());
+    return dot ? dot(k, w, x) : 0.0f;
+}
+
+float ck_dot_portable(int type, int k, const void *w, const void *x) {
+    const ck_dot_fn dot = pick_dot(type, 0);
+    return dot ? dot(k, w, x) : 0.0f;
 }

@@ -80,6 +80,19 @@ typedef struct {
 /// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.
 ck_kernels ck_pick_kernels(int type, int fast);
 
+// MARK: More weight types (quants.c, dot_legacy.c, dot_kquants.c)
+
+/// Dequantizes a row of the types quants.c knows (BF16, Q4_0, Q5_0, Q5_1, Q2_K...Q6_K); 0 for others.
+int ck_dequantize_row_more(int type, const void *src, float *dst, int k);
+void ck_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
+void ck_q3_k_scales(const uint8_t *packed, int8_t *out);
+int ck_q6_k_value(const ck_block_q6_K *b, int e);
+/// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c);
+/// NULL for other types.
+ck_dot_fn ck_pick_dot_legacy(int type, int fast);
+ck_dot_fn ck_pick_dot_kquants(int type, int fast);
+int ck_cpu_has_vnni(void);
+
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 
 #define CK_MAX_HEAD_DIM 256

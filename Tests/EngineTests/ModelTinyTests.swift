@@ -315,11 +315,11 @@ struct ModelTinyTests {
     }
 
     @Test func unsupportedTypeNamesTensorAndType() throws {
-        let path = try TinyModel(overrides: ["blk.0.attn_q.weight": .q4_0]).write()
+        let path = try TinyModel(overrides: ["blk.0.attn_q.weight": .q8_1]).write()
         let error = #expect(throws: ModelError.self) { _ = try LlamaModel(gguf: try GGUFFile(path: path), threads: 1) }
-        #expect(error == .unsupportedTensorType(tensor: "blk.0.attn_q.weight", type: .q4_0))
+        #expect(error == .unsupportedTensorType(tensor: "blk.0.attn_q.weight", type: .q8_1))
         let text = error?.description ?? ""
-        #expect(text.contains("blk.0.attn_q.weight") && text.contains("Q4_0"), "\(text)")
+        #expect(text.contains("blk.0.attn_q.weight") && text.contains("Q8_1"), "\(text)")
     }
 
     @Test func wrongShapeIsReported() throws {

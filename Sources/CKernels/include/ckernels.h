@@ -130,6 +130,101 @@ size_t ck_interleaved_group_bytes(int type, int k);
 /// (rows / 8 × ck_interleaved_group_bytes bytes); returns the interleaved type, or -1.
 int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 
+// MARK: - More weight types (ggml layouts; quants.c, dot_legacy.c, dot_kquants.c)
+
+enum {
+    CK_TYPE_Q4_0 = 2,
+    CK_TYPE_Q5_0 = 6,
+    CK_TYPE_Q5_1 = 7,
+    CK_TYPE_Q8_1 = 9,
+    CK_TYPE_Q2_K = 10,
+    CK_TYPE_Q3_K = 11,
+    CK_TYPE_Q4_K = 12,
+    CK_TYPE_Q5_K = 13,
+    CK_TYPE_Q6_K = 14,
+    CK_TYPE_Q8_K = 15,
+    CK_TYPE_BF16 = 30,
+};
+
+/// 32 weights: value = d * (q - 8), q in 0...15 (nibbles as in Q4_1).
+typedef struct {
+    uint16_t d;
+    uint8_t qs[16];
+} ck_block_q4_0;
+/// 32 weights: value = d * (q - 16), q in 0...31: nibbles as in Q4_1, bit 4 of element j is
+/// bit j of qh (little-endian).
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[16];
+} ck_block_q5_0;
+/// 32 weights: value = d * q + m, q as in Q5_0.
+typedef struct {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[16];
+} ck_block_q5_1;
+
+#define CK_QK_K 256
+/// 256 weights in 16 groups of 16: value = d * (scale & 15) * q - dmin * (scale >> 4), q 2 bits.
+typedef struct {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d;
+    uint16_t dmin;
+} ck_block_q2_K;
+/// 256 weights in 16 groups of 16: value = d * (scale - 32) * (q - (high bit ? 0 : 4)), q 2 bits
+/// plus a high bit in hmask; 6-bit scales packed in 12 bytes.
+typedef struct {
+    uint8_t hmask[32];
+    uint8_t qs[64];
+    uint8_t scales[12];
+    uint16_t d;
+} ck_block_q3_K;
+/// 256 weights in 8 groups of 32: value = d * scale * q - dmin * min, q 4 bits; 6-bit scales
+/// and mins packed in 12 bytes.
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qs[128];
+} ck_block_q4_K;
+/// As Q4_K with a fifth bit per weight in qh.
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];
+    uint8_t qs[128];
+} ck_block_q5_K;
+/// 256 weights in 16 groups of 16: value = d * scale * (q - 32), q 6 bits (4 in ql, 2 in qh),
+/// int8 scales.
+typedef struct {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+} ck_block_q6_K;
+/// 256 activations: value = d * q; bsums[g] = sum of q over group g of 16.
+typedef struct {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+} ck_block_q8_K;
+
+/// Q8_K with ggml's rounding: per 256 values, max = the first value of largest magnitude,
+/// iscale = -127 / max, q = min(127, round-to-nearest-even(iscale * x)), d = 1 / iscale.
+/// k must be a multiple of 256.
+void ck_quantize_row_q8_K(const float *x, ck_block_q8_K *y, int k);
+
+/// dot(weight row of `type`, activation row in the form that type wants: Q8_0 for Q4_0, Q5_0 and
+/// Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for Q2_K...Q6_K; f32 for F32, F16 and BF16), with the
+/// calling thread's path choice (portable, AVX2, VNNI). 0 for a type without kernels.
+float ck_dot(int type, int k, const void *w, const void *x);
+/// The same with the portable (scalar reference) kernel.
+float ck_dot_portable(int type, int k, const void *w, const void *x);
+
 // MARK: - Attention
 
 /// Causal attention with an f16 KV cache laid out [position][kv_head][head_dim].

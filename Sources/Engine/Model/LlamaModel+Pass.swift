@@ -205,37 +205,29 @@ extension LlamaModel {
         }
     }
 
-    /// Quantizes the `n` rows of `a` into `quantized` with `row`, unless an earlier product of
-    /// this pass already left them there in `form` (the products that share an input).
-    func quantize(
-        _ a: inout PreparedActivations, as form: GGMLType, rowBytes: Int,
-        row: (UnsafePointer<Float>, UnsafeMutableRawPointer, Int32) -> Void
-    ) {
+    /// Quantizes the `n` rows of `a` into `quantized` in `form` (Q8_0, Q8_1 or Q8_K), unless an
+    /// earlier product of this pass already left them there in that form (the products that
+    /// share an input).
+    func quantize(_ a: inout PreparedActivations, as form: GGMLType, rowBytes: Int) {
         guard a.form != form else { return }
-        for t in 0..<a.n { row(a.source + t * a.columns, quantized + t * rowBytes, Int32(a.columns)) }
+        for t in 0..<a.n {
+            form.quantizeActivations(a.source + t * a.columns, into: quantized + t * rowBytes, count: a.columns)
+        }
         a.form = form
     }
 
-    /// The kernel's arguments for `w × a`, quantizing `a` into the form `w` wants if needed.
+    /// The kernel's arguments for `w × a`, quantizing `a` into the form `w` wants if needed
+    /// (`GGMLType.activationForm`).
     func arguments(
         _ w: WeightMatrix, _ a: inout PreparedActivations, into y: UnsafeMutablePointer<Float>, ldy: Int
     ) -> ck_matmul_args {
         let xPointer: UnsafeRawPointer
         let xRowBytes: Int
-        switch w.type {
-        case .q4_1:
-            xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_1>.stride
-            quantize(&a, as: .q8_1, rowBytes: xRowBytes) {
-                ck_quantize_row_q8_1($0, $1.assumingMemoryBound(to: ck_block_q8_1.self), $2)
-            }
+        if let form = w.type.activationForm, form != .f32, let rowBytes = form.rowBytes(elements: a.columns) {
+            xRowBytes = rowBytes
+            quantize(&a, as: form, rowBytes: xRowBytes)
             xPointer = UnsafeRawPointer(quantized)
-        case .q8_0:
-            xRowBytes = a.columns / 32 * MemoryLayout<ck_block_q8_0>.stride
-            quantize(&a, as: .q8_0, rowBytes: xRowBytes) {
-                ck_quantize_row_q8_0($0, $1.assumingMemoryBound(to: ck_block_q8_0.self), $2)
-            }
-            xPointer = UnsafeRawPointer(quantized)
-        default:
+        } else {
             xRowBytes = a.columns * MemoryLayout<Float>.stride
             xPointer = UnsafeRawPointer(a.source)
         }

@@ -172,7 +172,7 @@ public final class LlamaModel: @unchecked Sendable {
         attnScratchStride = config.headCount / config.headCountKV * (64 * config.headDim + config.contextLength + 32)
         attnScratch = floats(self.threads * attnScratchStride)
         let maxColumns = max(dim, ffn, qDim)
-        let qBytes = b * (maxColumns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride
+        let qBytes = b * GGMLType.activationScratchBytes(columns: maxColumns)
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
         allocations.append(quantized)
         batchLogits = floats(Self.maxSequencesPerBatch * config.vocabularySize)

@@ -4,7 +4,9 @@ import CKernels
 /// (one output feature) is `columns` contiguous values in the tensor's storage type.
 /// Matrix products may read an interleaved copy instead (see `interleave(into:)`).
 struct WeightMatrix {
-    static let supportedTypes: Set<GGMLType> = [.f32, .f16, .q4_1, .q8_0]
+    static let supportedTypes: Set<GGMLType> = [
+        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
+    ]
 
     let name: String
     let type: GGMLType
@@ -89,7 +91,7 @@ enum VectorLoader {
     static func load(gguf: GGUFFile, name: String, count: Int) throws(ModelError) -> [Float] {
         guard let info = gguf.tensors[name] else { throw .missingTensor(name) }
         guard info.shape == [count] else { throw .wrongShape(tensor: name, expected: [count], actual: info.shape) }
-        guard info.type == .f32 || info.type == .f16 else {
+        guard info.type == .f32 || info.type == .f16 || info.type == .bf16 else {
             throw .unsupportedTensorType(tensor: name, type: info.type)
         }
         let bytes: UnsafeRawBufferPointer

@@ -1,0 +1,180 @@
+// Dot products of the 32-value block types beyond Q4_1/Q8_0 (Q4_0 and Q5_0 against Q8_0
+// activations, Q5_1 against Q8_1) and of BF16 weights against f32 activations. Numerics follow
+// ggml's AVX2 kernels: per block an integer dot, then one accumulator of fp16(d_w) * fp16(d_a) *
+// isum in block order (8 float lanes on AVX2, reduced as ck_hsum8).
+#include <string.h>
+
+#include "internal.h"
+
+static uint32_t qh_bits(const uint8_t *qh) {
+    uint32_t v;
+    memcpy(&v, qh, 4);
+    return v;
+}
+
+// MARK: - Portable (the scalar references)
+
+static float dot_q4_0_portable(int k, const ck_block_q4_0 *w, const ck_block_q8_0 *a) {
+    float sum = 0.0f;
+    for (int i = 0; i < k / CK_QK; i++) {
+        int isum = 0;
+        for (int j = 0; j < 16; j++) {
+            isum += ((w[i].qs[j] & 0x0f) - 8) * a[i].qs[j];
+            isum += ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
+        }
+        sum += ck_fp16_to_fp32(w[i].d) * ck_fp16_to_fp32(a[i].d) * (float)isum;
+    }
+    return sum;
+}
+
+static float dot_q5_0_portable(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *a) {
+    float sum = 0.0f;
+    for (int i = 0; i < k / CK_QK; i++) {
+        const uint32_t qh = qh_bits(w[i].qh);
+        int isum = 0;
+        for (int j = 0; j < 16; j++) {
+            const int x0 = ((w[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4)) - 16;
+            const int x1 = ((w[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) - 16;
+            isum += x0 * a[i].qs[j] + x1 * a[i].qs[j + 16];
+        }
+        sum += ck_fp16_to_fp32(w[i].d) * ck_fp16_to_fp32(a[i].d) * (float)isum;
+    }
+    return sum;
+}
+
+static float dot_q5_1_portable(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
+    float sum = 0.0f, summs = 0.0f;
+    for (int i = 0; i < k / CK_QK; i++) {
+        const uint32_t qh = qh_bits(w[i].qh);
+        int isum = 0;
+        for (int j = 0; j < 16; j++) {
+            const int x0 = (w[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+            const int x1 = (w[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            isum += x0 * a[i].qs[j] + x1 * a[i].qs[j + 16];
+        }
+        sum += ck_fp16_to_fp32(w[i].d) * ck_fp16_to_fp32(a[i].d) * (float)isum;
+        summs += ck_fp16_to_fp32(w[i].m) * ck_fp16_to_fp32(a[i].s);
+    }
+    return sum + summs;
+}
+
+static float bf16(uint16_t h) {
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float dot_bf16_f32_portable(int k, const uint16_t *w, const float *a) {
+    float s = 0.0f;
+    for (int i = 0; i < k; i++) s += bf16(w[i]) * a[i];
+    return s;
+}
+
+// MARK: - AVX2
+
+#if CK_X86
+
+CK_FAST static inline __m256i nibbles32(const uint8_t *qs) {
+    const __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+}
+
+// The 32 bits of qh as 32 bytes, 0xff where the bit is set (element order of the block).
+CK_FAST static inline __m256i bits32(const uint8_t *qh) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                          3, 3, 3, 3, 3, 3);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh_bits(qh)), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x7fbfdfeff7fbfdfeULL);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, bit), _mm256_set1_epi64x(-1));
+}
+
+CK_FAST static inline __m256 sum_u8_s8(__m256i u, __m256i s) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+CK_FAST static inline __m256 sum_s8_s8(__m256i x, __m256i y) {
+    return sum_u8_s8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+CK_FAST static inline __m256 scale_product(uint16_t dw, uint16_t da) {
+    const __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128(dw));
+    const __m128 a = _mm_cvtph_ps(_mm_cvtsi32_si128(da));
+    return _mm256_broadcastss_ps(_mm_mul_ss(w, a));
+}
+
+CK_FAST static float dot_q4_0_fast(int k, const ck_block_q4_0 *w, const ck_block_q8_0 *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i q = _mm256_sub_epi8(nibbles32(w[i].qs), _mm256_set1_epi8(8));
+        const __m256 p = sum_s8_s8(q, _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(scale_product(w[i].d, a[i].d), p, acc);
+    }
+    return ck_hsum8(acc);
+}
+
+CK_FAST static float dot_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < k / CK_QK; i++) {
+        // q - 16 as int8: the nibble, with 0xf0 or'd in where the fifth bit is clear.
+        const __m256i hi = _mm256_andnot_si256(bits32(w[i].qh), _mm256_set1_epi8((char)0xf0));
+        const __m256i q = _mm256_or_si256(nibbles32(w[i].qs), hi);
+        const __m256 p = sum_s8_s8(q, _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(scale_product(w[i].d, a[i].d), p, acc);
+    }
+    return ck_hsum8(acc);
+}
+
+CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int i = 0; i < k / CK_QK; i++) {
+        summs = fmaf(ck_fp16_to_fp32(w[i].m), ck_fp16_to_fp32(a[i].s), summs);
+        const __m256i hi = _mm256_and_si256(bits32(w[i].qh), _mm256_set1_epi8(0x10));
+        const __m256i q = _mm256_or_si256(nibbles32(w[i].qs), hi);
+        const __m256 p = sum_u8_s8(q, _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(scale_product(w[i].d, a[i].d), p, acc);
+    }
+    return ck_hsum8(acc) + summs;
+}
+
+CK_FAST static inline __m256 load_bf16x8(const uint16_t *w) {
+    const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)w));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+}
+
+CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= k; i += 16) {
+        acc0 = _mm256_fmadd_ps(load_bf16x8(w + i), _mm256_loadu_ps(a + i), acc0);
+        acc1 = _mm256_fmadd_ps(load_bf16x8(w + i + 8), _mm256_loadu_ps(a + i + 8), acc1);
+    }
+    for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(w + i), _mm256_loadu_ps(a + i), acc0);
+    float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
+    for (; i < k; i++) s += bf16(w[i]) * a[i];
+    return s;
+}
+#endif
+
+ck_dot_fn ck_pick_dot_legacy(int type, int fast) {
+#if CK_X86
+    if (fast) {
+        switch (type) {
+        case CK_TYPE_Q4_0: return (ck_dot_fn)dot_q4_0_fast;
+        case CK_TYPE_Q5_0: return (ck_dot_fn)dot_q5_0_fast;
+        case CK_TYPE_Q5_1: return (ck_dot_fn)dot_q5_1_fast;
+        case CK_TYPE_BF16: return (ck_dot_fn)dot_bf16_f32_fast;
+        default: break;
+        }
+    }
+#endif
+    (void)fast;
+    switch (type) {
+    case CK_TYPE_Q4_0: return (ck_dot_fn)dot_q4_0_portable;
+    case CK_TYPE_Q5_0: return (ck_dot_fn)dot_q5_0_portable;
+    case CK_TYPE_Q5_1: return (ck_dot_fn)dot_q5_1_portable;
+    case CK_TYPE_BF16: return (ck_dot_fn)dot_bf16_f32_portable;
+    default: return 0;
+    }
+}

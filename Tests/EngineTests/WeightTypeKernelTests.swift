@@ -1,0 +1,147 @@
+import CKernels
+import Testing
+
+@testable import Engine
+
+/// The dot products and matrix products of every weight type against the Swift reference
+/// (dequantize both sides, sum in Double), on every path (VNNI, AVX2, portable), one row at a
+/// time and through ck_matmul / ck_matmul_many with and without the pool.
+@Suite(.serialized)
+struct WeightTypeKernelTests {
+    static let types: [GGMLType] = [
+        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
+    ]
+
+    /// Activations in `type`'s form (quantized with the C quantizers, which other tests check).
+    static func activations(_ x: [Float], for type: GGMLType) -> [UInt8] {
+        let form = type.activationForm!
+        if form == .f32 { return x.flatMap { v in withUnsafeBytes(of: v.bitPattern.littleEndian, Array.init) } }
+        var out = [UInt8](repeating: 0, count: form.rowBytes(elements: x.count)!)
+        x.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBytes {
+                form.quantizeActivations(src.baseAddress!, into: $0.baseAddress!, count: x.count)
+            }
+        }
+        return out
+    }
+
+    /// Σ |w|·|a| of a row: the scale the rounding error of a dot product is measured against.
+    static func magnitude(_ w: [UInt8], _ a: [UInt8], type: GGMLType, k: Int) -> Float {
+        let wv = ReferenceKernels.dequantize(w, type: type, count: k)!
+        let av = ReferenceKernels.dequantize(a, type: type.activationForm!, count: k)!
+        return Float((0..<k).reduce(0.0) { $0 + Double(abs(wv[$1])) * Double(abs(av[$1])) })
+    }
+
+    @Test(arguments: types)
+    func dotMatchesReference(type: GGMLType) {
+        var rng = SeededRandom(seed: 1000 + UInt64(type.rawValue))
+        for k in [256, 512, 2048] {
+            let w = RandomWeights.row(type, columns: k, scale: 0.2, rng: &rng)
+            let a = Self.activations(rng.floats(k, 2), for: type)
+            let expected = ReferenceKernels.dot(weights: w, type: type, activations: a, k: k)
+            let tolerance = 2e-6 * Self.magnitude(w, a, type: type, k: k) + 1e-6
+            let portable = w.withUnsafeBytes { wb in
+                a.withUnsafeBytes { ck_dot_portable(Int32(type.rawValue), Int32(k), wb.baseAddress!, $0.baseAddress!) }
+            }
+            #expect(abs(portable - expected) <= tolerance, "\(type) portable k=\(k): \(portable) vs \(expected)")
+            bothPaths { path in
+                let got = w.withUnsafeBytes { wb in
+                    a.withUnsafeBytes { ck_dot(Int32(type.rawValue), Int32(k), wb.baseAddress!, $0.baseAddress!) }
+                }
+                #expect(abs(got - expected) <= tolerance, "\(type) \(path) k=\(k): \(got) vs \(expected)")
+            }
+        }
+    }
+
+    /// Odd row counts, n = 1, 2, 3, 5 tokens, ck_matmul with and without the pool and
+    /// ck_matmul_many with a second matrix of the same type.
+    @Test(arguments: types)
+    func matmulMatchesReference(type: GGMLType) {
+        var rng = SeededRandom(seed: 2000 + UInt64(type.rawValue))
+        let k = 512
+        let rows = [37, 19]
+        let weights = rows.map { RandomWeights.matrix(type, rows: $0, columns: k, scale: 0.2, rng: &rng) }
+        let wRowBytes = type.rowBytes(elements: k)!
+        let pool = ComputePool(threads: 2)
+        for n in [1, 2, 3, 5] {
+            let xRows = (0..<n).map { _ in Self.activations(rng.floats(k, 2), for: type) }
+            let xRowBytes = xRows[0].count
+            let x = xRows.flatMap { $0 }
+            var expected: [[Float]] = []
+            var tolerance: [[Float]] = []
+            for (m, w) in weights.enumerated() {
+                var e = [Float](repeating: 0, count: n * rows[m])
+                var tol = e
+                for t in 0..<n {
+                    for r in 0..<rows[m] {
+                        let wr = Array(w[r * wRowBytes..<(r + 1) * wRowBytes])
+                        e[t * rows[m] + r] = ReferenceKernels.dot(weights: wr, type: type, activations: xRows[t], k: k)
+                        tol[t * rows[m] + r] = 2e-6 * Self.magnitude(wr, xRows[t], type: type, k: k) + 1e-6
+                    }
+                }
+                expected.append(e)
+                tolerance.append(tol)
+            }
+            bothPaths { path in
+                for mode in ["single", "pool", "many"] {
+                    var first = [Float](repeating: .nan, count: n * rows[0])
+                    var second = [Float](repeating: .nan, count: n * rows[1])
+                    weights[0].withUnsafeBytes { w0 in
+                        weights[1].withUnsafeBytes { w1 in
+                            x.withUnsafeBytes { xb in
+                                first.withUnsafeMutableBufferPointer { y0 in
+                                    second.withUnsafeMutableBufferPointer { y1 in
+                                        let ws = [w0.baseAddress!, w1.baseAddress!]
+                                        let ys = [y0.baseAddress!, y1.baseAddress!]
+                                        var args = (0..<2).map { m in
+                                            ck_matmul_args(
+                                                type: Int32(type.rawValue), w: ws[m], w_row_bytes: wRowBytes,
+                                                rows: Int32(rows[m]), k: Int32(k), x: xb.baseAddress!,
+                                                x_row_bytes: xRowBytes, n: Int32(n), y: ys[m], ldy: Int32(rows[m]))
+                                        }
+                                        switch mode {
+                                        case "single":
+                                            ck_matmul(nil, &args[0])
+                                            ck_matmul(nil, &args[1])
+                                        case "pool":
+                                            ck_matmul(pool.raw, &args[0])
+                                            ck_matmul(pool.raw, &args[1])
+                                        default: ck_matmul_many(pool.raw, &args, 2)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let y = [first, second]
+                    for m in 0..<2 {
+                        let bad = (0..<n * rows[m]).filter { !(abs(y[m][$0] - expected[m][$0]) <= tolerance[m][$0]) }
+                        #expect(
+                            bad.isEmpty,
+                            "\(type) \(path) \(mode) n=\(n) matrix \(m): \(bad.count) outputs off, first \(bad.first ?? -1)"
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// The fast kernels sum in another order than the portable ones, but over the same integers:
+    /// on the hot types they must agree to float rounding (tighter than the reference check).
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_0, .q8_0, .q5_K, .q4_0, .q5_1])
+    func fastMatchesPortable(type: GGMLType) {
+        var rng = SeededRandom(seed: 3000 + UInt64(type.rawValue))
+        for k in [256, 1024, 2048] {
+            let w = RandomWeights.row(type, columns: k, scale: 0.2, rng: &rng)
+            let a = Self.activations(rng.floats(k, 2), for: type)
+            let tolerance = 1e-6 * Self.magnitude(w, a, type: type, k: k)
+            let portable = w.withUnsafeBytes { wb in
+                a.withUnsafeBytes { ck_dot_portable(Int32(type.rawValue), Int32(k), wb.baseAddress!, $0.baseAddress!) }
+            }
+            let fast = w.withUnsafeBytes { wb in
+                a.withUnsafeBytes { ck_dot(Int32(type.rawValue), Int32(k), wb.baseAddress!, $0.baseAddress!) }
+            }
+            #expect(abs(fast - portable) <= tolerance, "\(type) k=\(k): fast \(fast) vs portable \(portable)")
+        }
+    }
+}
