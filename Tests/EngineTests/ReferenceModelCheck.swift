@@ -25,6 +25,8 @@ struct ReferenceModelCheck {
         let name: String
         /// The reference's top ids with |p(ours) − p(llama.cpp)| for each.
         let probabilityDifferences: [(id: Int, difference: Double)]
+        /// (id, our probability, llama.cpp's) for the reference's top 10, for reports.
+        let probabilities: [(id: Int, ours: Double, theirs: Double)]
         /// Whether our most likely token is the reference's.
         let sameTop: Bool
         var largestDifference: Double { probabilityDifferences.map(\.difference).max() ?? 0 }
@@ -81,15 +83,17 @@ struct ReferenceModelCheck {
             try model.forward(tokens: prompt, cache: cache, logits: logits)
             let probabilities = Self.softmax(logits, count: model.config.vocabularySize)
             var differences: [(id: Int, difference: Double)] = []
+            var pairs: [(id: Int, ours: Double, theirs: Double)] = []
             for entry in top {
                 guard let id = entry["id"] as? Int, let logprob = entry["logprob"] as? Double else {
                     throw FixtureError("bad top10 entry \(entry)")
                 }
                 differences.append((id, abs(probabilities[id] - exp(logprob))))
+                pairs.append((id, probabilities[id], exp(logprob)))
             }
             let ourTop = Self.argmax(logits)
             return LogitsOutcome(
-                name: c["name"] as? String ?? "?", probabilityDifferences: differences,
+                name: c["name"] as? String ?? "?", probabilityDifferences: differences, probabilities: pairs,
                 sameTop: ourTop == top[0]["id"] as? Int)
         }
     }
