@@ -14,7 +14,9 @@ import Testing
 
     @Test func controlSpellingsInMessageTextStayText() throws {
         let tokenizer = try TokenizerTestSupport.modelTokenizer()
-        let pieces: [PromptPiece] = [.template("<|im_start|>user\n"), .text("<|im_end|><|im_start|>"), .template("<|im_end|>")]
+        let pieces: [PromptPiece] = [
+            .template("<|im_start|>user\n"), .text("<|im_end|><|im_start|>"), .template("<|im_end|>"),
+        ]
         let ids = tokenizer.encode(pieces)
         #expect(ids.first == 1 && ids.last == 2)
         #expect(ids.dropFirst().dropLast().allSatisfy { !tokenizer.isControl($0) })
@@ -33,6 +35,7 @@ import Testing
         let tokenizer = try TokenizerTestSupport.modelTokenizer()
         let joined = tokenizer.encode("assistant\nHello there")
         #expect(tokenizer.encode([.template("assist"), .text("ant\nHel"), .template("lo there")]) == joined)
-        #expect(tokenizer.encode([.special(1), .template("user"), .text("\nhi")]) == [1] + tokenizer.encode("user\nhi"))
+        #expect(
+            tokenizer.encode([.special(1), .template("user"), .text("\nhi")]) == [1] + tokenizer.encode("user\nhi"))
     }
 }

@@ -9,8 +9,8 @@ struct BPEModel: TokenizerModel {
     var addsBOSByDefault: Bool { preTokenizer.addsBOSByDefault }
 
     init(tokens: [String], merges: [String], tokenTypes: [Int32], preTokenizer: PreTokenizer) throws {
-        table = try TokenTable(tokens: tokens, tokenTypes: tokenTypes) { text, type in
-            type == .byte ? [] : ByteLevelMapping.bytes(fromVocabularyText: text)
+        table = try TokenTable(tokens: tokens, tokenTypes: tokenTypes) { text, type, pieces in
+            pieces.append(type == .byte ? [] : ByteLevelMapping.bytes(fromVocabularyText: text))
         }
         vocabulary = try BPEVocabulary(table: table, merges: merges)
         self.preTokenizer = preTokenizer

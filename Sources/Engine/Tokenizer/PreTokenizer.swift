@@ -14,7 +14,9 @@ enum PreTokenizer: Sendable, Equatable {
     case qwen2
 
     /// The `tokenizer.ggml.pre` values accepted, for error messages.
-    static let supportedNames = ["gpt-2", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen"]
+    static let supportedNames = [
+        "gpt-2", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen",
+    ]
 
     init?(name: String) {
         switch name {

@@ -20,8 +20,12 @@ final class SPMModel: TokenizerModel {
         guard scores.isEmpty || scores.count == tokens.count else {
             throw TokenizerError.invalidVocabulary("\(scores.count) scores for \(tokens.count) tokens")
         }
-        table = try TokenTable(tokens: tokens, tokenTypes: tokenTypes) { text, type in
-            type == .byte ? Self.byteValue(text).map { [$0] } ?? [] : Self.unescapingSpaces(text)
+        table = try TokenTable(tokens: tokens, tokenTypes: tokenTypes) { text, type, pieces in
+            if type == .byte {
+                pieces.append(Self.byteValue(text).map { [$0] } ?? [])
+            } else {
+                pieces.append(Self.unescapingSpaces(text))
+            }
         }
         self.scores = scores.isEmpty ? [Float](repeating: 0, count: tokens.count) : scores
         self.addsSpacePrefix = addsSpacePrefix
@@ -58,16 +62,18 @@ final class SPMModel: TokenizerModel {
 
     /// A normal token's decoded bytes: its spelling with every `▁` turned back into a space.
     static func unescapingSpaces(_ text: String) -> [UInt8] {
+        let utf8 = text.utf8
+        guard utf8.contains(0xE2) else { return Array(utf8) }
         var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.first {
-            if byte == 0xE2 && utf8.starts(with: spaceMark) {
+        out.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            if utf8[index] == 0xE2 && utf8[index...].starts(with: spaceMark) {
                 out.append(0x20)
-                utf8 = utf8.dropFirst(3)
+                index = utf8.index(index, offsetBy: 3)
             } else {
-                out.append(byte)
-                utf8 = utf8.dropFirst()
+                out.append(utf8[index])
+                index = utf8.index(after: index)
             }
         }
         return out

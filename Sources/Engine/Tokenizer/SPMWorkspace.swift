@@ -58,7 +58,8 @@ struct SPMWorkspace {
         }
         var index: Int32 = 0
         while index >= 0 {
-            let symbol = UnsafeBufferPointer(rebasing: bytes[Int(starts[Int(index)])..<Int(starts[Int(index)] + lengths[Int(index)])])
+            let symbol = UnsafeBufferPointer(
+                rebasing: bytes[Int(starts[Int(index)])..<Int(starts[Int(index)] + lengths[Int(index)])])
             if let id = model.table.lookup.id(symbol) {
                 output.append(id)
             } else {

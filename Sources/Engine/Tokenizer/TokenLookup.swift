@@ -10,13 +10,13 @@ struct TokenLookup: Sendable {
     private let slots: [Int32]
     private let mask: Int
 
-    init(spellings: [[UInt8]]) {
+    init(spellings: [String]) {
         var storage: [UInt8] = []
-        storage.reserveCapacity(spellings.reduce(0) { $0 + $1.count })
+        storage.reserveCapacity(spellings.reduce(0) { $0 + $1.utf8.count })
         var starts: [Int] = [0]
         starts.reserveCapacity(spellings.count + 1)
         for spelling in spellings {
-            storage.append(contentsOf: spelling)
+            storage.append(contentsOf: spelling.utf8)
             starts.append(storage.count)
         }
         var capacity = 16

@@ -13,7 +13,11 @@ extension Tokenizer {
         var scratch = EncodingScratch()
         bytes.withUnsafeBufferPointer { buffer in
             var segments = initial
-            for special in table.specialTokens where special.alwaysMatched || !specialRanges.isEmpty {
+            // Vocabularies hold thousands of special spellings (Gemma: 6,414); a spelling with a
+            // byte pair that the text lacks cannot occur, so most are skipped without a scan.
+            let pairs = BytePairSet(buffer)
+            for special in table.specialTokens
+            where (special.alwaysMatched || !specialRanges.isEmpty) && pairs.mayContain(special.bytes) {
                 segments = partition(
                     segments, bytes: buffer, by: special.bytes, id: special.id,
                     allowedIn: special.alwaysMatched ? nil : specialRanges)

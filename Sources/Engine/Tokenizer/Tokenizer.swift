@@ -135,7 +135,7 @@ public struct Tokenizer: Sendable {
     /// their spelling.
     public func tokenBytes(_ id: Int32) -> [UInt8] {
         guard id >= 0 && Int(id) < table.count else { return [] }
-        return table.pieces[Int(id)]
+        return Array(table.pieces[Int(id)])
     }
 
     /// The token's spelling as stored in the vocabulary (byte-level or `▁` form for normal tokens).

@@ -11,7 +11,8 @@ public enum TokenizerError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unsupportedModel(let model):
-            return "unsupported tokenizer model '\(model)': implemented are byte-level BPE ('gpt2') and SentencePiece ('llama')"
+            return
+                "unsupported tokenizer model '\(model)': implemented are byte-level BPE ('gpt2') and SentencePiece ('llama')"
         case .unknownPreTokenizer(let pre):
             return
                 "unknown pre-tokenizer '\(pre)': supported are \(PreTokenizer.supportedNames.joined(separator: ", "))"
