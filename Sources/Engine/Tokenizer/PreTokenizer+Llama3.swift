@@ -1,16 +1,13 @@
 extension PreTokenizer {
     /// Llama 3's pattern (`llama-bpe`), and with `maxDigits` 1 Qwen 2's (`qwen2`):
     /// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
-    /// matched as llama.cpp's hand-written matcher does. There an unassigned code point counts as
-    /// `[^\s\p{L}\p{N}]`; only positions past the end match nothing.
+    /// matched as llama.cpp's hand-written matcher does.
     static func splitLlama3(
         _ scalars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int, maxDigits: Int,
         into words: inout [Range<Int>]
     ) {
         @inline(__always) func scalarClass(_ index: Int) -> ScalarClass {
-            guard index < end else { return .none }
-            let found = ScalarClass.of(scalars[index])
-            return found == .none ? .other : found
+            index < end ? ScalarClass.of(scalars[index]) : .none
         }
         @inline(__always) func lowercaseASCII(_ index: Int) -> UInt32 {
             let value = scalars[index]

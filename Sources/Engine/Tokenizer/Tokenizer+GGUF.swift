@@ -17,7 +17,7 @@ extension Tokenizer {
         let addBOS = gguf.optionalBool("tokenizer.ggml.add_bos_token")
         switch model {
         case "gpt2":
-            // llama.cpp treats a missing pre-type as "default", whose rules differ; refuse it.
+            // llama.cpp uses its "default" pre-tokenizer when the key is missing.
             let pre = gguf.optionalString("tokenizer.ggml.pre") ?? "default"
             guard PreTokenizer(name: pre) != nil else { throw TokenizerError.unknownPreTokenizer(pre) }
             let merges = try gguf.stringArray("tokenizer.ggml.merges")
