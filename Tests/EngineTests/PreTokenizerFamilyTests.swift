@@ -49,4 +49,13 @@ import Testing
         #expect(try !tokenizer("qwen2").addsBOS)
         #expect(try tokenizer("qwen2", addBOS: true).addsBOS)
     }
+
+    @Test func llama3EndOfTurnEndsGeneration() throws {
+        let tokens = ["a", "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>"]
+        let tokenizer = try Tokenizer(
+            tokens: tokens, merges: [], tokenTypes: [1, 3, 3, 3, 3], bosID: 1, eosID: 2, preTokenizer: "llama-bpe")
+        #expect(tokenizer.endOfGenerationIDs == [2, 3])
+        #expect(tokenizer.encode("<|eot_id|>a").allSatisfy { !tokenizer.isControl($0) })
+        #expect(tokenizer.encode("<|eot_id|>a", parseSpecial: true) == [3, 0])
+    }
 }

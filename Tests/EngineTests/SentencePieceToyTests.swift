@@ -9,7 +9,8 @@ import Testing
     /// Ids: 0 <unk>, 1 <s>, 2 </s>, 3 <extra> (user-defined), 4 ▁, 5 a, 6 b, 7 c, 8 ▁a, 9 ab,
     /// 10 bc, 11 ▁ab, 12 <0xC3>, 13 <0xA9>, 14 <0x21>, 15 x.
     static func toy(
-        abScore: Float = -1, bcScore: Float = -2, addSpacePrefix: Bool? = nil, addBOS: Bool? = nil
+        abScore: Float = -1, bcScore: Float = -2, addSpacePrefix: Bool? = nil, addBOS: Bool? = nil,
+        specialIDs: Bool = true
     ) throws -> Tokenizer {
         let tokens = [
             "<unk>", "<s>", "</s>", "<extra>", "▁", "a", "b", "c", "▁a", "ab", "bc", "▁ab", "<0xC3>", "<0xA9>",
@@ -23,9 +24,11 @@ import Testing
         writer.add("tokenizer.ggml.tokens", .array(tokens.map { .string($0) }))
         writer.add("tokenizer.ggml.scores", .array(scores.map { .float32($0) }))
         writer.add("tokenizer.ggml.token_type", .array(types.map { .int32($0) }))
-        writer.add("tokenizer.ggml.bos_token_id", .uint32(1))
-        writer.add("tokenizer.ggml.eos_token_id", .uint32(2))
-        writer.add("tokenizer.ggml.unknown_token_id", .uint32(0))
+        if specialIDs {
+            writer.add("tokenizer.ggml.bos_token_id", .uint32(1))
+            writer.add("tokenizer.ggml.eos_token_id", .uint32(2))
+            writer.add("tokenizer.ggml.unknown_token_id", .uint32(0))
+        }
         if let addSpacePrefix { writer.add("tokenizer.ggml.add_space_prefix", .bool(addSpacePrefix)) }
         if let addBOS { writer.add("tokenizer.ggml.add_bos_token", .bool(addBOS)) }
         let path = TestFixtures.temporaryPath("spm.gguf")
@@ -86,5 +89,12 @@ import Testing
     @Test func addsBOSFollowsTheFileOrDefaultsToTrue() throws {
         #expect(try Self.toy().addsBOS)
         #expect(try !Self.toy(addBOS: false).addsBOS)
+    }
+
+    @Test func missingSpecialIDsTakeLlamaCppsSentencePieceDefaults() throws {
+        let tokenizer = try Self.toy(addSpacePrefix: false, specialIDs: false)
+        #expect(tokenizer.bosID == 1 && tokenizer.eosID == 2)
+        #expect(tokenizer.encode("x€") == [15, 0, 0, 0])
+        #expect(tokenizer.endOfGenerationIDs.contains(2))
     }
 }

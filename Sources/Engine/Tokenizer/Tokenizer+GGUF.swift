@@ -27,11 +27,15 @@ extension Tokenizer {
                 preTokenizer: pre, eotID: optionalID("tokenizer.ggml.eot_token_id"),
                 eomID: optionalID("tokenizer.ggml.eom_token_id"), addBOS: addBOS)
         case "llama":
+            // llama.cpp's defaults for SentencePiece vocabularies: <unk> 0, <s> 1, </s> 2.
+            func idOrDefault(_ key: String, _ fallback: Int32) -> Int32? {
+                optionalID(key) ?? (Int(fallback) < tokens.count ? fallback : nil)
+            }
             try self.init(
                 sentencePieceTokens: tokens, scores: try Self.floatArray(gguf, "tokenizer.ggml.scores"),
-                tokenTypes: types, bosID: optionalID("tokenizer.ggml.bos_token_id"),
-                eosID: optionalID("tokenizer.ggml.eos_token_id"),
-                unknownID: optionalID("tokenizer.ggml.unknown_token_id"),
+                tokenTypes: types, bosID: idOrDefault("tokenizer.ggml.bos_token_id", 1),
+                eosID: idOrDefault("tokenizer.ggml.eos_token_id", 2),
+                unknownID: idOrDefault("tokenizer.ggml.unknown_token_id", 0),
                 addSpacePrefix: gguf.optionalBool("tokenizer.ggml.add_space_prefix") ?? true,
                 eotID: optionalID("tokenizer.ggml.eot_token_id"), eomID: optionalID("tokenizer.ggml.eom_token_id"),
                 addBOS: addBOS)
