@@ -42,7 +42,8 @@ final class SPMModel: TokenizerModel {
         into output: inout [Int32]
     ) {
         // Escape spaces to "▁" (E2 96 81), with the prefix space when it applies.
-        var escaped = scratch.bytes
+        var escaped: [UInt8] = []
+        swap(&escaped, &scratch.bytes)  // reuse the buffer without a copy-on-write copy
         escaped.removeAll(keepingCapacity: true)
         if addsSpacePrefix && followsSpecial { escaped.append(contentsOf: Self.spaceMark) }
         for byte in text {
