@@ -97,4 +97,23 @@ import Testing
         #expect(tokenizer.encode("x€") == [15, 0, 0, 0])
         #expect(tokenizer.endOfGenerationIDs.contains(2))
     }
+
+    @Test func malformedVocabulariesThrowOrDegradeWithoutCrashing() throws {
+        #expect(throws: TokenizerError.self) {
+            try Tokenizer(sentencePieceTokens: ["a", "b"], scores: [0], tokenTypes: [], bosID: nil, eosID: nil)
+        }
+        #expect(throws: TokenizerError.self) {
+            try Tokenizer(sentencePieceTokens: ["a"], scores: [], tokenTypes: [], bosID: 0, eosID: nil, unknownID: 7)
+        }
+        #expect(throws: TokenizerError.self) {
+            // BOS is asked for (the SentencePiece default) but there is none.
+            try Tokenizer(sentencePieceTokens: ["a"], scores: [], tokenTypes: [], bosID: nil, eosID: nil)
+        }
+        // An empty spelling and a malformed byte token load; text without tokens encodes to nothing.
+        let odd = try Tokenizer(
+            sentencePieceTokens: ["", "<0xZZ>", "▁"], scores: [], tokenTypes: [1, 6, 1], bosID: 2, eosID: nil,
+            addSpacePrefix: false)
+        #expect(odd.encode("q r") == [2])
+        #expect(odd.decode([0, 1, 2, 99, -1]) == " ")
+    }
 }
