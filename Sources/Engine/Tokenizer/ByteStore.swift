@@ -16,6 +16,15 @@ struct ByteStore: Sendable {
         starts.append(bytes.count)
     }
 
+    /// Adds bytes to the string being built; `closeString()` ends it.
+    mutating func appendPartial(_ byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    mutating func closeString() {
+        starts.append(bytes.count)
+    }
+
     subscript(index: Int) -> ArraySlice<UInt8> {
         bytes[starts[index]..<starts[index + 1]]
     }
