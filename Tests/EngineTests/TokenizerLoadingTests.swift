@@ -29,17 +29,17 @@ import Testing
     }
 
     @Test func rejectsOtherTokenizerModels() throws {
-        let file = try Self.gguf(model: "llama", pre: nil)
-        #expect(throws: TokenizerError.unsupportedModel("llama")) { try Tokenizer(gguf: file) }
-        #expect("\(TokenizerError.unsupportedModel("llama"))".contains("only byte-level BPE"))
+        let file = try Self.gguf(model: "t5", pre: nil)
+        #expect(throws: TokenizerError.unsupportedModel("t5")) { try Tokenizer(gguf: file) }
+        #expect("\(TokenizerError.unsupportedModel("t5"))".contains("SentencePiece ('llama')"))
     }
 
     @Test func rejectsUnknownOrMissingPreTokenizers() throws {
-        #expect(throws: TokenizerError.unknownPreTokenizer("qwen2")) {
-            try Tokenizer(gguf: Self.gguf(model: "gpt2", pre: "qwen2"))
+        #expect(throws: TokenizerError.unknownPreTokenizer("falcon")) {
+            try Tokenizer(gguf: Self.gguf(model: "gpt2", pre: "falcon"))
         }
-        #expect(throws: TokenizerError.unknownPreTokenizer("default")) {
-            try Tokenizer(gguf: Self.gguf(model: "gpt2", pre: nil))
-        }
+        #expect("\(TokenizerError.unknownPreTokenizer("falcon"))".contains("llama-bpe, llama3, llama-v3, qwen2"))
+        // A missing pre-tokenizer is llama.cpp's "default".
+        #expect(try Tokenizer(gguf: Self.gguf(model: "gpt2", pre: nil)).encode("ab") == [2])
     }
 }

@@ -82,8 +82,8 @@ import Testing
     }
 
     @Test func rejectsUnknownPreTokenizerAndBadVocabularies() {
-        #expect(throws: TokenizerError.unknownPreTokenizer("llama-bpe")) {
-            try Tokenizer(tokens: ["a"], merges: [], tokenTypes: [1], bosID: nil, eosID: nil, preTokenizer: "llama-bpe")
+        #expect(throws: TokenizerError.unknownPreTokenizer("falcon")) {
+            try Tokenizer(tokens: ["a"], merges: [], tokenTypes: [1], bosID: nil, eosID: nil, preTokenizer: "falcon")
         }
         #expect(throws: TokenizerError.self) {
             try Tokenizer(

@@ -22,6 +22,9 @@ enum ByteLevelMapping {
     /// The one-scalar string that stands for each byte, as it appears in vocabulary entries.
     static let stringForByte: [String] = scalarForByte.map { String(Unicode.Scalar($0)!) }
 
+    /// The UTF-8 of `stringForByte`, for building vocabulary spellings from raw bytes.
+    static let utf8ForByte: [[UInt8]] = stringForByte.map { Array($0.utf8) }
+
     /// Decodes vocabulary text back to the bytes it stands for. Scalars outside the mapping
     /// (never produced by a byte-level vocabulary) are kept as their own UTF-8 bytes.
     static func bytes(fromVocabularyText text: String) -> [UInt8] {

@@ -85,7 +85,7 @@ public struct ChatTemplate: Sendable {
         var text = ""
         for piece in render(messages, addGenerationPrompt: addGenerationPrompt) {
             switch piece {
-            case .text(let value): text += value
+            case .text(let value), .template(let value): text += value
             case .special(let id): text += id == startID ? Self.startText : Self.endText
             }
         }

@@ -5,20 +5,39 @@
 /// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 /// (a whitespace run followed by more text leaves its last character to start the next word).
 /// `smollm` first cuts out every `\p{N}` code point as a word of its own, then applies the GPT-2
-/// pattern to each remaining stretch separately.
+/// pattern to each remaining stretch separately. `llama3` and `qwen2` are Llama 3's and Qwen 2's
+/// patterns (`PreTokenizer+Llama3.swift`); `default` is llama.cpp's fallback cascade
+/// (`PreTokenizer+Default.swift`).
 enum PreTokenizer: Sendable, Equatable {
     case gpt2
     case smollm
+    case llama3
+    case qwen2
+    /// llama.cpp's `default`, also what it uses when `tokenizer.ggml.pre` is missing.
+    case `default`
 
-    static let supportedNames = ["gpt-2", "smollm"]
+    /// The `tokenizer.ggml.pre` values accepted, for error messages.
+    static let supportedNames = [
+        "gpt-2", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen", "default",
+    ]
 
     init?(name: String) {
         switch name {
         case "gpt-2", "gpt2": self = .gpt2
         case "smollm": self = .smollm
+        // The names llama.cpp maps to its LLAMA3 pre-tokenizer for Llama 3 models.
+        case "llama-bpe", "llama3", "llama-v3": self = .llama3
+        case "qwen2", "deepseek-r1-qwen": self = .qwen2
+        case "default": self = .default
         default: return nil
         }
     }
+
+    /// llama.cpp's `add_bos` when `tokenizer.ggml.add_bos_token` is absent: set for Llama 3.
+    var addsBOSByDefault: Bool { self == .llama3 }
+
+    /// llama.cpp's `ignore_merges` (Llama 3): a word that is a token as a whole is not merged.
+    var ignoresMerges: Bool { self == .llama3 }
 
     /// Appends to `words` the ranges (indices into `scalars`) of the words of `scalars`.
     func split(_ scalars: UnsafeBufferPointer<UInt32>, into words: inout [Range<Int>]) {
@@ -33,10 +52,16 @@ enum PreTokenizer: Sendable, Equatable {
                 start = index + 1
             }
             Self.splitGPT2(scalars, start, scalars.count, into: &words)
+        case .llama3:
+            Self.splitLlama3(scalars, 0, scalars.count, maxDigits: 3, into: &words)
+        case .qwen2:
+            Self.splitLlama3(scalars, 0, scalars.count, maxDigits: 1, into: &words)
+        case .default:
+            Self.splitDefault(scalars, into: &words)
         }
     }
 
-    private static func splitGPT2(
+    static func splitGPT2(
         _ scalars: UnsafeBufferPointer<UInt32>, _ start: Int, _ end: Int, into words: inout [Range<Int>]
     ) {
         @inline(__always) func scalarClass(_ index: Int) -> ScalarClass {
@@ -88,7 +113,7 @@ enum PreTokenizer: Sendable, Equatable {
                 position += whitespaceCount
                 continue
             }
-            // An unassigned code point matches nothing and stands alone.
+            // Nothing matched (not reached for valid scalars); the scalar stands alone.
             words.append(position..<(position + 1))
             position += 1
         }

@@ -1,14 +1,15 @@
 /// The character classes the byte-level BPE pre-tokenizer regexes distinguish.
 ///
 /// They follow the regex classes llama.cpp uses: `\p{L}` (letters, general categories L*),
-/// `\p{N}` (numbers, N*), `\s` (the Unicode White_Space property) and everything else that is an
-/// assigned code point. Unassigned code points belong to no class and never join a run.
+/// `\p{N}` (numbers, N*), `\s` (the Unicode White_Space property) and every other code point,
+/// unassigned ones included: llama.cpp flags those UNDEFINED, which is not zero, so its matchers
+/// treat them as `[^\s\p{L}\p{N}]`.
 enum ScalarClass: UInt8 {
     case letter
     case number
     case whitespace
     case other
-    /// Unassigned code points, and positions past the end of the fragment being split.
+    /// Positions past the end of the fragment being split (and values that are no scalar).
     case none
 
     static func of(_ value: UInt32) -> ScalarClass {
@@ -27,8 +28,6 @@ enum ScalarClass: UInt8 {
             return .letter
         case .decimalNumber, .letterNumber, .otherNumber:
             return .number
-        case .unassigned:
-            return .none
         default:
             return .other
         }

@@ -3,7 +3,12 @@
 /// completes it.
 ///
 /// Control tokens add nothing. Bytes that can never form a valid character become U+FFFD as
-/// soon as that is certain; `finish()` flushes an incomplete tail the same way.
+/// soon as that is certain; `finish()` flushes an incomplete tail the same way. SentencePiece
+/// byte tokens (`<0xNN>`) are held back the same way until they form a character.
+///
+/// Unlike `Tokenizer.decode`, no leading space is dropped for SentencePiece models: generated
+/// tokens continue the prompt, whose space prefix is not among them, so a first token `▁the`
+/// streams as " the" (as llama.cpp's server streams it).
 public struct StreamingDetokenizer: Sendable {
     private let tokenizer: Tokenizer
     private var pending: [UInt8] = []

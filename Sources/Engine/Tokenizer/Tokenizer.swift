@@ -1,12 +1,17 @@
-/// Byte-level BPE tokenizer (GPT-2 family) that reproduces llama.cpp's tokenization.
+/// The tokenizer of a model, reproducing llama.cpp's tokenization: byte-level BPE (GPT-2 family:
+/// SmolLM2, Llama 3, Qwen 2.5/3) or SentencePiece (Gemma 3, Llama 2 family) behind one type.
 ///
-/// Encoding: optional special-token matching, then the pre-tokenizer splits the text into
-/// words, and each word's bytes are merged by rank into tokens. Copies share the tables.
+/// Encoding: special-token spellings are cut out of the text first (control tokens only where
+/// allowed, user-defined tokens always, as llama.cpp does), then the model encodes each stretch
+/// between them. Copies share the tables.
 public struct Tokenizer: Sendable {
-    let vocabulary: BPEVocabulary
-    let preTokenizer: PreTokenizer
+    let model: any TokenizerModel
+    var table: TokenTable { model.table }
     public let bosID: Int32?
     public let eosID: Int32?
+    /// Whether a raw prompt should start with BOS: `tokenizer.ggml.add_bos_token`, or when it is
+    /// absent llama.cpp's default (true for SentencePiece and for the Llama 3 pre-tokenizer).
+    public let addsBOS: Bool
     /// Tokens that end generation: the EOS token, the end-of-turn and end-of-message tokens when
     /// the model names them, and control tokens spelled like a known end of turn.
     public let endOfGenerationIDs: Set<Int32>
@@ -16,9 +21,9 @@ public struct Tokenizer: Sendable {
         "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>",
     ]
 
-    public var vocabularySize: Int { vocabulary.tokenCount }
+    public var vocabularySize: Int { table.count }
 
-    /// Builds a tokenizer from the vocabulary arrays of a GGUF file.
+    /// Builds a byte-level BPE tokenizer from the vocabulary arrays of a GGUF file.
     ///
     /// - Parameters:
     ///   - tokens: `tokenizer.ggml.tokens`, in byte-level (GPT-2) spelling.
@@ -26,26 +31,59 @@ public struct Tokenizer: Sendable {
     ///   - tokenTypes: `tokenizer.ggml.token_type` (empty means all normal).
     ///   - preTokenizer: `tokenizer.ggml.pre`.
     ///   - eotID, eomID: `tokenizer.ggml.eot_token_id` / `eom_token_id` when present.
+    ///   - addBOS: `tokenizer.ggml.add_bos_token` when present.
     public init(
         tokens: [String], merges: [String], tokenTypes: [Int32], bosID: Int32?, eosID: Int32?,
-        preTokenizer: String, eotID: Int32? = nil, eomID: Int32? = nil
+        preTokenizer: String, eotID: Int32? = nil, eomID: Int32? = nil, addBOS: Bool? = nil
     ) throws {
         guard let pre = PreTokenizer(name: preTokenizer) else {
             throw TokenizerError.unknownPreTokenizer(preTokenizer)
         }
-        let vocabulary = try BPEVocabulary(tokens: tokens, merges: merges, tokenTypes: tokenTypes)
+        let model = try BPEModel(tokens: tokens, merges: merges, tokenTypes: tokenTypes, preTokenizer: pre)
+        try self.init(model: model, bosID: bosID, eosID: eosID, eotID: eotID, eomID: eomID, addBOS: addBOS)
+    }
+
+    /// Builds a SentencePiece tokenizer from the vocabulary arrays of a GGUF file.
+    ///
+    /// - Parameters:
+    ///   - tokens: `tokenizer.ggml.tokens`, spaces spelled `▁`, bytes spelled `<0xNN>`.
+    ///   - scores: `tokenizer.ggml.scores` (empty means all zero).
+    ///   - addSpacePrefix: `tokenizer.ggml.add_space_prefix` (llama.cpp's default: true).
+    ///   - unknownID: `tokenizer.ggml.unknown_token_id`.
+    public init(
+        sentencePieceTokens tokens: [String], scores: [Float], tokenTypes: [Int32], bosID: Int32?, eosID: Int32?,
+        unknownID: Int32? = nil, addSpacePrefix: Bool = true, eotID: Int32? = nil, eomID: Int32? = nil,
+        addBOS: Bool? = nil
+    ) throws {
+        if let unknownID, unknownID < 0 || Int(unknownID) >= tokens.count {
+            throw TokenizerError.invalidVocabulary("unknown token id \(unknownID) outside 0..<\(tokens.count)")
+        }
+        let model = try SPMModel(
+            tokens: tokens, scores: scores, tokenTypes: tokenTypes, addsSpacePrefix: addSpacePrefix,
+            unknownID: unknownID)
+        try self.init(model: model, bosID: bosID, eosID: eosID, eotID: eotID, eomID: eomID, addBOS: addBOS)
+    }
+
+    init(
+        model: any TokenizerModel, bosID: Int32?, eosID: Int32?, eotID: Int32?, eomID: Int32?, addBOS: Bool?
+    ) throws {
+        let table = model.table
         for (name, id) in [("bos", bosID), ("eos", eosID), ("eot", eotID), ("eom", eomID)] {
-            if let id, id < 0 || Int(id) >= tokens.count {
-                throw TokenizerError.invalidVocabulary("\(name) token id \(id) outside 0..<\(tokens.count)")
+            if let id, id < 0 || Int(id) >= table.count {
+                throw TokenizerError.invalidVocabulary("\(name) token id \(id) outside 0..<\(table.count)")
             }
         }
-        self.vocabulary = vocabulary
-        self.preTokenizer = pre
+        let addsBOS = addBOS ?? model.addsBOSByDefault
+        if addsBOS && bosID == nil {
+            throw TokenizerError.invalidVocabulary("the vocabulary asks for BOS but names no BOS token")
+        }
+        self.model = model
         self.bosID = bosID
         self.eosID = eosID
+        self.addsBOS = addsBOS
         var endIDs = Set([eosID, eotID, eomID].compactMap { $0 })
-        for (index, text) in tokens.enumerated()
-        where vocabulary.tokenTypes[index] == .control && Self.endOfGenerationSpellings.contains(text) {
+        for (index, text) in table.texts.enumerated()
+        where table.types[index] == .control && Self.endOfGenerationSpellings.contains(text) {
             endIDs.insert(Int32(index))
         }
         self.endOfGenerationIDs = endIDs
@@ -53,199 +91,95 @@ public struct Tokenizer: Sendable {
 
     /// Encodes text. With `parseSpecial`, spellings of control tokens in the text become those
     /// tokens; without it they are ordinary text. User-defined tokens match either way, as in
-    /// llama.cpp. No BOS is added.
+    /// llama.cpp. No BOS is added (see `addsBOS`).
     public func encode(_ text: String, parseSpecial: Bool = false) -> [Int32] {
-        var output: [Int32] = []
-        var scratch = EncodingScratch()
-        var utf8 = Array(text.utf8)
-        utf8.withUnsafeMutableBufferPointer { buffer in
-            encodeBytes(UnsafeBufferPointer(buffer), parseSpecial: parseSpecial, scratch: &scratch, into: &output)
-        }
-        return output
+        let count = text.utf8.count
+        return encodeJoined(
+            Array(text.utf8), segments: [.raw(0..<count)], specialRanges: parseSpecial ? [0..<count] : [])
     }
 
-    /// Encodes a prompt: `.special` pieces become their id; runs of adjacent `.text` pieces are
-    /// joined and encoded without recognising special tokens.
+    /// Encodes a prompt: `.special` pieces become their id; runs of adjacent `.text` and
+    /// `.template` pieces are joined and encoded as one stretch, in which control-token spellings
+    /// become tokens only where they lie wholly inside `.template` text.
     public func encode(_ pieces: [PromptPiece]) -> [Int32] {
-        var output: [Int32] = []
-        var scratch = EncodingScratch()
-        var pendingText = ""
-        func flush() {
-            if pendingText.isEmpty { return }
-            var utf8 = Array(pendingText.utf8)
-            utf8.withUnsafeMutableBufferPointer { buffer in
-                encodeBytes(UnsafeBufferPointer(buffer), parseSpecial: false, scratch: &scratch, into: &output)
-            }
-            pendingText = ""
+        var bytes: [UInt8] = []
+        var segments: [Segment] = []
+        var specialRanges: [Range<Int>] = []
+        var runStart = 0
+        func closeRun() {
+            if bytes.count > runStart { segments.append(.raw(runStart..<bytes.count)) }
         }
         for piece in pieces {
             switch piece {
             case .text(let text):
-                pendingText += text
+                bytes.append(contentsOf: text.utf8)
+            case .template(let text):
+                let start = bytes.count
+                bytes.append(contentsOf: text.utf8)
+                if let last = specialRanges.last, last.upperBound == start {
+                    specialRanges[specialRanges.count - 1] = last.lowerBound..<bytes.count
+                } else if bytes.count > start {
+                    specialRanges.append(start..<bytes.count)
+                }
             case .special(let id):
-                flush()
-                output.append(id)
+                closeRun()
+                segments.append(.token(id))
+                runStart = bytes.count
             }
         }
-        flush()
-        return output
+        closeRun()
+        return encodeJoined(bytes, segments: segments, specialRanges: specialRanges)
     }
 
-    /// The raw bytes a token stands for; for control and user-defined tokens, their spelling.
+    /// The raw bytes a token contributes to decoded text; for control and user-defined tokens,
+    /// their spelling.
     public func tokenBytes(_ id: Int32) -> [UInt8] {
-        guard id >= 0 && Int(id) < vocabulary.tokenCount else { return [] }
-        return vocabulary.tokenBytes[Int(id)]
+        guard id >= 0 && Int(id) < table.count else { return [] }
+        return Array(table.pieces[Int(id)])
     }
 
-    /// The token's spelling as stored in the vocabulary (byte-level form for normal tokens).
+    /// The token's spelling as stored in the vocabulary (byte-level or `▁` form for normal tokens).
     public func tokenText(_ id: Int32) -> String? {
-        guard id >= 0 && Int(id) < vocabulary.tokenCount else { return nil }
-        return vocabulary.tokenTexts[Int(id)]
+        guard id >= 0 && Int(id) < table.count else { return nil }
+        return table.texts[Int(id)]
     }
 
-    /// The id of the token with exactly this vocabulary spelling, if any.
+    /// The id of the token with exactly this vocabulary spelling, if any (byte for byte; the
+    /// last id when a spelling repeats, as in llama.cpp).
     public func tokenID(spelledAs text: String) -> Int32? {
-        vocabulary.tokenTexts.firstIndex(of: text).map { Int32($0) }
+        table.lookup.id(text)
     }
 
-    /// Decodes tokens to text. Control tokens are left out unless `renderSpecial`; invalid UTF-8
+    /// Decodes tokens to text as llama.cpp's `llama_detokenize` does (without its optional
+    /// clean-up of spaces): control tokens are left out unless `renderSpecial`, and when the
+    /// model adds a space prefix, one leading space of the first token is dropped. Invalid UTF-8
     /// (a character cut by the end of `ids`) becomes U+FFFD.
     public func decode(_ ids: [Int32], renderSpecial: Bool = false) -> String {
         var bytes: [UInt8] = []
-        for id in ids {
+        for (index, id) in ids.enumerated() {
+            let start = bytes.count
             appendPiece(id, renderSpecial: renderSpecial, to: &bytes)
+            if index == 0 && model.addsSpacePrefix && bytes.count > start && bytes[start] == 0x20 {
+                bytes.remove(at: start)
+            }
         }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     public func isControl(_ id: Int32) -> Bool {
-        vocabulary.type(id) == .control
+        table.type(id) == .control
     }
 
     /// Appends the bytes `id` contributes to decoded text (llama.cpp's token-to-piece rules).
     func appendPiece(_ id: Int32, renderSpecial: Bool, to bytes: inout [UInt8]) {
-        guard let type = vocabulary.type(id) else { return }
+        guard let type = table.type(id) else { return }
         switch type {
-        case .normal, .undefined, .userDefined:
-            bytes.append(contentsOf: vocabulary.tokenBytes[Int(id)])
+        case .normal, .undefined, .userDefined, .byte:
+            bytes.append(contentsOf: table.pieces[Int(id)])
         case .control, .unknown:
-            if renderSpecial { bytes.append(contentsOf: vocabulary.tokenBytes[Int(id)]) }
-        case .unused, .byte:
+            if renderSpecial { bytes.append(contentsOf: table.pieces[Int(id)]) }
+        case .unused:
             break
-        }
-    }
-
-    // MARK: - Encoding
-
-    struct EncodingScratch {
-        var scalars: [UInt32] = []
-        var scalarOffsets: [Int] = []
-        var words: [Range<Int>] = []
-        var workspace = BPEWorkspace()
-    }
-
-    private enum Segment {
-        case raw(Range<Int>)
-        case token(Int32)
-    }
-
-    private func encodeBytes(
-        _ bytes: UnsafeBufferPointer<UInt8>, parseSpecial: Bool, scratch: inout EncodingScratch,
-        into output: inout [Int32]
-    ) {
-        if bytes.isEmpty { return }
-        var segments: [Segment] = [.raw(0..<bytes.count)]
-        for special in vocabulary.specialTokens where parseSpecial || special.alwaysMatched {
-            segments = partition(segments, bytes: bytes, by: special.bytes, id: special.id)
-        }
-        for segment in segments {
-            switch segment {
-            case .token(let id):
-                output.append(id)
-            case .raw(let range):
-                encodeRaw(UnsafeBufferPointer(rebasing: bytes[range]), scratch: &scratch, into: &output)
-            }
-        }
-    }
-
-    /// Cuts every occurrence of `needle` (left to right, not overlapping) out of the raw segments.
-    private func partition(
-        _ segments: [Segment], bytes: UnsafeBufferPointer<UInt8>, by needle: [UInt8], id: Int32
-    ) -> [Segment] {
-        var result: [Segment] = []
-        result.reserveCapacity(segments.count)
-        let first = needle[0]
-        let length = needle.count
-        for segment in segments {
-            guard case .raw(let range) = segment, range.count >= length else {
-                result.append(segment)
-                continue
-            }
-            var start = range.lowerBound
-            var index = range.lowerBound
-            while index + length <= range.upperBound {
-                if bytes[index] == first && matches(bytes, at: index, needle) {
-                    if index > start { result.append(.raw(start..<index)) }
-                    result.append(.token(id))
-                    index += length
-                    start = index
-                } else {
-                    index += 1
-                }
-            }
-            if start < range.upperBound { result.append(.raw(start..<range.upperBound)) }
-        }
-        return result
-    }
-
-    @inline(__always) private func matches(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int, _ needle: [UInt8])
-        -> Bool
-    {
-        for offset in 1..<needle.count where bytes[index + offset] != needle[offset] {
-            return false
-        }
-        return true
-    }
-
-    /// Pre-tokenizes and merges a stretch of text that holds no special tokens.
-    private func encodeRaw(
-        _ bytes: UnsafeBufferPointer<UInt8>, scratch: inout EncodingScratch, into output: inout [Int32]
-    ) {
-        // Decode the (valid) UTF-8 into scalars, remembering where each one starts.
-        scratch.scalars.removeAll(keepingCapacity: true)
-        scratch.scalarOffsets.removeAll(keepingCapacity: true)
-        var index = 0
-        while index < bytes.count {
-            let lead = bytes[index]
-            var value = UInt32(lead)
-            var length = 1
-            if lead >= 0xF0 {
-                value &= 0x07
-                length = 4
-            } else if lead >= 0xE0 {
-                value &= 0x0F
-                length = 3
-            } else if lead >= 0xC0 {
-                value &= 0x1F
-                length = 2
-            }
-            length = min(length, bytes.count - index)
-            for offset in 1..<max(length, 1) {
-                value = value << 6 | UInt32(bytes[index + offset] & 0x3F)
-            }
-            scratch.scalars.append(value)
-            scratch.scalarOffsets.append(index)
-            index += length
-        }
-        scratch.scalarOffsets.append(bytes.count)
-        scratch.words.removeAll(keepingCapacity: true)
-        scratch.scalars.withUnsafeBufferPointer { scalars in
-            preTokenizer.split(scalars, into: &scratch.words)
-        }
-        for word in scratch.words {
-            let byteRange = scratch.scalarOffsets[word.lowerBound]..<scratch.scalarOffsets[word.upperBound]
-            scratch.workspace.encode(
-                UnsafeBufferPointer(rebasing: bytes[byteRange]), vocabulary: vocabulary, into: &output)
         }
     }
 }

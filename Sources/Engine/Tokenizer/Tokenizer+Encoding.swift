@@ -1,0 +1,89 @@
+extension Tokenizer {
+    /// A part of the text being encoded: raw bytes still to encode, or a token already decided.
+    enum Segment {
+        case raw(Range<Int>)
+        case token(Int32)
+    }
+
+    /// Cuts special tokens out of the raw segments of `bytes` and encodes the rest with the
+    /// model. Control and unknown spellings match only inside `specialRanges`; user-defined
+    /// spellings match anywhere.
+    func encodeJoined(_ bytes: [UInt8], segments initial: [Segment], specialRanges: [Range<Int>]) -> [Int32] {
+        var output: [Int32] = []
+        var scratch = EncodingScratch()
+        bytes.withUnsafeBufferPointer { buffer in
+            var segments = initial
+            // Vocabularies hold thousands of special spellings (Gemma: 6,414); a spelling with a
+            // byte pair that the text lacks cannot occur, so most are skipped without a scan.
+            let pairs = BytePairSet(buffer)
+            for special in table.specialTokens
+            where (special.alwaysMatched || !specialRanges.isEmpty) && pairs.mayContain(special.bytes) {
+                segments = partition(
+                    segments, bytes: buffer, by: special.bytes, id: special.id,
+                    allowedIn: special.alwaysMatched ? nil : specialRanges)
+            }
+            // llama.cpp's SPM prefix rule: a stretch at the start or after a special token.
+            var followsSpecial = true
+            for segment in segments {
+                switch segment {
+                case .token(let id):
+                    output.append(id)
+                    followsSpecial = true
+                case .raw(let range):
+                    model.encode(
+                        UnsafeBufferPointer(rebasing: buffer[range]), followsSpecial: followsSpecial,
+                        scratch: &scratch, into: &output)
+                    followsSpecial = false
+                }
+            }
+        }
+        return output
+    }
+
+    /// Cuts every occurrence of `needle` (left to right, not overlapping) out of the raw
+    /// segments; with `allowedIn`, only occurrences lying wholly inside one of those ranges.
+    private func partition(
+        _ segments: [Segment], bytes: UnsafeBufferPointer<UInt8>, by needle: [UInt8], id: Int32,
+        allowedIn allowed: [Range<Int>]?
+    ) -> [Segment] {
+        var result: [Segment] = []
+        result.reserveCapacity(segments.count)
+        let first = needle[0]
+        let length = needle.count
+        for segment in segments {
+            guard case .raw(let range) = segment, range.count >= length else {
+                result.append(segment)
+                continue
+            }
+            var start = range.lowerBound
+            var index = range.lowerBound
+            while index + length <= range.upperBound {
+                if bytes[index] == first && matches(bytes, at: index, needle)
+                    && (allowed.map { Self.contains($0, index..<(index + length)) } ?? true)
+                {
+                    if index > start { result.append(.raw(start..<index)) }
+                    result.append(.token(id))
+                    index += length
+                    start = index
+                } else {
+                    index += 1
+                }
+            }
+            if start < range.upperBound { result.append(.raw(start..<range.upperBound)) }
+        }
+        return result
+    }
+
+    private static func contains(_ ranges: [Range<Int>], _ match: Range<Int>) -> Bool {
+        ranges.contains { $0.lowerBound <= match.lowerBound && match.upperBound <= $0.upperBound }
+    }
+
+    @inline(__always) private func matches(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int, _ needle: [UInt8])
+        -> Bool
+    {
+        for offset in 1..<needle.count where bytes[index + offset] != needle[offset] {
+            return false
+        }
+        return true
+    }
+}
