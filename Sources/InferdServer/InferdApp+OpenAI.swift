@@ -89,7 +89,7 @@ extension InferdApp {
         let prompt: [Int32]
         switch completion.prompt {
         case .text(let text):
-            prompt = engine.tokenizer.encode(text, parseSpecial: true)
+            prompt = engine.rawPromptTokens(text)
         case .tokens(let ids):
             let vocabulary = engine.tokenizer.vocabularySize
             if let bad = ids.first(where: { Int($0) >= vocabulary }) {

@@ -64,6 +64,15 @@ public final class InferenceEngine: Sendable {
         tokenizer.encode(template.render(messages, addGenerationPrompt: true))
     }
 
+    /// A raw prompt (no chat template) as the model expects it: the BOS token first when the
+    /// model asks for one (`tokenizer.ggml.add_bos_token`, as llama.cpp adds it), then the text
+    /// with the spellings of control tokens parsed, as llama.cpp's completion endpoint does.
+    public func rawPromptTokens(_ text: String) -> [Int32] {
+        let ids = tokenizer.encode(text, parseSpecial: true)
+        guard tokenizer.addsBOS, let bos = tokenizer.bosID, ids.first != bos else { return ids }
+        return [bos] + ids
+    }
+
     /// Generates an answer, sharing it with identical deterministic requests in flight; see
     /// `GenerationRunner.generate` and `SingleFlight`.
     public func generate(
