@@ -125,6 +125,21 @@ CK_FAST static float dot_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block
     return ck_hsum8(acc);
 }
 
+// dot_q5_0_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
+CK_FAST static void dot1x4_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *const *a, float *out) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i hi = _mm256_andnot_si256(bits32(w[i].qh), _mm256_set1_epi8((char)0xf0));
+        const __m256i q = _mm256_or_si256(nibbles32(w[i].qs), hi);
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < 4; t++) {
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[t][i].qs), q);
+            acc[t] = _mm256_fmadd_ps(scale_product(w[i].d, a[t][i].d), sum_u8_s8(aq, sy), acc[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
+}
+
 CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
     __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f;
@@ -156,6 +171,15 @@ CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a)
     return s;
 }
 #endif
+
+ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q5_0) return (ck_dot1x4_fn)dot1x4_q5_0_fast;
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
+}
 
 ck_dot_fn ck_pick_dot_legacy(int type, int fast) {
 #if CK_X86

@@ -39,7 +39,18 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
     }
     for (; r < r1; r++) {
         const void *wr = w + (size_t)r * p->w_row_bytes;
-        for (int t = 0; t < p->n; t++) {
+        int t = 0;
+        // One row unpacked once for four tokens (types whose unpacking costs more than the loads).
+        if (kern->dot1x4) {
+            for (; t + 4 <= p->n; t += 4) {
+                const void *xs[4] = {x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                     x + (size_t)(t + 2) * p->x_row_bytes, x + (size_t)(t + 3) * p->x_row_bytes};
+                float out[4];
+                kern->dot1x4(p->k, wr, xs, out);
+                for (int u = 0; u < 4; u++) p->y[(size_t)(t + u) * p->ldy + r] = out[u];
+            }
+        }
+        for (; t < p->n; t++) {
             p->y[(size_t)t * p->ldy + r] = kern->dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
         }
     }

@@ -45,7 +45,10 @@ struct WeightTypeSpeedTests {
                     }
                     times.sort()
                     let median = times[times.count / 2]
-                    line += String(format: " %@ %.2f GB/s (%.0f µs)", label, Double(w.count) / median, median / 1000)
+                    let macs = Double(shape.columns * shape.rows * n)
+                    line += String(
+                        format: " %@ %.2f GB/s, %.1f GMAC/s (%.0f µs)", label, Double(w.count) / median,
+                        macs / median, median / 1000)
                 }
                 print(line)
                 // The timed products computed: output row 0 of the last token as the scalar kernel has it.
