@@ -103,9 +103,17 @@ static float dot_q6_k_portable(int k, const ck_block_q6_K *w, const ck_block_q8_
 
 #if CK_X86
 
-// The 8 scales and 8 mins of a Q4_K/Q5_K super-block, unpacked from their 12 bytes.
+// The 8 scales and 8 mins of a Q4_K/Q5_K super-block, unpacked from their 12 bytes with 32-bit
+// word operations (the bit layout of ck_scale_min_k4, four groups at a time).
 static inline void unpack_scales_mins(const uint8_t *packed, uint8_t *sc, uint8_t *m) {
-    for (int g = 0; g < 8; g++) ck_scale_min_k4(g, packed, &sc[g], &m[g]);
+    uint32_t u[3], out[4];
+    memcpy(u, packed, 12);
+    out[0] = u[0] & 0x3f3f3f3fu;
+    out[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    out[2] = u[1] & 0x3f3f3f3fu;
+    out[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    memcpy(sc, out, 8);
+    memcpy(m, out + 2, 8);
 }
 
 // Σ_g mins[g] * (bsums[2g] + bsums[2g+1]) as four int32 lanes (pairs of groups), as ggml's
@@ -298,13 +306,14 @@ CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_blo
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
             const int8_t *sc = w[i].scales + 8 * j;
+            const __m256i scales[4] = {pair_scales(sc, 0), pair_scales(sc, 2), pair_scales(sc, 4), pair_scales(sc, 6)};
             for (int t = 0; t < 4; t++) {
                 const int8_t *q8 = a[t][i].qs + 128 * j;
                 __m256i p[4];
                 for (int u = 0; u < 4; u++) {
                     const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
                     p[u] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[u], av), _mm256_maddubs_epi16(m32s, av));
-                    p[u] = _mm256_madd_epi16(pair_scales(sc, 2 * u), p[u]);
+                    p[u] = _mm256_madd_epi16(scales[u], p[u]);
                 }
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[0], p[1]));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[2], p[3]));

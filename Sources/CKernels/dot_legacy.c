@@ -140,6 +140,61 @@ CK_FAST static void dot1x4_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_blo
     for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
 }
 
+// AVX-512 (BW, VL, VNNI) variants of the Q5_0 kernels: the fifth bits become a byte mask
+// directly and one vpdpbusd does the u8 x s8 sums. The integer sums are the AVX2 kernels' (no
+// int16 saturation either way: |q - 16| <= 16), so results are bit for bit the same.
+#define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+CK_VNNI static inline __m256i q5_0_values_vnni(const ck_block_q5_0 *b) {
+    const __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+    const __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+    // 0xf0 where the fifth bit is clear: the nibble minus 16 as int8.
+    return _mm256_mask_blend_epi8((__mmask32)qh_bits(b->qh), _mm256_or_si256(lo, _mm256_set1_epi8((char)0xf0)), lo);
+}
+
+CK_VNNI static inline __m256 sum_s8_s8_vnni(__m256i x, __m256i y) {
+    return _mm256_cvtepi32_ps(
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
+}
+
+CK_VNNI static inline __m256 scale_product_vnni(uint16_t dw, uint16_t da) {
+    const __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128(dw));
+    const __m128 a = _mm_cvtph_ps(_mm_cvtsi32_si128(da));
+    return _mm256_broadcastss_ps(_mm_mul_ss(w, a));
+}
+
+CK_VNNI static float dot_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256 p = sum_s8_s8_vnni(q5_0_values_vnni(&w[i]), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(scale_product_vnni(w[i].d, a[i].d), p, acc);
+    }
+    return ck_hsum8(acc);
+}
+
+CK_VNNI static void dot1x4_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *const *a, float *out) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i q = q5_0_values_vnni(&w[i]);
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < 4; t++) {
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[t][i].qs), q);
+            const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, sy));
+            acc[t] = _mm256_fmadd_ps(scale_product_vnni(w[i].d, a[t][i].d), p, acc[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
+}
+
+static int has_avx512_vnni_bw(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512bw");
+    }
+    return cached && ck_cpu_has_vnni();
+}
+
 CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
     __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f;
@@ -174,7 +229,9 @@ CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a)
 
 ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast) {
 #if CK_X86
-    if (fast && type == CK_TYPE_Q5_0) return (ck_dot1x4_fn)dot1x4_q5_0_fast;
+    if (fast && type == CK_TYPE_Q5_0) {
+        return has_avx512_vnni_bw() ? (ck_dot1x4_fn)dot1x4_q5_0_vnni : (ck_dot1x4_fn)dot1x4_q5_0_fast;
+    }
 #endif
     (void)type;
     (void)fast;
@@ -186,7 +243,7 @@ ck_dot_fn ck_pick_dot_legacy(int type, int fast) {
     if (fast) {
         switch (type) {
         case CK_TYPE_Q4_0: return (ck_dot_fn)dot_q4_0_fast;
-        case CK_TYPE_Q5_0: return (ck_dot_fn)dot_q5_0_fast;
+        case CK_TYPE_Q5_0: return has_avx512_vnni_bw() ? (ck_dot_fn)dot_q5_0_vnni : (ck_dot_fn)dot_q5_0_fast;
         case CK_TYPE_Q5_1: return (ck_dot_fn)dot_q5_1_fast;
         case CK_TYPE_BF16: return (ck_dot_fn)dot_bf16_f32_fast;
         default: break;

@@ -37,6 +37,30 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
             for (; t < p->n; t++) kern->dot4(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, p->y + (size_t)t * p->ldy + r);
         }
     }
+    // Sixteen rows (a cache line of each token's outputs, a few KB of weights) at a time, four
+    // tokens per weight pass: every output line is written once, not once per row (token rows
+    // lie a power-of-two stride apart and would evict each other from L1).
+    if (kern->dot1x4) {
+        for (; r + 16 <= r1; r += 16) {
+            int t = 0;
+            for (; t + 4 <= p->n; t += 4) {
+                const void *xs[4] = {x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                     x + (size_t)(t + 2) * p->x_row_bytes, x + (size_t)(t + 3) * p->x_row_bytes};
+                float out[16][4];
+                for (int i = 0; i < 16; i++) kern->dot1x4(p->k, w + (size_t)(r + i) * p->w_row_bytes, xs, out[i]);
+                for (int u = 0; u < 4; u++) {
+                    float *yt = p->y + (size_t)(t + u) * p->ldy + r;
+                    for (int i = 0; i < 16; i++) yt[i] = out[i][u];
+                }
+            }
+            for (; t < p->n; t++) {
+                for (int i = 0; i < 16; i++) {
+                    p->y[(size_t)t * p->ldy + r + i] =
+                        kern->dot(p->k, w + (size_t)(r + i) * p->w_row_bytes, x + (size_t)t * p->x_row_bytes);
+                }
+            }
+        }
+    }
     for (; r < r1; r++) {
         const void *wr = w + (size_t)r * p->w_row_bytes;
         int t = 0;
