@@ -1,4 +1,4 @@
-// Dot products of the K-quants (256-value super-blocks) with Q8_K activations. Per super-block
+// Dot products of the K-quants (256-value super-blocks; Q2_K and Q3_K in dot_kquants_low.c) with Q8_K activations. Per super-block
 // the products sum as integers (weighted by the 4-8 bit group scales), then the float
 // multiply-adds by d = d_a * fp16(d_w) (and the mins by d_a * fp16(dmin) against the Q8_K group
 // sums) in super-block order, as ggml's AVX2 kernels arrange them, so results stay close to
@@ -9,46 +9,6 @@
 #include "internal.h"
 
 // MARK: - Portable (the scalar references)
-
-static float dot_q2_k_portable(int k, const ck_block_q2_K *w, const ck_block_q8_K *a) {
-    float sum = 0.0f;
-    for (int i = 0; i < k / CK_QK_K; i++) {
-        int sumi = 0, summ = 0;
-        for (int g = 0; g < 16; g++) {
-            int s = 0;
-            for (int e = 16 * g; e < 16 * g + 16; e++) {
-                const int half = e / 128, sh = (e % 128) / 32, l = e % 32;
-                s += ((w[i].qs[half * 32 + l] >> (2 * sh)) & 3) * a[i].qs[e];
-            }
-            sumi += (w[i].scales[g] & 0x0f) * s;
-            summ += (w[i].scales[g] >> 4) * a[i].bsums[g];
-        }
-        const float d = a[i].d * ck_fp16_to_fp32(w[i].d), dmin = a[i].d * ck_fp16_to_fp32(w[i].dmin);
-        sum += d * (float)sumi - dmin * (float)summ;
-    }
-    return sum;
-}
-
-static float dot_q3_k_portable(int k, const ck_block_q3_K *w, const ck_block_q8_K *a) {
-    float sum = 0.0f;
-    for (int i = 0; i < k / CK_QK_K; i++) {
-        int8_t sc[16];
-        ck_q3_k_scales(w[i].scales, sc);
-        int sumi = 0;
-        for (int g = 0; g < 16; g++) {
-            int s = 0;
-            for (int e = 16 * g; e < 16 * g + 16; e++) {
-                const int half = e / 128, sh = (e % 128) / 32, l = e % 32;
-                const int low = (w[i].qs[half * 32 + l] >> (2 * sh)) & 3;
-                const int high = (w[i].hmask[l] >> (4 * half + sh)) & 1;
-                s += (low - (high ? 0 : 4)) * a[i].qs[e];
-            }
-            sumi += sc[g] * s;
-        }
-        sum += a[i].d * ck_fp16_to_fp32(w[i].d) * (float)sumi;
-    }
-    return sum;
-}
 
 // Q4_K and Q5_K share everything but the fifth bit (qh NULL for Q4_K).
 static float dot_q45_k_portable(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, uint16_t dw,
@@ -350,11 +310,9 @@ ck_dot_fn ck_pick_dot_kquants(int type, int fast) {
 #endif
     (void)fast;
     switch (type) {
-    case CK_TYPE_Q2_K: return (ck_dot_fn)dot_q2_k_portable;
-    case CK_TYPE_Q3_K: return (ck_dot_fn)dot_q3_k_portable;
     case CK_TYPE_Q4_K: return (ck_dot_fn)dot_q4_k_portable;
     case CK_TYPE_Q5_K: return (ck_dot_fn)dot_q5_k_portable;
     case CK_TYPE_Q6_K: return (ck_dot_fn)dot_q6_k_portable;
-    default: return 0;
+    default: return ck_pick_dot_kquants_low(type, fast);
     }
 }

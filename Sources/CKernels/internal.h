@@ -92,10 +92,12 @@ int ck_dequantize_row_more(int type, const void *src, float *dst, int k);
 void ck_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
 void ck_q3_k_scales(const uint8_t *packed, int8_t *out);
 int ck_q6_k_value(const ck_block_q6_K *b, int e);
-/// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c);
+/// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c,
+/// dot_kquants_low.c);
 /// NULL for other types.
 ck_dot_fn ck_pick_dot_legacy(int type, int fast);
 ck_dot_fn ck_pick_dot_kquants(int type, int fast);
+ck_dot_fn ck_pick_dot_kquants_low(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);

@@ -128,7 +128,7 @@ struct WeightTypeKernelTests {
 
     /// The fast kernels sum in another order than the portable ones, but over the same integers:
     /// on the hot types they must agree to float rounding (tighter than the reference check).
-    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_0, .q8_0, .q5_K, .q4_0, .q5_1])
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_0, .q8_0, .q5_K, .q4_0, .q5_1, .q2_K, .q3_K])
     func fastMatchesPortable(type: GGMLType) {
         var rng = SeededRandom(seed: 3000 + UInt64(type.rawValue))
         for k in [256, 1024, 2048] {
