@@ -177,10 +177,19 @@ CK_VNNI static void dot1x4_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_blo
     for (int i = 0; i < k / CK_QK; i++) {
         const __m256i q = q5_0_values_vnni(&w[i]);
         const __m256i aq = _mm256_sign_epi8(q, q);
+        // The four activation scales in one conversion; times the weight scale, lane t is token t's
+        // fp16(d_w) * fp16(d_a) (the same single rounding as scale_product_vnni).
+        __m128i da = _mm_cvtsi32_si128(a[0][i].d);
+        da = _mm_insert_epi16(da, a[1][i].d, 1);
+        da = _mm_insert_epi16(da, a[2][i].d, 2);
+        da = _mm_insert_epi16(da, a[3][i].d, 3);
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(da), _mm_set1_ps(_cvtsh_ss(w[i].d)));
+        float ds[4];
+        _mm_storeu_ps(ds, d);
         for (int t = 0; t < 4; t++) {
             const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[t][i].qs), q);
             const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, sy));
-            acc[t] = _mm256_fmadd_ps(scale_product_vnni(w[i].d, a[t][i].d), p, acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(ds[t]), p, acc[t]);
         }
     }
     for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
