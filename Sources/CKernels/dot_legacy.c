@@ -195,6 +195,29 @@ CK_VNNI static void dot1x4_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_blo
     for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
 }
 
+// Four Q5_0 rows against one activation row (decode): the activations and their scale loaded
+// and converted once for the four; each row keeps dot_q5_0_vnni's arithmetic.
+CK_VNNI static void dot4_q5_0_vnni(int k, const ck_block_q5_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
+                                   float *out) {
+    const ck_block_q5_0 *rows[4] = {w, w + w_row_blocks, w + 2 * w_row_blocks, w + 3 * w_row_blocks};
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i av = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        __m128i dw = _mm_cvtsi32_si128(rows[0][i].d);
+        dw = _mm_insert_epi16(dw, rows[1][i].d, 1);
+        dw = _mm_insert_epi16(dw, rows[2][i].d, 2);
+        dw = _mm_insert_epi16(dw, rows[3][i].d, 3);
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(dw), _mm_set1_ps(_cvtsh_ss(a[i].d)));
+        float ds[4];
+        _mm_storeu_ps(ds, d);
+        for (int r = 0; r < 4; r++) {
+            const __m256 p = sum_s8_s8_vnni(q5_0_values_vnni(&rows[r][i]), av);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ds[r]), p, acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = ck_hsum8(acc[r]);
+}
+
 static int has_avx512_vnni_bw(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -235,6 +258,15 @@ CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a)
     return s;
 }
 #endif
+
+ck_dot4_fn ck_pick_dot4_legacy(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q5_0 && has_avx512_vnni_bw()) return (ck_dot4_fn)dot4_q5_0_vnni;
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
+}
 
 ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast) {
 #if CK_X86

@@ -99,6 +99,7 @@ ck_dot_fn ck_pick_dot_legacy(int type, int fast);
 ck_dot_fn ck_pick_dot_kquants(int type, int fast);
 ck_dot_fn ck_pick_dot_kquants_low(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast);
+ck_dot4_fn ck_pick_dot4_legacy(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
 

@@ -11,9 +11,11 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
     const char *x = (const char *)p->x;
     int r = r0;
     // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
-    if (kern->dot4) {
-        const size_t blocks = p->type == CK_TYPE_Q4_1 ? p->w_row_bytes / sizeof(ck_block_q4_1)
-                                                      : p->w_row_bytes / sizeof(ck_block_q8_0);
+    // (Types that also have a four-token kernel use that one from four tokens on.)
+    if (kern->dot4 && !(kern->dot1x4 && p->n >= 4)) {
+        const size_t blocks = p->type == CK_TYPE_Q4_1   ? p->w_row_bytes / sizeof(ck_block_q4_1)
+                              : p->type == CK_TYPE_Q5_0 ? p->w_row_bytes / sizeof(ck_block_q5_0)
+                                                        : p->w_row_bytes / sizeof(ck_block_q8_0);
         for (; r + 4 <= r1; r += 4) {
             const void *wr = w + (size_t)r * p->w_row_bytes;
             int t = 0;

@@ -154,7 +154,7 @@ struct WeightTypeKernelTests {
         let rows = 13
         let w = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.2, rng: &rng)
         let wRowBytes = type.rowBytes(elements: k)!
-        for n in [4, 7, 9] {
+        for n in [1, 2, 4, 7, 9] {
             let xRows = (0..<n).map { _ in Self.activations(rng.floats(k, 2), for: type) }
             let x = xRows.flatMap { $0 }
             bothPaths { path in
