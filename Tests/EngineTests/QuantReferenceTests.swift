@@ -122,6 +122,17 @@ struct QuantReferenceTests {
             let badSwift = (0..<c.count).filter { swift[$0].bitPattern != c.values[$0].bitPattern }
             let badC = (0..<c.count).filter { cValues[$0].bitPattern != c.values[$0].bitPattern }
             #expect(badSwift.isEmpty && badC.isEmpty, "\(name): Swift \(badSwift.count), C \(badC.count) values differ")
+            // The real row's dot product with activations, on every path, as the reference has it.
+            var rng = SeededRandom(seed: 91)
+            let a = WeightTypeKernelTests.activations(rng.floats(c.count, 2), for: c.type)
+            let expected = ReferenceKernels.dot(weights: c.bytes, type: c.type, activations: a, k: c.count)
+            let tolerance = 2e-6 * WeightTypeKernelTests.magnitude(c.bytes, a, type: c.type, k: c.count) + 1e-6
+            bothPaths { path in
+                let got = a.withUnsafeBytes {
+                    ck_dot(Int32(c.type.rawValue), Int32(c.count), data.baseAddress!, $0.baseAddress!)
+                }
+                #expect(abs(got - expected) <= tolerance, "\(name) \(path): dot \(got) vs \(expected)")
+            }
         }
     }
 }
