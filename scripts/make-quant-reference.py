@@ -7,7 +7,10 @@ Types `gguf.quants.quantize` supports are made from random floats; the K-quants 
 dequantizes) from random bytes with their f16 scales replaced by sane values. Every float is
 stored as the hex of its IEEE-754 bits, so the comparison is exact.
 
-Usage: python3 scripts/make-quant-reference.py [output]
+It also stores row 0 of four of Gemma 3 270M's matrices (models/gemma-3-270m-q4_k_m.gguf,
+Q5_0, Q4_K, Q6_K, Q8_0) with gguf's floats, so tests check the real file's blocks too.
+
+Usage (from the package root): python3 scripts/make-quant-reference.py [output]
 """
 import json
 import sys
@@ -59,7 +62,22 @@ for name in ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K
     cases.append({"type": name, "count": N, "bytes": np.asarray(data).view(np.uint8).tobytes().hex(),
                   "values": hex_floats(values)})
 
+# Row 0 of Gemma 3 270M's hot matrices (one per quantized type it uses), as the file stores them.
+GEMMA = "models/gemma-3-270m-q4_k_m.gguf"
+gemma = []
+from gguf import GGUFReader
+
+reader = GGUFReader(GEMMA)
+for name in ["blk.0.attn_q.weight", "blk.0.attn_output.weight", "blk.0.ffn_down.weight", "blk.0.attn_v.weight"]:
+    t = next(t for t in reader.tensors if t.name == name)
+    columns = int(t.shape[0])
+    row = np.asarray(t.data).view(np.uint8).reshape(-1)[: len(np.asarray(t.data).view(np.uint8).reshape(-1)) // int(t.shape[1])]
+    values = quants.dequantize(row, t.tensor_type).astype(np.float32).reshape(-1)
+    assert values.size == columns, (name, values.size)
+    gemma.append({"tensor": name, "type": t.tensor_type.name, "count": columns, "bytes": row.tobytes().hex(),
+                  "values": hex_floats(values)})
+
 with open(OUT, "w") as f:
-    json.dump({"generator": "scripts/make-quant-reference.py", "cases": cases}, f, indent=1)
+    json.dump({"generator": "scripts/make-quant-reference.py", "cases": cases, "gemma_rows": gemma}, f, indent=1)
     f.write("\n")
 print(f"wrote {OUT}")

@@ -405,7 +405,10 @@ static ck_dot_fn pick_dot(int type, int fast) {
 }
 
 ck_kernels ck_pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0};
+    k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
+    if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
+    k.dot4 = ck_pick_dot4_legacy(type, fast);
     if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q8_0_X8) {
         k.interleaved = 1;
         k.interleaved_fast = fast && ck_cpu_has_vnni();

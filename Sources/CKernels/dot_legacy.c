@@ -125,6 +125,108 @@ CK_FAST static float dot_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block
     return ck_hsum8(acc);
 }
 
+// dot_q5_0_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
+CK_FAST static void dot1x4_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *const *a, float *out) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i hi = _mm256_andnot_si256(bits32(w[i].qh), _mm256_set1_epi8((char)0xf0));
+        const __m256i q = _mm256_or_si256(nibbles32(w[i].qs), hi);
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        for (int t = 0; t < 4; t++) {
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[t][i].qs), q);
+            acc[t] = _mm256_fmadd_ps(scale_product(w[i].d, a[t][i].d), sum_u8_s8(aq, sy), acc[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
+}
+
+// AVX-512 (BW, VL, VNNI) variants of the Q5_0 kernels: the fifth bits become a byte mask
+// directly and one vpdpbusd does the u8 x s8 sums. The integer sums are the AVX2 kernels' (no
+// int16 saturation either way: |q - 16| <= 16), so results are bit for bit the same.
+#define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+CK_VNNI static inline __m256i q5_0_values_vnni(const ck_block_q5_0 *b) {
+    const __m128i raw = _mm_loadu_si128((const __m128i *)b->qs);
+    const __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+    // 0xf0 where the fifth bit is clear: the nibble minus 16 as int8.
+    return _mm256_mask_blend_epi8((__mmask32)qh_bits(b->qh), _mm256_or_si256(lo, _mm256_set1_epi8((char)0xf0)), lo);
+}
+
+CK_VNNI static inline __m256 sum_s8_s8_vnni(__m256i x, __m256i y) {
+    return _mm256_cvtepi32_ps(
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)));
+}
+
+CK_VNNI static inline __m256 scale_product_vnni(uint16_t dw, uint16_t da) {
+    const __m128 w = _mm_cvtph_ps(_mm_cvtsi32_si128(dw));
+    const __m128 a = _mm_cvtph_ps(_mm_cvtsi32_si128(da));
+    return _mm256_broadcastss_ps(_mm_mul_ss(w, a));
+}
+
+CK_VNNI static float dot_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *a) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256 p = sum_s8_s8_vnni(q5_0_values_vnni(&w[i]), _mm256_loadu_si256((const __m256i *)a[i].qs));
+        acc = _mm256_fmadd_ps(scale_product_vnni(w[i].d, a[i].d), p, acc);
+    }
+    return ck_hsum8(acc);
+}
+
+CK_VNNI static void dot1x4_q5_0_vnni(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *const *a, float *out) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i q = q5_0_values_vnni(&w[i]);
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        // The four activation scales in one conversion; times the weight scale, lane t is token t's
+        // fp16(d_w) * fp16(d_a) (the same single rounding as scale_product_vnni).
+        __m128i da = _mm_cvtsi32_si128(a[0][i].d);
+        da = _mm_insert_epi16(da, a[1][i].d, 1);
+        da = _mm_insert_epi16(da, a[2][i].d, 2);
+        da = _mm_insert_epi16(da, a[3][i].d, 3);
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(da), _mm_set1_ps(_cvtsh_ss(w[i].d)));
+        float ds[4];
+        _mm_storeu_ps(ds, d);
+        for (int t = 0; t < 4; t++) {
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[t][i].qs), q);
+            const __m256 p = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), aq, sy));
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(ds[t]), p, acc[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
+}
+
+// Four Q5_0 rows against one activation row (decode): the activations and their scale loaded
+// and converted once for the four; each row keeps dot_q5_0_vnni's arithmetic.
+CK_VNNI static void dot4_q5_0_vnni(int k, const ck_block_q5_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
+                                   float *out) {
+    const ck_block_q5_0 *rows[4] = {w, w + w_row_blocks, w + 2 * w_row_blocks, w + 3 * w_row_blocks};
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int i = 0; i < k / CK_QK; i++) {
+        const __m256i av = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        __m128i dw = _mm_cvtsi32_si128(rows[0][i].d);
+        dw = _mm_insert_epi16(dw, rows[1][i].d, 1);
+        dw = _mm_insert_epi16(dw, rows[2][i].d, 2);
+        dw = _mm_insert_epi16(dw, rows[3][i].d, 3);
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(dw), _mm_set1_ps(_cvtsh_ss(a[i].d)));
+        float ds[4];
+        _mm_storeu_ps(ds, d);
+        for (int r = 0; r < 4; r++) {
+            const __m256 p = sum_s8_s8_vnni(q5_0_values_vnni(&rows[r][i]), av);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ds[r]), p, acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = ck_hsum8(acc[r]);
+}
+
+static int has_avx512_vnni_bw(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512bw");
+    }
+    return cached && ck_cpu_has_vnni();
+}
+
 CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
     __m256 acc = _mm256_setzero_ps();
     float summs = 0.0f;
@@ -157,12 +259,32 @@ CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a)
 }
 #endif
 
+ck_dot4_fn ck_pick_dot4_legacy(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q5_0 && has_avx512_vnni_bw()) return (ck_dot4_fn)dot4_q5_0_vnni;
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
+}
+
+ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q5_0) {
+        return has_avx512_vnni_bw() ? (ck_dot1x4_fn)dot1x4_q5_0_vnni : (ck_dot1x4_fn)dot1x4_q5_0_fast;
+    }
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
+}
+
 ck_dot_fn ck_pick_dot_legacy(int type, int fast) {
 #if CK_X86
     if (fast) {
         switch (type) {
         case CK_TYPE_Q4_0: return (ck_dot_fn)dot_q4_0_fast;
-        case CK_TYPE_Q5_0: return (ck_dot_fn)dot_q5_0_fast;
+        case CK_TYPE_Q5_0: return has_avx512_vnni_bw() ? (ck_dot_fn)dot_q5_0_vnni : (ck_dot_fn)dot_q5_0_fast;
         case CK_TYPE_Q5_1: return (ck_dot_fn)dot_q5_1_fast;
         case CK_TYPE_BF16: return (ck_dot_fn)dot_bf16_f32_fast;
         default: break;

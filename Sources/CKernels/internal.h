@@ -68,8 +68,13 @@ typedef void (*ck_dot4x2_fn)(int k, const void *w, size_t w_row_blocks, const vo
 
 typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const void *const *x, float *const *out);
 
+/// One weight row against four activation rows: out[t] = dot(w, x[t]), each with exactly the
+/// arithmetic of the single dot kernel (the weights are unpacked once for the four).
+typedef void (*ck_dot1x4_fn)(int k, const void *w, const void *const *x, float *out);
+
 typedef struct {
     ck_dot_fn dot;
+    ck_dot1x4_fn dot1x4;
     ck_dot4_fn dot4;
     ck_dot4x2_fn dot4x2;
     ck_dot4x4_fn dot4x4;
@@ -87,10 +92,15 @@ int ck_dequantize_row_more(int type, const void *src, float *dst, int k);
 void ck_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
 void ck_q3_k_scales(const uint8_t *packed, int8_t *out);
 int ck_q6_k_value(const ck_block_q6_K *b, int e);
-/// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c);
+/// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c,
+/// dot_kquants_low.c);
 /// NULL for other types.
 ck_dot_fn ck_pick_dot_legacy(int type, int fast);
 ck_dot_fn ck_pick_dot_kquants(int type, int fast);
+ck_dot_fn ck_pick_dot_kquants_low(int type, int fast);
+ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast);
+ck_dot4_fn ck_pick_dot4_legacy(int type, int fast);
+ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)

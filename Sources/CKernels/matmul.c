@@ -11,9 +11,11 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
     const char *x = (const char *)p->x;
     int r = r0;
     // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
-    if (kern->dot4) {
-        const size_t blocks = p->type == CK_TYPE_Q4_1 ? p->w_row_bytes / sizeof(ck_block_q4_1)
-                                                      : p->w_row_bytes / sizeof(ck_block_q8_0);
+    // (Types that also have a four-token kernel use that one from four tokens on.)
+    if (kern->dot4 && !(kern->dot1x4 && p->n >= 4)) {
+        const size_t blocks = p->type == CK_TYPE_Q4_1   ? p->w_row_bytes / sizeof(ck_block_q4_1)
+                              : p->type == CK_TYPE_Q5_0 ? p->w_row_bytes / sizeof(ck_block_q5_0)
+                                                        : p->w_row_bytes / sizeof(ck_block_q8_0);
         for (; r + 4 <= r1; r += 4) {
             const void *wr = w + (size_t)r * p->w_row_bytes;
             int t = 0;
@@ -37,9 +39,44 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
             for (; t < p->n; t++) kern->dot4(p->k, wr, blocks, x + (size_t)t * p->x_row_bytes, p->y + (size_t)t * p->ldy + r);
         }
     }
+    // Sixteen rows (a cache line of each token's outputs, a few KB of weights) at a time, four
+    // tokens per weight pass: every output line is written once, not once per row (token rows
+    // lie a power-of-two stride apart and would evict each other from L1).
+    if (kern->dot1x4) {
+        for (; r + 16 <= r1; r += 16) {
+            int t = 0;
+            for (; t + 4 <= p->n; t += 4) {
+                const void *xs[4] = {x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                     x + (size_t)(t + 2) * p->x_row_bytes, x + (size_t)(t + 3) * p->x_row_bytes};
+                float out[16][4];
+                for (int i = 0; i < 16; i++) kern->dot1x4(p->k, w + (size_t)(r + i) * p->w_row_bytes, xs, out[i]);
+                for (int u = 0; u < 4; u++) {
+                    float *yt = p->y + (size_t)(t + u) * p->ldy + r;
+                    for (int i = 0; i < 16; i++) yt[i] = out[i][u];
+                }
+            }
+            for (; t < p->n; t++) {
+                for (int i = 0; i < 16; i++) {
+                    p->y[(size_t)t * p->ldy + r + i] =
+                        kern->dot(p->k, w + (size_t)(r + i) * p->w_row_bytes, x + (size_t)t * p->x_row_bytes);
+                }
+            }
+        }
+    }
     for (; r < r1; r++) {
         const void *wr = w + (size_t)r * p->w_row_bytes;
-        for (int t = 0; t < p->n; t++) {
+        int t = 0;
+        // One row unpacked once for four tokens (types whose unpacking costs more than the loads).
+        if (kern->dot1x4) {
+            for (; t + 4 <= p->n; t += 4) {
+                const void *xs[4] = {x + (size_t)t * p->x_row_bytes, x + (size_t)(t + 1) * p->x_row_bytes,
+                                     x + (size_t)(t + 2) * p->x_row_bytes, x + (size_t)(t + 3) * p->x_row_bytes};
+                float out[4];
+                kern->dot1x4(p->k, wr, xs, out);
+                for (int u = 0; u < 4; u++) p->y[(size_t)(t + u) * p->ldy + r] = out[u];
+            }
+        }
+        for (; t < p->n; t++) {
             p->y[(size_t)t * p->ldy + r] = kern->dot(p->k, wr, x + (size_t)t * p->x_row_bytes);
         }
     }

@@ -16,10 +16,10 @@ struct QuantReferenceTests {
         let values: [Float]
     }
 
-    static func cases() throws -> [Case] {
+    static func cases(_ key: String = "cases") throws -> [(tensor: String?, case: Case)] {
         let url = TestFixtures.packageRoot.appendingPathComponent("Tests/Fixtures/quants.json")
         let json = try JSONSerialization.jsonObject(with: try Data(contentsOf: url)) as? [String: Any]
-        let list = try #require(json?["cases"] as? [[String: Any]])
+        let list = try #require(json?[key] as? [[String: Any]])
         func hex(_ s: String) -> [UInt8] {
             var out: [UInt8] = []
             var i = s.startIndex
@@ -37,19 +37,20 @@ struct QuantReferenceTests {
             let values = stride(from: 0, to: raw.count, by: 4).map { i in
                 Float(bitPattern: raw[i..<i + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
             }
-            return Case(
+            let found = Case(
                 type: type, count: try #require(c["count"] as? Int), bytes: hex(try #require(c["bytes"] as? String)),
                 values: values)
+            return (c["tensor"] as? String, found)
         }
     }
 
     @Test func fixtureCoversEveryComputedType() throws {
-        let types = Set(try Self.cases().map(\.type))
+        let types = Set(try Self.cases().map(\.case.type))
         #expect(types == WeightMatrix.supportedTypes)
     }
 
     @Test func swiftDequantizersMatchGGUFPy() throws {
-        for c in try Self.cases() {
+        for c in try Self.cases().map(\.case) {
             let got = try #require(ReferenceKernels.dequantize(c.bytes, type: c.type, count: c.count))
             let bad = (0..<c.count).filter { got[$0].bitPattern != c.values[$0].bitPattern }
             #expect(bad.isEmpty, "\(c.type): \(bad.count) values differ, first at \(bad.first ?? -1)")
@@ -59,7 +60,7 @@ struct QuantReferenceTests {
 
     @Test func cDequantizerMatchesSwiftReference() throws {
         var rng = SeededRandom(seed: 19)
-        for c in try Self.cases() {
+        for c in try Self.cases().map(\.case) {
             // the fixture's blocks, then random ones
             let random = RandomWeights.row(c.type, columns: 512, scale: 0.1, rng: &rng)
             for (bytes, count) in [(c.bytes, c.count), (random, 512)] {
@@ -97,6 +98,41 @@ struct QuantReferenceTests {
         for b in 0..<4 {
             let step = abs(Float(bitPattern: ReferenceKernels.le32(expected, 292 * b)))
             for i in 256 * b..<256 * (b + 1) { #expect(abs(back[i] - x[i]) <= step * 0.5001 + 1e-7, "value \(i)") }
+        }
+    }
+
+    /// Row 0 of four of Gemma 3 270M's matrices (Q5_0, Q4_K, Q6_K, Q8_0) as the real file stores
+    /// them: the fixture's copy is the file's, and the C and Swift dequantizers give gguf's floats.
+    @Test func gemmaRowsDequantizeAsGGUFPy() throws {
+        let path = TestFixtures.packageRoot.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw FixtureError("Gemma 3 model missing at \(path): run `make model`")
+        }
+        let gguf = try GGUFFile(path: path)
+        let rows = try Self.cases("gemma_rows")
+        #expect(Set(rows.map(\.case.type)) == [.q5_0, .q4_K, .q6_K, .q8_0])
+        for (tensor, c) in rows {
+            let name = try #require(tensor)
+            let data = try gguf.tensorData(name)
+            #expect(gguf.tensors[name]?.type == c.type, "\(name)")
+            #expect(Array(data.prefix(c.bytes.count)) == c.bytes, "\(name): the fixture holds another row 0")
+            let swift = try #require(ReferenceKernels.dequantize(c.bytes, type: c.type, count: c.count))
+            var cValues = [Float](repeating: .nan, count: c.count)
+            ck_dequantize_row(Int32(c.type.rawValue), data.baseAddress!, &cValues, Int32(c.count))
+            let badSwift = (0..<c.count).filter { swift[$0].bitPattern != c.values[$0].bitPattern }
+            let badC = (0..<c.count).filter { cValues[$0].bitPattern != c.values[$0].bitPattern }
+            #expect(badSwift.isEmpty && badC.isEmpty, "\(name): Swift \(badSwift.count), C \(badC.count) values differ")
+            // The real row's dot product with activations, on every path, as the reference has it.
+            var rng = SeededRandom(seed: 91)
+            let a = WeightTypeKernelTests.activations(rng.floats(c.count, 2), for: c.type)
+            let expected = ReferenceKernels.dot(weights: c.bytes, type: c.type, activations: a, k: c.count)
+            let tolerance = 2e-6 * WeightTypeKernelTests.magnitude(c.bytes, a, type: c.type, k: c.count) + 1e-6
+            bothPaths { path in
+                let got = a.withUnsafeBytes {
+                    ck_dot(Int32(c.type.rawValue), Int32(c.count), data.baseAddress!, $0.baseAddress!)
+                }
+                #expect(abs(got - expected) <= tolerance, "\(name) \(path): dot \(got) vs \(expected)")
+            }
         }
     }
 }

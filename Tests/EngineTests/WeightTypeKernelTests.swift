@@ -128,7 +128,7 @@ struct WeightTypeKernelTests {
 
     /// The fast kernels sum in another order than the portable ones, but over the same integers:
     /// on the hot types they must agree to float rounding (tighter than the reference check).
-    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_0, .q8_0, .q5_K, .q4_0, .q5_1])
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_0, .q8_0, .q5_K, .q4_0, .q5_1, .q2_K, .q3_K])
     func fastMatchesPortable(type: GGMLType) {
         var rng = SeededRandom(seed: 3000 + UInt64(type.rawValue))
         for k in [256, 1024, 2048] {
@@ -142,6 +142,47 @@ struct WeightTypeKernelTests {
                 a.withUnsafeBytes { ck_dot(Int32(type.rawValue), Int32(k), wb.baseAddress!, $0.baseAddress!) }
             }
             #expect(abs(fast - portable) <= tolerance, "\(type) k=\(k): fast \(fast) vs portable \(portable)")
+        }
+    }
+
+    /// Batches of four tokens go through kernels that unpack a weight row once for four
+    /// activation rows: every output must be bit for bit the single-row dot product's.
+    @Test(arguments: [GGMLType.q5_0, .q4_K, .q6_K, .q5_K, .q4_0, .q5_1, .q2_K, .q3_K, .bf16])
+    func batchedProductsEqualSingleDots(type: GGMLType) {
+        var rng = SeededRandom(seed: 4000 + UInt64(type.rawValue))
+        let k = 1024
+        let rows = 13
+        let w = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.2, rng: &rng)
+        let wRowBytes = type.rowBytes(elements: k)!
+        for n in [1, 2, 4, 7, 9] {
+            let xRows = (0..<n).map { _ in Self.activations(rng.floats(k, 2), for: type) }
+            let x = xRows.flatMap { $0 }
+            bothPaths { path in
+                var y = [Float](repeating: .nan, count: n * rows)
+                w.withUnsafeBytes { wb in
+                    x.withUnsafeBytes { xb in
+                        y.withUnsafeMutableBufferPointer { yb in
+                            var args = ck_matmul_args(
+                                type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: wRowBytes,
+                                rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRows[0].count,
+                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows))
+                            ck_matmul(nil, &args)
+                        }
+                    }
+                }
+                for t in 0..<n {
+                    for r in 0..<rows {
+                        let single = w.withUnsafeBytes { wb in
+                            xRows[t].withUnsafeBytes {
+                                ck_dot(Int32(type.rawValue), Int32(k), wb.baseAddress! + r * wRowBytes, $0.baseAddress!)
+                            }
+                        }
+                        #expect(
+                            y[t * rows + r].bitPattern == single.bitPattern,
+                            "\(type) \(path) n=\(n) token \(t) row \(r): \(y[t * rows + r]) vs \(single)")
+                    }
+                }
+            }
         }
     }
 }

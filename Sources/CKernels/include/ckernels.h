@@ -89,8 +89,9 @@ void ck_pool_run_chunks(ck_pool *pool, ck_chunk_fn fn, void *ctx, int n_chunks);
 // MARK: - Matrix multiplication
 
 /// Y[t * ldy + r] = dot(W row r, X row t) for r in 0..<rows, t in 0..<n.
-/// X rows hold activations in the form the weight type wants: Q8_1 blocks for Q4_1 weights,
-/// Q8_0 blocks for Q8_0 weights, f32 for F32 and F16 weights.
+/// X rows hold activations in the form the weight type wants (ggml's vec_dot_type): Q8_0 blocks
+/// for Q4_0, Q5_0 and Q8_0 weights, Q8_1 blocks for Q4_1 and Q5_1, Q8_K blocks for Q2_K...Q6_K,
+/// f32 for F32, F16 and BF16.
 typedef struct {
     int type;
     const void *w;

@@ -223,8 +223,11 @@ extension LlamaModel {
     ) -> ck_matmul_args {
         let xPointer: UnsafeRawPointer
         let xRowBytes: Int
-        if let form = w.type.activationForm, form != .f32, let rowBytes = form.rowBytes(elements: a.columns) {
-            xRowBytes = rowBytes
+        // WeightMatrix only takes types with a form, in rows of whole blocks: the activation row
+        // (as wide as a weight row) fills whole blocks of its form too.
+        let form = w.type.activationForm ?? .f32
+        if form != .f32 {
+            xRowBytes = form.rowBytes(elements: a.columns)!
             quantize(&a, as: form, rowBytes: xRowBytes)
             xPointer = UnsafeRawPointer(quantized)
         } else {
