@@ -190,10 +190,10 @@ extension LlamaModel {
     }
 
     /// Several products of the same activations in one pool task (one wait instead of several).
-    /// The activations have one quantized buffer, so matrices wanting different forms (mixed-type
-    /// test models) run one after the other.
+    /// The activations have one quantized buffer, so matrices wanting different activation forms
+    /// run one after the other (Gemma's Q5_0 and Q8_0 projections share Q8_0 and run together).
     func matmul(_ products: UnsafeBufferPointer<Product>, activations a: inout PreparedActivations) {
-        guard products.allSatisfy({ $0.weights.type == products[0].weights.type }) else {
+        guard products.allSatisfy({ $0.weights.type.activationForm == products[0].weights.type.activationForm }) else {
             for p in products { matmul(p.weights, &a, into: p.out, ldy: p.ldy) }
             return
         }

@@ -4,9 +4,10 @@ import Foundation
 /// A decoder-only transformer of one of the supported families (`Architecture`: Llama, Qwen 2,
 /// Qwen 3, Gemma 3) whose weights stay in the mapped GGUF file.
 ///
-/// Numerics follow llama.cpp on CPU: activations are quantized to Q8_1 (Q4_1 weights) or Q8_0
-/// (Q8_0 weights) before each matrix product, K and V are stored as f16, the query and the
-/// attention weights are rounded to f16 for the two attention products.
+/// Numerics follow llama.cpp on CPU: activations are quantized into the form each weight type's
+/// dot product takes (Q8_0, Q8_1 or Q8_K: `GGMLType.activationForm`) before each matrix product,
+/// K and V are stored as f16, the query and the attention weights are rounded to f16 for the two
+/// attention products.
 ///
 /// `forward` is synchronous and serialized: it runs on the caller's thread plus the model's
 /// compute pool, and uses scratch buffers allocated once at load time.
