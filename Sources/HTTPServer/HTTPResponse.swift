@@ -34,17 +34,20 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(s.utf8)))
     }
 
-    /// `{"error":{"message":…,"type":…,"code":…}}` with the error's status.
+    /// `{"error":{"code":…,"message":…,"param":…,"type":…}}` with the error's status; `param`
+    /// only when the error is about one request field.
     public static func error(_ e: HTTPError) -> HTTPResponse {
         struct Envelope: Encodable {
             struct Inner: Encodable {
                 let message: String
                 let type: String
                 let code: String
+                let param: String?
             }
             let error: Inner
         }
-        var response = json(Envelope(error: .init(message: e.message, type: e.type, code: e.code)), status: e.status)
+        var response = json(
+            Envelope(error: .init(message: e.message, type: e.type, code: e.code, param: e.param)), status: e.status)
         if let seconds = e.retryAfterSeconds { response.headers.append(("Retry-After", "\(seconds)")) }
         return response
     }

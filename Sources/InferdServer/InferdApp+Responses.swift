@@ -8,9 +8,9 @@ extension InferdApp {
     func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
         let engine = try requireEngine()
-        let body = try request.decodeJSON(ResponseRequestBody.self)
+        let body = try ResponseRequestBody(request)
         guard !body.prompt.isEmpty else {
-            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: "prompt")
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         var messages: [ChatMessage] = []
@@ -34,17 +34,20 @@ extension InferdApp {
         return .json(responseBody(result, id: request.id, engine: engine, reason: reason))
     }
 
-    /// Validates options and the context budget before anything is computed or streamed.
+    /// Validates options and the context budget before anything is computed or streamed. Every
+    /// error names its field as `names` spells it for the caller's wire format.
     func makeGenerationRequest(
-        prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String
-    ) throws -> GenerationRequest {
+        prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String,
+        names: FieldNames = .native
+    ) throws(HTTPError) -> GenerationRequest {
         let o = options ?? GenerationOptionsBody()
-        let (sampling, stop) = try o.validatedSamplingAndStop()
+        let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
         let context = engine.contextLength
         let maxTokens: Int
         if let requested = o.maxTokens {
             guard requested >= 1 else {
-                throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+                throw .badRequest(
+                    "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)
             }
             maxTokens = requested
         } else {
@@ -53,22 +56,21 @@ extension InferdApp {
             maxTokens = max(1, min(budget, context - prompt.count))
         }
         guard prompt.count + maxTokens <= context else {
-            throw HTTPError(
-                status: 400,
-                message:
-                    "\(GenerationError.contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))",
-                type: "invalid_request_error", code: "context_length_exceeded")
+            var e = Self.httpError(
+                for: .contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))
+            e.param = names.prompt
+            throw e
         }
         // After the context check, so a request that could never fit is told so first.
         guard prompt.count <= configuration.maxPromptTokens else {
-            throw HTTPError.badRequest(
+            throw .badRequest(
                 "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
-                code: "prompt_too_long")
+                code: "prompt_too_long", param: names.prompt)
         }
         guard maxTokens <= configuration.maxTokensLimit else {
-            throw HTTPError.badRequest(
-                "max_tokens is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
-                code: "max_tokens_too_large")
+            throw .badRequest(
+                "\(names.maxTokens) is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large", param: names.maxTokensParam)
         }
         var request = GenerationRequest(
             promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
@@ -167,24 +169,28 @@ extension InferdApp {
             help: "Requests served by joining an identical deterministic generation already in flight.")
     }
 
+    /// The one mapping from engine errors to what a client is told: status, type and code (the
+    /// code is `GenerationError.code`, which the session metrics count by too).
     static func httpError(for error: GenerationError) -> HTTPError {
         switch error {
         case .contextOverflow:
-            HTTPError(status: 400, message: "\(error)", type: "invalid_request_error", code: "context_length_exceeded")
+            HTTPError(status: 400, message: "\(error)", type: "invalid_request_error", code: error.code)
         case .emptyPrompt:
-            HTTPError.badRequest("\(error)", code: "invalid_request")
-        case .invalidOption:
-            HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+            HTTPError.badRequest("\(error)", code: error.code)
+        case .invalidOption(let name, _):
+            HTTPError.badRequest("invalid options: \(error)", code: error.code, param: name)
         case .shuttingDown:
-            HTTPError.serviceUnavailable("\(error)", code: "shutting_down")
+            HTTPError.serviceUnavailable("\(error)", code: error.code)
         case .computeFailed:
-            HTTPError.internalError("\(error)")
+            HTTPError(status: 500, message: "\(error)", type: "server_error", code: error.code)
         case .serverBusy(_, let retryAfter):
             HTTPError(
                 status: 503, message: "\(error); retry in about \(retryAfter) s", type: "server_error",
-                code: "server_busy", retryAfterSeconds: retryAfter)
+                code: error.code, retryAfterSeconds: retryAfter)
         case .queueTimeout:
-            HTTPError.serviceUnavailable("\(error) (timeout_seconds passed before it started)", code: "timeout")
+            HTTPError(
+                status: 503, message: "\(error) (timeout_seconds passed before it started)", type: "server_error",
+                code: error.code, param: "timeout_seconds")
         }
     }
 

@@ -44,7 +44,7 @@ extension InferdApp {
     }
 
     func createSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let body = request.body.isEmpty ? CreateSessionBody() : try request.decodeJSON(CreateSessionBody.self)
+        let body = try CreateSessionBody(request)
         let onBusy = try Self.choice(body.onBusy, "on_busy", default: BusyPolicy.queue)
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
@@ -92,7 +92,7 @@ extension InferdApp {
         let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let session = try requireSession(request)
-        let body = try request.decodeJSON(SessionTurnRequestBody.self)
+        let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
@@ -131,17 +131,17 @@ extension InferdApp {
     func admitSessionTurn(
         to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        engine: InferenceEngine
+        engine: InferenceEngine, names: FieldNames = .native
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
-            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
         }
         let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: prompt)]).count
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
             throw HTTPError.badRequest(
                 "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
-                code: "prompt_too_long")
+                code: "prompt_too_long", param: names.prompt)
         }
         let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
         guard turns < configuration.maxSessionTurns else {
@@ -157,7 +157,7 @@ extension InferdApp {
             onBusy: try Self.choice(onBusy, "on_busy", default: session.onBusy),
             onCancel: try Self.choice(onCancel, "on_cancel", default: CancelPolicy.keep),
             priority: admission.priority,
-            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base)),
+            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base), names: names),
             deadline: admission.deadline(from: arrival))
         do {
             try engine.runner.checkCapacity()
@@ -167,7 +167,9 @@ extension InferdApp {
         do {
             try await sessions.admit(turn, to: session, model: engine)
         } catch {
-            throw Self.httpError(for: error)
+            var e = Self.httpError(for: error)
+            if case .generation(.contextOverflow) = error { e.param = names.prompt }
+            throw e
         }
         return turn
     }
@@ -199,7 +201,7 @@ extension InferdApp {
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try requireSession(request)
-        let body = request.body.isEmpty ? SessionCancelBody() : try request.decodeJSON(SessionCancelBody.self)
+        let body = try SessionCancelBody(request)
         if let rid = body.requestId {
             guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
                 throw Self.httpError(for: SessionError.requestNotFound(rid))
@@ -232,27 +234,32 @@ extension InferdApp {
     }
 
     /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
-    func turnParameters(_ o: GenerationOptionsBody) throws -> TurnParameters {
-        let (sampling, stop) = try o.validatedSamplingAndStop()
+    func turnParameters(_ o: GenerationOptionsBody, names: FieldNames = .native) throws(HTTPError) -> TurnParameters {
+        let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
         if let m = o.maxTokens, m < 1 {
-            throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+            throw .badRequest(
+                "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)
         }
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         if let m = o.maxTokens, m > configuration.maxTokensLimit, m <= (host.engine?.contextLength ?? Int.max) {
-            throw HTTPError.badRequest(
-                "max_tokens is \(m); this server allows at most \(configuration.maxTokensLimit)",
-                code: "max_tokens_too_large")
+            throw .badRequest(
+                "\(names.maxTokens) is \(m); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large", param: names.maxTokensParam)
         }
         return TurnParameters(
             maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false)
     }
 
-    static func choice<T: RawRepresentable & CaseIterable>(_ raw: String?, _ name: String, default d: T) throws -> T
+    /// A policy named on the wire, as its enum: an unknown name is a 400 naming the field.
+    static func choice<T: RawRepresentable & CaseIterable>(
+        _ raw: String?, _ name: String, default d: T
+    ) throws(HTTPError) -> T
     where T.RawValue == String {
         guard let raw else { return d }
         guard let value = T(rawValue: raw) else {
             let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
-            throw HTTPError.badRequest("\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request")
+            throw HTTPError.badRequest(
+                "\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request", param: name)
         }
         return value
     }

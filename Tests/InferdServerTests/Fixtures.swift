@@ -56,6 +56,24 @@ struct RunningServer {
 
     func client(timeout: Double = 120) throws -> TestClient { try TestClient(port: port, timeout: timeout) }
 
+    /// Starts a server, runs `body` with it, and awaits its shutdown whether `body` returns or
+    /// throws, so a test ends only once its server is gone (a `defer { Task { … } }` never waits).
+    static func with<T>(
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (RunningServer) async throws -> T
+    ) async throws -> T {
+        let s = try start(state: state, metrics: metrics, configure: configure)
+        do {
+            let value = try await body(s)
+            await s.server.shutdown()
+            return value
+        } catch {
+            await s.server.shutdown()
+            throw error
+        }
+    }
+
     func cancelledGenerations() -> Double {
         metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
     }
@@ -113,4 +131,22 @@ func jsonObject(_ text: String) -> [String: Any] {
 
 func jsonString(_ object: Any) -> String {
     String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+}
+
+/// The `error` object of an error answer: `code`, `message`, `param`, `type`.
+struct WireError: Equatable, CustomStringConvertible {
+    var status: Int
+    var code: String?
+    var param: String?
+    var message: String
+
+    init(_ r: RawResponse) {
+        let e = r.json?["error"] as? [String: Any] ?? [:]
+        status = r.status
+        code = e["code"] as? String
+        param = e["param"] as? String
+        message = e["message"] as? String ?? ""
+    }
+
+    var description: String { "\(status) \(code ?? "-") param=\(param ?? "-"): \(message)" }
 }

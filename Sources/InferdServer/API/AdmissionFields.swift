@@ -14,18 +14,12 @@ struct AdmissionFields: Sendable, Equatable {
     init() {}
 
     init(priority: String?, timeoutSeconds: Double?) throws(HTTPError) {
-        do {
-            self.priority = try InferdApp.choice(priority, "priority", default: GenerationPriority.interactive)
-        } catch let e as HTTPError {
-            throw e
-        } catch {
-            throw .badRequest("\(error)", code: "invalid_request")
-        }
+        self.priority = try InferdApp.choice(priority, "priority", default: GenerationPriority.interactive)
         if let t = timeoutSeconds {
             guard t.isFinite, t > 0, t <= Self.maxTimeoutSeconds else {
                 throw .badRequest(
                     "timeout_seconds must be a number of seconds above 0 and at most \(Int(Self.maxTimeoutSeconds)), got \(t)",
-                    code: "invalid_request")
+                    code: "invalid_request", param: "timeout_seconds")
             }
         }
         self.timeoutSeconds = timeoutSeconds

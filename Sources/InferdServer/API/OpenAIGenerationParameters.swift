@@ -58,8 +58,7 @@ struct OpenAIGenerationParameters: Sendable {
         do {
             return try AdmissionFields(priority: priority, timeoutSeconds: timeout)
         } catch {
-            let param = error.message.hasPrefix("priority") ? "priority" : "timeout_seconds"
-            throw .invalid(error.message, param: param)
+            throw .invalid(error.message, param: error.param)
         }
     }
 }

@@ -1,7 +1,8 @@
 import Engine
+import HTTPServer
 
 /// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
-package struct ResponseRequestBody: Decodable, Sendable {
+package struct ResponseRequestBody: Sendable {
     var prompt: String
     var instructions: String?
     var stream: Bool?
@@ -11,9 +12,17 @@ package struct ResponseRequestBody: Decodable, Sendable {
     /// The whole request (waiting, prompt, generation) must end within this many seconds.
     var timeoutSeconds: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case prompt, instructions, stream, options, priority
-        case timeoutSeconds = "timeout_seconds"
+    static let fieldNames: Set<String> = ["prompt", "instructions", "stream", "options", "priority", "timeout_seconds"]
+
+    /// The body of `request`; an unknown field or a wrong value is a 400 naming it.
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames)
+        prompt = try f.requiredString("prompt")
+        instructions = try f.string("instructions")
+        stream = try f.bool("stream")
+        options = try GenerationOptionsBody.read(f)
+        priority = try f.string("priority")
+        timeoutSeconds = try f.double("timeout_seconds")
     }
 }
 

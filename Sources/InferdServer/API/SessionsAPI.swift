@@ -1,20 +1,25 @@
 import Engine
+import HTTPServer
 import Sessions
 
-/// `POST /v1/sessions`.
-package struct CreateSessionBody: Decodable, Sendable {
+/// `POST /v1/sessions` (the body is optional).
+package struct CreateSessionBody: Sendable {
     var instructions: String?
     var options: GenerationOptionsBody?
     var onBusy: String?
 
-    enum CodingKeys: String, CodingKey {
-        case instructions, options
-        case onBusy = "on_busy"
+    static let fieldNames: Set<String> = ["instructions", "options", "on_busy"]
+
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames, optional: true)
+        instructions = try f.string("instructions")
+        options = try GenerationOptionsBody.read(f)
+        onBusy = try f.string("on_busy")
     }
 }
 
 /// `POST /v1/sessions/{id}/responses`.
-package struct SessionTurnRequestBody: Decodable, Sendable {
+package struct SessionTurnRequestBody: Sendable {
     var prompt: String
     var stream: Bool?
     var options: GenerationOptionsBody?
@@ -23,18 +28,29 @@ package struct SessionTurnRequestBody: Decodable, Sendable {
     var priority: String?
     var timeoutSeconds: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case prompt, stream, options, priority
-        case onBusy = "on_busy"
-        case onCancel = "on_cancel"
-        case timeoutSeconds = "timeout_seconds"
+    static let fieldNames: Set<String> = [
+        "prompt", "stream", "options", "on_busy", "on_cancel", "priority", "timeout_seconds",
+    ]
+
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames)
+        prompt = try f.requiredString("prompt")
+        stream = try f.bool("stream")
+        options = try GenerationOptionsBody.read(f)
+        onBusy = try f.string("on_busy")
+        onCancel = try f.string("on_cancel")
+        priority = try f.string("priority")
+        timeoutSeconds = try f.double("timeout_seconds")
     }
 }
 
 /// `POST /v1/sessions/{id}/cancel` (the body is optional).
-package struct SessionCancelBody: Decodable, Sendable {
+package struct SessionCancelBody: Sendable {
     var requestId: String?
-    enum CodingKeys: String, CodingKey { case requestId = "request_id" }
+
+    package init(_ request: HTTPRequest) throws {
+        requestId = try NativeFields.body(of: request, allowed: ["request_id"], optional: true).string("request_id")
+    }
 }
 
 struct TranscriptEntryBody: Encodable, Sendable {
