@@ -17,12 +17,10 @@ public struct HTTPResponse: Sendable {
     }
 
     public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let data = try encoder.encode(value)
             return HTTPResponse(
-                status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(data)))
+                status: status, headers: [("Content-Type", "application/json")], body: .bytes(try WireJSON.bytes(value))
+            )
         } catch {
             return .error(.internalError("could not encode response"))
         }

@@ -243,10 +243,6 @@ extension InferdApp {
         }
     }
 
-    static func json<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    /// An SSE payload or stored value, in the one wire encoding (sorted keys).
+    static func json<T: Encodable>(_ value: T) -> String { WireJSON.string(value) }
 }
