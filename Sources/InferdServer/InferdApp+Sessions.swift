@@ -35,7 +35,7 @@ extension InferdApp {
 
     func registerSessionRoutes(_ router: Router) {
         router.post("/v1/sessions") { [self] request in try await createSession(request) }
-        router.get("/v1/sessions") { [self] request in await listSessions(request) }
+        router.get("/v1/sessions") { [self] request in try await listSessions(request) }
         router.get("/v1/sessions/{id}") { [self] request in try await getSession(request) }
         router.delete("/v1/sessions/{id}") { [self] request in try await deleteSession(request) }
         router.post("/v1/sessions/{id}/responses") { [self] request in try await sessionRespond(request) }
@@ -64,13 +64,15 @@ extension InferdApp {
         return .json(SessionBody(await session.snapshot(model: host.engine)), status: 201)
     }
 
-    /// The caller's sessions only (all of them when authentication is off).
-    func listSessions(_ request: HTTPRequest) async -> HTTPResponse {
+    /// One page of the caller's sessions (of every session when authentication is off), oldest
+    /// first unless `order=desc`; see `ListQuery`.
+    func listSessions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try ListQuery(request.query)
+        let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
+        let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
-        for s in sessions.all where mayAccess(ownedBy: s.owner, request) {
-            data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false))
-        }
-        return .json(SessionListBody(data: data))
+        for s in page.items { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
     }
 
     func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -112,11 +112,6 @@ struct SessionBody: Encodable, Sendable {
     }
 }
 
-struct SessionListBody: Encodable, Sendable {
-    var object = "list"
-    var data: [SessionBody]
-}
-
 struct SessionUsageBody: Encodable, Sendable {
     var promptTokens: Int
     var completionTokens: Int
