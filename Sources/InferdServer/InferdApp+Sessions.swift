@@ -45,7 +45,7 @@ extension InferdApp {
 
     func createSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let body = try CreateSessionBody(request)
-        let onBusy = try Self.choice(body.onBusy, "on_busy", default: BusyPolicy.queue)
+        let onBusy = body.onBusy ?? .queue
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
         let owner = owner(of: request)
@@ -131,7 +131,7 @@ extension InferdApp {
     /// A full engine queue is 503 `server_busy` here, before any stream starts; the turn is
     /// submitted to the engine only when the session's own queue reaches it.
     func admitSessionTurn(
-        to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?,
+        to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
         engine: InferenceEngine, names: FieldNames = .native
     ) async throws -> TurnRequest {
@@ -156,8 +156,7 @@ extension InferdApp {
         }
         let turn = TurnRequest(
             id: id, prompt: prompt,
-            onBusy: try Self.choice(onBusy, "on_busy", default: session.onBusy),
-            onCancel: try Self.choice(onCancel, "on_cancel", default: CancelPolicy.keep),
+            onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
             priority: admission.priority,
             parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base), names: names),
             deadline: admission.deadline(from: arrival))
@@ -254,10 +253,9 @@ extension InferdApp {
 
     /// A policy named on the wire, as its enum: an unknown name is a 400 naming the field.
     static func choice<T: RawRepresentable & CaseIterable>(
-        _ raw: String?, _ name: String, default d: T
+        _ raw: String, _ name: String, as: T.Type
     ) throws(HTTPError) -> T
     where T.RawValue == String {
-        guard let raw else { return d }
         guard let value = T(rawValue: raw) else {
             let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
             throw HTTPError.badRequest(

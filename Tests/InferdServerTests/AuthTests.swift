@@ -131,7 +131,7 @@ import Testing
     @Test func metricsCanBeOpenOrHaveItsOwnKey() async throws {
         let open = try RunningServer.start {
             $0.apiKeys = Self.alpha
-            $0.metricsAuth = "open"
+            $0.metricsAuth = .open
         }
         defer { Task { await open.server.shutdown() } }
         #expect(try await get(open, "/metrics").status == 200)

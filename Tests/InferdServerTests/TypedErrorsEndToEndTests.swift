@@ -107,6 +107,7 @@ import Testing
                 (chat(#","top_p":0"#), "invalid_option", "top_p"),
                 (chat(#","stop":["", "x"]"#), "invalid_option", "stop"),
                 (chat(#","priority":"urgent""#), "invalid_value", "priority"),
+                (chat(#","session_id":"sess_x","on_busy":"wait""#), "invalid_value", "on_busy"),
                 (chat(#","timeout_seconds":0"#), "invalid_value", "timeout_seconds"),
             ]
             for (body, code, field) in cases {

@@ -3,7 +3,7 @@ import HTTPServer
 import Telemetry
 
 /// The request fields every generation endpoint accepts for the engine's queue, checked once:
-/// `priority` (`interactive` or `background`) and `timeout_seconds` (covers waiting, the prompt
+/// `priority` (`interactive` or `background`, parsed where the body is read) and `timeout_seconds` (covers waiting, the prompt
 /// and the generation).
 struct AdmissionFields: Sendable, Equatable {
     static let maxTimeoutSeconds = 86_400.0
@@ -13,8 +13,8 @@ struct AdmissionFields: Sendable, Equatable {
 
     init() {}
 
-    init(priority: String?, timeoutSeconds: Double?) throws(HTTPError) {
-        self.priority = try InferdApp.choice(priority, "priority", default: GenerationPriority.interactive)
+    init(priority: GenerationPriority?, timeoutSeconds: Double?) throws(HTTPError) {
+        self.priority = priority ?? .interactive
         if let t = timeoutSeconds {
             guard t.isFinite, t > 0, t <= Self.maxTimeoutSeconds else {
                 throw .badRequest(

@@ -86,6 +86,13 @@ struct NativeFields: Sendable {
         }
     }
 
+    /// A policy by its wire name (`priority`, `on_busy`, `on_cancel`): an unknown name is a 400
+    /// `invalid_request` naming the field and listing the allowed ones.
+    func choice<T: RawRepresentable & CaseIterable>(_ key: String) throws(HTTPError) -> T? where T.RawValue == String {
+        guard let raw = try string(key) else { return nil }
+        return try InferdApp.choice(raw, fields.name(key), as: T.self)
+    }
+
     /// A nested object of `allowed` fields.
     func object(_ key: String, allowed: Set<String>) throws(HTTPError) -> NativeFields? {
         guard let o = try read({ () throws(OpenAIError) in try fields.object(key) }) else { return nil }

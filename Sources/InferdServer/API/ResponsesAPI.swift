@@ -8,7 +8,7 @@ package struct ResponseRequestBody: Sendable {
     var stream: Bool?
     var options: GenerationOptionsBody?
     /// `interactive` (default) or `background`: order in the engine's queue.
-    var priority: String?
+    var priority: GenerationPriority?
     /// The whole request (waiting, prompt, generation) must end within this many seconds.
     var timeoutSeconds: Double?
 
@@ -21,7 +21,7 @@ package struct ResponseRequestBody: Sendable {
         instructions = try f.string("instructions")
         stream = try f.bool("stream")
         options = try GenerationOptionsBody.read(f)
-        priority = try f.string("priority")
+        priority = try f.choice("priority")
         timeoutSeconds = try f.double("timeout_seconds")
     }
 }

@@ -6,7 +6,7 @@ import Sessions
 package struct CreateSessionBody: Sendable {
     var instructions: String?
     var options: GenerationOptionsBody?
-    var onBusy: String?
+    var onBusy: BusyPolicy?
 
     static let fieldNames: Set<String> = ["instructions", "options", "on_busy"]
 
@@ -14,7 +14,7 @@ package struct CreateSessionBody: Sendable {
         let f = try NativeFields.body(of: request, allowed: Self.fieldNames, optional: true)
         instructions = try f.string("instructions")
         options = try GenerationOptionsBody.read(f)
-        onBusy = try f.string("on_busy")
+        onBusy = try f.choice("on_busy")
     }
 }
 
@@ -23,9 +23,9 @@ package struct SessionTurnRequestBody: Sendable {
     var prompt: String
     var stream: Bool?
     var options: GenerationOptionsBody?
-    var onBusy: String?
-    var onCancel: String?
-    var priority: String?
+    var onBusy: BusyPolicy?
+    var onCancel: CancelPolicy?
+    var priority: GenerationPriority?
     var timeoutSeconds: Double?
 
     static let fieldNames: Set<String> = [
@@ -37,9 +37,9 @@ package struct SessionTurnRequestBody: Sendable {
         prompt = try f.requiredString("prompt")
         stream = try f.bool("stream")
         options = try GenerationOptionsBody.read(f)
-        onBusy = try f.string("on_busy")
-        onCancel = try f.string("on_cancel")
-        priority = try f.string("priority")
+        onBusy = try f.choice("on_busy")
+        onCancel = try f.choice("on_cancel")
+        priority = try f.choice("priority")
         timeoutSeconds = try f.double("timeout_seconds")
     }
 }
