@@ -58,16 +58,15 @@ struct RunningServer {
 
     /// Starts a server, runs `body` with it, and awaits its shutdown whether `body` returns or
     /// throws, so a test ends only once its server is gone (a `defer { Task { … } }` never waits).
-    static func with<T>(
+    static func with(
         state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
         configure: (inout ServerConfiguration) -> Void = { _ in },
-        _ body: (RunningServer) async throws -> T
-    ) async throws -> T {
+        _ body: (RunningServer) async throws -> Void
+    ) async throws {
         let s = try start(state: state, metrics: metrics, configure: configure)
         do {
-            let value = try await body(s)
+            try await body(s)
             await s.server.shutdown()
-            return value
         } catch {
             await s.server.shutdown()
             throw error
