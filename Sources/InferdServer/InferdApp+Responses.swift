@@ -134,17 +134,23 @@ extension InferdApp {
         return answer
     }
 
+    /// Counts a finished generation (the `inferd_generations_total` series last, so whoever sees
+    /// it has every other series of this generation already) and logs it.
     func record(_ result: GenerationResult, requestID: String) {
         metrics.counter(
-            "inferd_generations_total", help: "Generations by how they ended.",
-            labels: ["finish_reason": result.finishReason.rawValue]
-        ).increment()
+            "inferd_generation_steps_after_cancel_total",
+            help: "Decode steps a generation took after its request was cancelled (0 or 1 when it stops at once)."
+        ).increment(by: Double(result.stepsAfterCancel))
         metrics.counter("inferd_prompt_tokens_total", help: "Prompt tokens received.")
             .increment(by: Double(result.usage.promptTokens))
         metrics.counter("inferd_prompt_tokens_cached_total", help: "Prompt tokens reused from a KV cache.")
             .increment(by: Double(result.usage.cachedTokens))
         metrics.counter("inferd_completion_tokens_total", help: "Tokens generated.")
             .increment(by: Double(result.usage.completionTokens))
+        metrics.counter(
+            "inferd_generations_total", help: "Generations by how they ended.",
+            labels: ["finish_reason": result.finishReason.rawValue]
+        ).increment()
         if let leader = result.sharedFrom {
             singleFlightJoins.increment()
             logger.info(

@@ -77,15 +77,14 @@ struct RunningServer {
         metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
     }
 
-    /// The "generation finished" line of the one generation a test cancelled. It waits for both the
-    /// counter and the line: the app counts a generation before it logs it, so a test that waited for
-    /// the counter alone could read the log a moment too early (seen once in CI).
-    func cancelledGenerationLog(timeout: Duration = .seconds(5)) async -> String? {
-        let finished = { logs.matching("generation finished").first }
-        guard await eventually(timeout: timeout, { cancelledGenerations() == 1 && finished() != nil }) else {
-            return nil
-        }
-        return finished()
+    /// What the metrics say of the one generation a test cancelled, once it is counted (the app
+    /// counts `inferd_generations_total` last, so the other series are complete by then).
+    func cancelledGeneration(timeout: Duration = .seconds(5)) async -> (stepsAfterCancel: Int, completionTokens: Int)? {
+        guard await eventually(timeout: timeout, { cancelledGenerations() == 1 }) else { return nil }
+        return (
+            Int(metrics.value("inferd_generation_steps_after_cancel_total") ?? -1),
+            Int(metrics.value("inferd_completion_tokens_total") ?? -1)
+        )
     }
 }
 
