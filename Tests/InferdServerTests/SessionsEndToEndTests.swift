@@ -72,6 +72,10 @@ import Testing
             let prompt = try #require(started["prompt_tokens"] as? Int)
             let cached = try #require(started["cached_tokens"] as? Int)
             let firstUsage = try #require(a["usage"] as? [String: Any])
+            // The one native usage shape: total_tokens as on /v1/responses.
+            let firstPrompt = try #require(firstUsage["prompt_tokens"] as? Int)
+            let firstCompletion = try #require(firstUsage["completion_tokens"] as? Int)
+            #expect(firstUsage["total_tokens"] as? Int == firstPrompt + firstCompletion, "\(firstUsage)")
             #expect(cached >= (firstUsage["prompt_tokens"] as? Int ?? 0), "turn 2 reprocessed turn 1: \(started)")
             #expect(cached < prompt)
             let snaps = Self.snapshots(reader)

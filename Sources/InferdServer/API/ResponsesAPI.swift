@@ -33,10 +33,14 @@ struct UsageBody: Codable, Sendable, Equatable {
     var totalTokens: Int
 
     init(_ u: GenerationUsage) {
-        promptTokens = u.promptTokens
-        completionTokens = u.completionTokens
-        cachedTokens = u.cachedTokens
-        totalTokens = u.promptTokens + u.completionTokens
+        self.init(promptTokens: u.promptTokens, completionTokens: u.completionTokens, cachedTokens: u.cachedTokens)
+    }
+
+    init(promptTokens: Int, completionTokens: Int, cachedTokens: Int) {
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.cachedTokens = cachedTokens
+        totalTokens = promptTokens + completionTokens
     }
 
     enum CodingKeys: String, CodingKey {

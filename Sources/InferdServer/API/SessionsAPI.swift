@@ -112,18 +112,6 @@ struct SessionBody: Encodable, Sendable {
     }
 }
 
-struct SessionUsageBody: Encodable, Sendable {
-    var promptTokens: Int
-    var completionTokens: Int
-    var cachedTokens: Int
-
-    enum CodingKeys: String, CodingKey {
-        case promptTokens = "prompt_tokens"
-        case completionTokens = "completion_tokens"
-        case cachedTokens = "cached_tokens"
-    }
-}
-
 /// A session turn's answer, and the payload of the `completed` and `cancelled` events.
 struct SessionTurnBody: Encodable, Sendable {
     var id: String
@@ -135,7 +123,8 @@ struct SessionTurnBody: Encodable, Sendable {
     var content: String
     var finishReason: String?
     var reason: String?
-    var usage: SessionUsageBody
+    /// The native usage shape (with `total_tokens`), zero for a turn that never started.
+    var usage: UsageBody
 
     init(_ o: TurnOutcome) {
         id = o.requestID
@@ -145,9 +134,7 @@ struct SessionTurnBody: Encodable, Sendable {
         content = o.content
         finishReason = o.finishReason?.rawValue
         reason = o.reason?.rawValue
-        usage = SessionUsageBody(
-            promptTokens: o.usage?.promptTokens ?? 0, completionTokens: o.usage?.completionTokens ?? 0,
-            cachedTokens: o.usage?.cachedTokens ?? 0)
+        usage = o.usage.map(UsageBody.init) ?? UsageBody(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
     }
 
     enum CodingKeys: String, CodingKey {
