@@ -114,7 +114,7 @@ extension InferdApp {
     ) throws -> GenerationRequest {
         var generation: GenerationRequest
         do {
-            generation = try makeGenerationRequest(
+            generation = try generations.makeGenerationRequest(
                 prompt: prompt, options: p.options, engine: engine, label: requestID,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
         } catch {
@@ -136,12 +136,13 @@ extension InferdApp {
         if p.stream {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
-            let ticket = try submitGeneration(generation, engine: engine, requestID: request.id, onEvent: relay.forward)
+            let ticket = try generations.submitGeneration(
+                generation, engine: engine, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
-        let result = try await runGeneration(generation, engine: engine, requestID: request.id)
+        let result = try await generations.runGeneration(generation, engine: engine, requestID: request.id)
         if result.finishReason == .cancelled {
             let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
             throw OpenAIError(

@@ -163,7 +163,7 @@ extension InferdApp {
         do {
             try engine.runner.checkCapacity()
         } catch {
-            throw recordFailure(error, requestID: id)
+            throw generations.recordFailure(error, requestID: id)
         }
         do {
             try await sessions.admit(turn, to: session, model: engine)
@@ -271,7 +271,7 @@ extension InferdApp {
         case .busy: .conflict("\(error)", code: "session_busy")
         case .queueFull: .tooManyRequests("\(error)", code: "session_queue_full")
         case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
-        case .generation(let e): httpError(for: e)
+        case .generation(let e): GenerationService.httpError(for: e)
         case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
     }

@@ -1,7 +1,7 @@
 import Engine
 
 extension GenerationError {
-    /// The one wire code of each engine error: the HTTP answers (`InferdApp.httpError(for:)`) and
+    /// The one wire code of each engine error: the HTTP answers (`GenerationService.httpError(for:)`) and
     /// the session metrics (`inferd_session_errors_total{code}`) both use it, so they cannot disagree.
     public var code: String {
         switch self {

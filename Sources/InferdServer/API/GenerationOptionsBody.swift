@@ -87,7 +87,7 @@ extension GenerationOptionsBody {
         do {
             try sampling.validate()
         } catch {
-            var e = InferdApp.httpError(for: error)
+            var e = GenerationService.httpError(for: error)
             if case .invalidOption(let name, _) = error { e.param = names.option(name) }
             throw e
         }
