@@ -4,19 +4,25 @@ public struct HTTPError: Error, Sendable, Equatable {
     public var message: String
     public var type: String
     public var code: String
+    /// The request field the error is about (`options.temperature`, `limit`), when there is one:
+    /// a value, so no layer above has to recover it from the message.
+    public var param: String?
     /// Sent as `Retry-After` (seconds): when a client that was refused may try again.
     public var retryAfterSeconds: Int?
 
-    public init(status: Int, message: String, type: String, code: String, retryAfterSeconds: Int? = nil) {
+    public init(
+        status: Int, message: String, type: String, code: String, param: String? = nil, retryAfterSeconds: Int? = nil
+    ) {
         self.status = status
         self.message = message
         self.type = type
         self.code = code
+        self.param = param
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    public static func badRequest(_ message: String, code: String = "bad_request") -> HTTPError {
-        HTTPError(status: 400, message: message, type: "invalid_request_error", code: code)
+    public static func badRequest(_ message: String, code: String = "bad_request", param: String? = nil) -> HTTPError {
+        HTTPError(status: 400, message: message, type: "invalid_request_error", code: code, param: param)
     }
     public static func notFound(_ message: String, code: String = "not_found") -> HTTPError {
         HTTPError(status: 404, message: message, type: "not_found_error", code: code)

@@ -4,7 +4,9 @@ extension HTTPRequest {
     /// Decodes the body as JSON, mapping every failure to the `HTTPError` a client should see:
     /// 415 for a non-JSON Content-Type, 400 `missing_body`, 400 `invalid_json` (malformed,
     /// truncated or not UTF-8), 400 `json_too_deep` (nesting beyond `maxJSONDepth`, refused before
-    /// the recursive decoder sees it), 400 `invalid_request` (valid JSON of the wrong shape).
+    /// the recursive decoder sees it), 400 `invalid_request` (a required field is missing) and 400
+    /// `invalid_value` (valid JSON with a value of the wrong type or range, such as `3.5` where an
+    /// integer goes); the last two name the field in `param`.
     public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         if body.isEmpty {
             throw HTTPError.badRequest("request body is required", code: "missing_body")
@@ -29,6 +31,19 @@ extension HTTPRequest {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch let error as DecodingError {
             switch error {
+            case .dataCorrupted(let context) where !context.codingPath.isEmpty:
+                // The syntax was fine: a value could not be held by its field (`3.5` for an Int,
+                // `-1` for a UInt64, `1e308` for a Float). That is the caller's value, not its JSON.
+                let field = Self.path(context.codingPath)
+                throw HTTPError.badRequest(
+                    "invalid value for '\(field)': \(context.debugDescription)", code: "invalid_value", param: field)
+            case .dataCorrupted(let context) where context.underlyingError == nil && Self.isValidJSON(body):
+                // Foundation on Linux reports a number its field cannot hold with an empty coding
+                // path (and "not valid JSON"); the body parses, so it is the value that is wrong.
+                throw HTTPError.badRequest(
+                    "a value in the request body does not fit its field (a fraction or out-of-range number "
+                        + "where an integer or a float goes)",
+                    code: "invalid_value")
             case .dataCorrupted(let context):
                 var message = "request body is not valid JSON"
                 if let underlying = context.underlyingError {
@@ -39,18 +54,24 @@ extension HTTPRequest {
                 }
                 throw HTTPError.badRequest(message, code: "invalid_json")
             case .keyNotFound(let key, let context):
-                throw HTTPError.badRequest(
-                    "missing field '\(Self.path(context.codingPath + [key]))'", code: "invalid_request")
+                let field = Self.path(context.codingPath + [key])
+                throw HTTPError.badRequest("missing field '\(field)'", code: "invalid_request", param: field)
             case .typeMismatch(_, let context), .valueNotFound(_, let context):
+                let field = Self.path(context.codingPath)
                 throw HTTPError.badRequest(
-                    "invalid value at '\(Self.path(context.codingPath))': \(context.debugDescription)",
-                    code: "invalid_request")
+                    "invalid value at '\(field)': \(context.debugDescription)", code: "invalid_value",
+                    param: field.isEmpty ? nil : field)
             @unknown default:
                 throw HTTPError.badRequest("invalid request body", code: "invalid_request")
             }
         } catch {
             throw HTTPError.badRequest("request body is not valid JSON", code: "invalid_json")
         }
+    }
+
+    /// Whether `bytes` parse as JSON at all (only asked once decoding has failed).
+    static func isValidJSON(_ bytes: [UInt8]) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil
     }
 
     static func path(_ keys: [any CodingKey]) -> String {

@@ -17,12 +17,10 @@ public struct HTTPResponse: Sendable {
     }
 
     public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let data = try encoder.encode(value)
             return HTTPResponse(
-                status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(data)))
+                status: status, headers: [("Content-Type", "application/json")], body: .bytes(try WireJSON.bytes(value))
+            )
         } catch {
             return .error(.internalError("could not encode response"))
         }
@@ -34,17 +32,20 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(s.utf8)))
     }
 
-    /// `{"error":{"message":…,"type":…,"code":…}}` with the error's status.
+    /// `{"error":{"code":…,"message":…,"param":…,"type":…}}` with the error's status; `param`
+    /// only when the error is about one request field.
     public static func error(_ e: HTTPError) -> HTTPResponse {
         struct Envelope: Encodable {
             struct Inner: Encodable {
                 let message: String
                 let type: String
                 let code: String
+                let param: String?
             }
             let error: Inner
         }
-        var response = json(Envelope(error: .init(message: e.message, type: e.type, code: e.code)), status: e.status)
+        var response = json(
+            Envelope(error: .init(message: e.message, type: e.type, code: e.code, param: e.param)), status: e.status)
         if let seconds = e.retryAfterSeconds { response.headers.append(("Retry-After", "\(seconds)")) }
         return response
     }

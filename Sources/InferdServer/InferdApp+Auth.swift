@@ -36,7 +36,7 @@ extension InferdApp {
         case "/health": return nil
         case "/metrics":
             if let metricsKeyring { return metricsKeyring }
-            return configuration.metricsAuth == "open" ? nil : keyring
+            return configuration.metricsAuth == .open ? nil : keyring
         default: return keyring
         }
     }

@@ -56,7 +56,7 @@ extension InferdApp {
     func openAIFields(_ request: HTTPRequest) throws -> OpenAIFields {
         do {
             return OpenAIFields(try request.decodeJSON([String: OpenAIJSON].self))
-        } catch let e as HTTPError where e.code == "invalid_request" {
+        } catch let e as HTTPError where e.code == "invalid_value" {
             throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
         }
     }
@@ -114,32 +114,16 @@ extension InferdApp {
     ) throws -> GenerationRequest {
         var generation: GenerationRequest
         do {
-            generation = try makeGenerationRequest(prompt: prompt, options: p.options, engine: engine, label: requestID)
-        } catch let error as HTTPError {
-            throw Self.openAIError(error, p, promptParam: promptParam)
+            generation = try generations.makeGenerationRequest(
+                prompt: prompt, options: p.options, engine: engine, label: requestID,
+                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
+        } catch {
+            throw OpenAIError(error)
         }
         generation.priority = p.admission.priority
         generation.deadline = p.admission.deadline(from: arrival)
         return generation
     }
-
-    /// A validation error of the shared paths, naming the OpenAI parameter it is about.
-    static func openAIError(_ error: HTTPError, _ p: OpenAIGenerationParameters, promptParam: String) -> OpenAIError {
-        var e = OpenAIError(error)
-        if e.code == "context_length_exceeded" {
-            e.param = promptParam
-        } else if e.message.contains("max_tokens") {
-            e.param = p.maxTokensParam
-            e.message = e.message.replacingOccurrences(of: "max_tokens", with: p.maxTokensParam)
-        } else if e.message.contains("stop") {
-            e.param = "stop"
-        } else if let name = Self.samplingParameterNames.first(where: { e.message.contains("option \($0) ") }) {
-            e.param = name
-        }
-        return e
-    }
-
-    static let samplingParameterNames = ["temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n"]
 
     /// Streams, or generates and answers once.
     func answer(
@@ -152,12 +136,13 @@ extension InferdApp {
         if p.stream {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
-            let ticket = try submitGeneration(generation, engine: engine, requestID: request.id, onEvent: relay.forward)
+            let ticket = try generations.submitGeneration(
+                generation, engine: engine, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
-        let result = try await runGeneration(generation, engine: engine, requestID: request.id)
+        let result = try await generations.runGeneration(generation, engine: engine, requestID: request.id)
         if result.finishReason == .cancelled {
             let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
             throw OpenAIError(

@@ -23,21 +23,20 @@ extension InferdApp {
         guard let prompt = chat.lastUserMessage else {
             throw OpenAIError.invalid("with session_id, messages must contain a user message", param: "messages")
         }
+        guard !prompt.isEmpty else {
+            throw OpenAIError.invalid("with session_id, the last user message must not be empty", param: "messages")
+        }
         let turn: TurnRequest
         do {
             turn = try await admitSessionTurn(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
-                engine: engine)
+                engine: engine, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
         } catch let e as HTTPError {
-            var error = Self.openAIError(e, chat.parameters, promptParam: "messages")
+            var error = OpenAIError(e)
             switch e.code {
             case "session_busy", "session_queue_full": error.param = chat.onBusy == nil ? "session_id" : "on_busy"
             case "session_not_found": error.param = "session_id"
-            case "invalid_request" where e.message.hasPrefix("on_busy"): error.param = "on_busy"
-            case "invalid_request" where e.message.hasPrefix("prompt"):
-                error.param = "messages"
-                error.message = "with session_id, the last user message must not be empty"
             default: break
             }
             throw error

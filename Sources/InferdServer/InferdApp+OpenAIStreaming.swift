@@ -28,7 +28,7 @@ extension InferdApp {
         }
         let result: GenerationResult
         do {
-            result = try await awaitGeneration(ticket, requestID: stream.requestID)
+            result = try await generations.awaitGeneration(ticket, requestID: stream.requestID)
         } catch {
             stream.send(data: Self.json(OpenAIStreamError(error: OpenAIError(error))))
             return

@@ -41,7 +41,7 @@ extension InferdApp {
                 "Generations the engine is working on (one shared by several requests counts once), stopping ones included."
         ).set(Double(host.engine?.activeGenerations ?? 0))
         // Registered before the first join, so scrapers see the series from the start.
-        _ = singleFlightJoins
+        _ = generations.singleFlightJoins
         return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 }

@@ -35,7 +35,7 @@ extension InferdApp {
 
     func registerSessionRoutes(_ router: Router) {
         router.post("/v1/sessions") { [self] request in try await createSession(request) }
-        router.get("/v1/sessions") { [self] request in await listSessions(request) }
+        router.get("/v1/sessions") { [self] request in try await listSessions(request) }
         router.get("/v1/sessions/{id}") { [self] request in try await getSession(request) }
         router.delete("/v1/sessions/{id}") { [self] request in try await deleteSession(request) }
         router.post("/v1/sessions/{id}/responses") { [self] request in try await sessionRespond(request) }
@@ -44,8 +44,8 @@ extension InferdApp {
     }
 
     func createSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let body = request.body.isEmpty ? CreateSessionBody() : try request.decodeJSON(CreateSessionBody.self)
-        let onBusy = try Self.choice(body.onBusy, "on_busy", default: BusyPolicy.queue)
+        let body = try CreateSessionBody(request)
+        let onBusy = body.onBusy ?? .queue
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
         let owner = owner(of: request)
@@ -64,13 +64,15 @@ extension InferdApp {
         return .json(SessionBody(await session.snapshot(model: host.engine)), status: 201)
     }
 
-    /// The caller's sessions only (all of them when authentication is off).
-    func listSessions(_ request: HTTPRequest) async -> HTTPResponse {
+    /// One page of the caller's sessions (of every session when authentication is off), oldest
+    /// first unless `order=desc`; see `ListQuery`.
+    func listSessions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try ListQuery(request.query)
+        let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
+        let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
-        for s in sessions.all where mayAccess(ownedBy: s.owner, request) {
-            data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false))
-        }
-        return .json(SessionListBody(data: data))
+        for s in page.items { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
     }
 
     func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -92,7 +94,7 @@ extension InferdApp {
         let arrival = ContinuousClock.now
         let engine = try requireEngine()
         let session = try requireSession(request)
-        let body = try request.decodeJSON(SessionTurnRequestBody.self)
+        let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
@@ -129,19 +131,19 @@ extension InferdApp {
     /// A full engine queue is 503 `server_busy` here, before any stream starts; the turn is
     /// submitted to the engine only when the session's own queue reaches it.
     func admitSessionTurn(
-        to session: Session, id: String, prompt: String, onBusy: String?, onCancel: String?,
+        to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        engine: InferenceEngine
+        engine: InferenceEngine, names: FieldNames = .native
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
-            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request")
+            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
         }
         let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: prompt)]).count
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
             throw HTTPError.badRequest(
                 "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
-                code: "prompt_too_long")
+                code: "prompt_too_long", param: names.prompt)
         }
         let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
         guard turns < configuration.maxSessionTurns else {
@@ -154,20 +156,21 @@ extension InferdApp {
         }
         let turn = TurnRequest(
             id: id, prompt: prompt,
-            onBusy: try Self.choice(onBusy, "on_busy", default: session.onBusy),
-            onCancel: try Self.choice(onCancel, "on_cancel", default: CancelPolicy.keep),
+            onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
             priority: admission.priority,
-            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base)),
+            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base), names: names),
             deadline: admission.deadline(from: arrival))
         do {
             try engine.runner.checkCapacity()
         } catch {
-            throw recordFailure(error, requestID: id)
+            throw generations.recordFailure(error, requestID: id)
         }
         do {
             try await sessions.admit(turn, to: session, model: engine)
         } catch {
-            throw Self.httpError(for: error)
+            var e = Self.httpError(for: error)
+            if case .generation(.contextOverflow) = error { e.param = names.prompt }
+            throw e
         }
         return turn
     }
@@ -199,7 +202,7 @@ extension InferdApp {
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try requireSession(request)
-        let body = request.body.isEmpty ? SessionCancelBody() : try request.decodeJSON(SessionCancelBody.self)
+        let body = try SessionCancelBody(request)
         if let rid = body.requestId {
             guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
                 throw Self.httpError(for: SessionError.requestNotFound(rid))
@@ -232,27 +235,31 @@ extension InferdApp {
     }
 
     /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
-    func turnParameters(_ o: GenerationOptionsBody) throws -> TurnParameters {
-        let (sampling, stop) = try o.validatedSamplingAndStop()
+    func turnParameters(_ o: GenerationOptionsBody, names: FieldNames = .native) throws(HTTPError) -> TurnParameters {
+        let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
         if let m = o.maxTokens, m < 1 {
-            throw HTTPError.badRequest("max_tokens must be at least 1", code: "invalid_option")
+            throw .badRequest(
+                "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)
         }
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         if let m = o.maxTokens, m > configuration.maxTokensLimit, m <= (host.engine?.contextLength ?? Int.max) {
-            throw HTTPError.badRequest(
-                "max_tokens is \(m); this server allows at most \(configuration.maxTokensLimit)",
-                code: "max_tokens_too_large")
+            throw .badRequest(
+                "\(names.maxTokens) is \(m); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large", param: names.maxTokensParam)
         }
         return TurnParameters(
             maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false)
     }
 
-    static func choice<T: RawRepresentable & CaseIterable>(_ raw: String?, _ name: String, default d: T) throws -> T
+    /// A policy named on the wire, as its enum: an unknown name is a 400 naming the field.
+    static func choice<T: RawRepresentable & CaseIterable>(
+        _ raw: String, _ name: String, as: T.Type
+    ) throws(HTTPError) -> T
     where T.RawValue == String {
-        guard let raw else { return d }
         guard let value = T(rawValue: raw) else {
             let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
-            throw HTTPError.badRequest("\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request")
+            throw HTTPError.badRequest(
+                "\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request", param: name)
         }
         return value
     }
@@ -264,7 +271,7 @@ extension InferdApp {
         case .busy: .conflict("\(error)", code: "session_busy")
         case .queueFull: .tooManyRequests("\(error)", code: "session_queue_full")
         case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
-        case .generation(let e): httpError(for: e)
+        case .generation(let e): GenerationService.httpError(for: e)
         case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
     }

@@ -4,7 +4,8 @@ import HTTPServer
 import Sessions
 import Telemetry
 
-/// The server's routes over one model: operations endpoints and the native API.
+/// The composition root: the routes of every API surface over one model, the shared
+/// `GenerationService` under them, sessions and authentication.
 /// Owns no connections or Tasks: those belong to the HTTP layer, which cancels a request's
 /// Task when its client leaves, and that cancellation is all the engine ever sees of it.
 public final class InferdApp: Sendable {
@@ -17,6 +18,8 @@ public final class InferdApp: Sendable {
     let metricsKeyring: APIKeyring?
     /// Conversation sessions; without one given, an in-memory store (nothing survives a restart).
     public let sessions: SessionManager
+    /// Validation, submission, metrics and error mapping shared by every route's generations.
+    let generations: GenerationService
     let startedAt = Date()
 
     public init(
@@ -27,6 +30,7 @@ public final class InferdApp: Sendable {
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
         do {
             (keyring, metricsKeyring) = try configuration.keyrings()
         } catch {

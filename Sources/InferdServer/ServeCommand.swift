@@ -28,7 +28,7 @@ enum ServeCommand {
                 "authentication",
                 [
                     "api_keys": "\(keys.entries.count)", "key_ids": keys.entries.map(\.id).joined(separator: ","),
-                    "metrics": metricsKey != nil ? "own_key" : (keys.isEnabled ? config.metricsAuth : "open"),
+                    "metrics": metricsKey != nil ? "own_key" : (keys.isEnabled ? config.metricsAuth.rawValue : "open"),
                 ])
         } catch {
             FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
@@ -83,8 +83,7 @@ enum ServeCommand {
     }
 
     static func makeLogger(_ config: ServerConfiguration) -> Logger {
-        let level = Logger.Level.allCases.first { $0.name == config.logLevel } ?? .info
-        return Logger(label: "inferd", minimumLevel: level, format: Logger.Format(rawValue: config.logFormat) ?? .text)
+        Logger(label: "inferd", minimumLevel: config.logLevel, format: config.logFormat)
     }
 }
 

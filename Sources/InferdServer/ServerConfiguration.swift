@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Every setting of `inferd serve`. Each has one name in three spellings: key `snake_case`
 /// (config file), flag `--kebab-case`, environment `INFERD_UPPER_SNAKE`.
@@ -9,8 +10,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var model = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
     public var threads = ProcessInfo.processInfo.activeProcessorCount
     public var dataDir = "data"
-    public var logFormat = "text"
-    public var logLevel = "info"
+    public var logFormat = Logger.Format.text
+    public var logLevel = Logger.Level.info
     public var maxBodyBytes = 1 << 20
     public var heartbeatSeconds = 10.0
     public var drainSeconds = 10.0
@@ -32,7 +33,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var metricsAPIKey = ""
     /// Without `metrics_api_key`: "keys" (/metrics needs an API key like every other endpoint
     /// when keys are set) or "open" (/metrics needs none).
-    public var metricsAuth = "keys"
+    public var metricsAuth = MetricsAuth.keys
     /// PEM certificate chain and private key paths; both set turns on HTTPS.
     public var tlsCert = ""
     public var tlsKey = ""
@@ -99,8 +100,8 @@ extension ServerConfiguration {
         str("model", "Path to the GGUF model file.", \.model),
         int("threads", "Compute threads for the model (default: number of cores).", \.threads, min: 1),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
-        choice("log_format", "Log line format.", ["text", "json"], \.logFormat),
-        choice("log_level", "Lowest level logged.", ["debug", "info", "warning", "error"], \.logLevel),
+        choice("log_format", "Log line format.", \.logFormat),
+        choice("log_level", "Lowest level logged.", \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
         dbl(
             "heartbeat_seconds", "Seconds of silence before an SSE stream sends a ': ping' comment.", \.heartbeatSeconds
@@ -132,9 +133,7 @@ extension ServerConfiguration {
         str(
             "metrics_api_key", "A key only for /metrics (empty: metrics_auth decides).", \.metricsAPIKey,
             optional: true, secret: true),
-        choice(
-            "metrics_auth", "Without metrics_api_key: keys (/metrics needs an API key) or open.", ["keys", "open"],
-            \.metricsAuth),
+        choice("metrics_auth", "Without metrics_api_key: keys (/metrics needs an API key) or open.", \.metricsAuth),
         str("tls_cert", "PEM certificate chain path; with tls_key turns on HTTPS.", \.tlsCert, optional: true),
         str("tls_key", "PEM private key path for tls_cert.", \.tlsKey, optional: true),
         int(
@@ -174,14 +173,16 @@ extension ServerConfiguration {
             read: { .string($0[keyPath: path]) })
     }
 
-    private static func choice(
-        _ key: String, _ help: String, _ options: [String],
-        _ path: WritableKeyPath<ServerConfiguration, String> & Sendable
+    /// A setting whose values are an enum's: checked against its names as it is read, stored as the enum.
+    private static func choice<T: SettingChoice>(
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, T> & Sendable
     ) -> Setting {
         Setting(
-            key: key, kind: .choice(options), help: help, minimum: nil,
-            apply: { c, v in if case .string(let s) = v { c[keyPath: path] = s } },
-            read: { .string($0[keyPath: path]) })
+            key: key, kind: .choice(T.allCases.map(\.settingName)), help: help, minimum: nil,
+            apply: { c, v in
+                if case .string(let s) = v, let value = T(settingName: s) { c[keyPath: path] = value }
+            },
+            read: { .string($0[keyPath: path].settingName) })
     }
 
     private static func int(

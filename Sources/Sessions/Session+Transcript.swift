@@ -42,11 +42,6 @@ extension Session {
 
     public var transcript: [TranscriptEntry] { entries }
 
-    /// Request ids this session knows (waiting, active, recently ended, or in the transcript).
-    var knownRequestIDs: [String] {
-        Array(turns.keys) + finishedOrder + entries.compactMap { $0.kind == .response ? $0.requestID : nil }
-    }
-
     /// How a request recorded only in the transcript (before a restart) ended.
     func recordedOutcome(_ requestID: String) -> TurnOutcome? {
         guard let e = entries.first(where: { $0.kind == .response && $0.requestID == requestID }) else { return nil }

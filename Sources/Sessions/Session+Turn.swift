@@ -148,7 +148,7 @@ extension Session {
             default:
                 keepCache = false
             }
-            count("inferd_session_errors_total", ["code": Self.errorCode(error)])
+            count("inferd_session_errors_total", ["code": error.code])
         }
         if responseEntry.status != .inProgress {
             replaceEntry(responseEntry)
@@ -211,17 +211,5 @@ extension Session {
                 "completion_tokens": "\(o.usage?.completionTokens ?? 0)", "steps_after_cancel": "\(o.stepsAfterCancel)",
                 "error": o.error.map { "\($0)" } ?? "",
             ])
-    }
-
-    static func errorCode(_ error: GenerationError) -> String {
-        switch error {
-        case .contextOverflow: "context_length_exceeded"
-        case .emptyPrompt: "invalid_request"
-        case .invalidOption: "invalid_option"
-        case .computeFailed: "generation_failed"
-        case .shuttingDown: "shutting_down"
-        case .serverBusy: "server_busy"
-        case .queueTimeout: "timeout"
-        }
     }
 }

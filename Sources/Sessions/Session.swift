@@ -16,6 +16,8 @@ public actor Session {
     /// Counts generations in the engine at once for this session (tests assert it stays ≤ 1).
     public nonisolated let probe = GenerationProbe()
     let env: SessionEnvironment
+    /// Told when a request admitted here ends, however it ends (the manager's request index).
+    nonisolated let requestEnded: @Sendable (String) -> Void
 
     var entries: [TranscriptEntry]
     var nextPosition: Int
@@ -58,7 +60,9 @@ public actor Session {
         }
     }
 
-    init(stored: StoredSession, env: SessionEnvironment) {
+    init(stored: StoredSession, env: SessionEnvironment, requestEnded: @escaping @Sendable (String) -> Void = { _ in })
+    {
+        self.requestEnded = requestEnded
         self.id = stored.id
         self.created = stored.created
         self.onBusy = stored.onBusy
@@ -256,6 +260,7 @@ public actor Session {
         if outcome.status == .cancelled, let reason = outcome.reason {
             count("inferd_session_cancellations_total", ["reason": reason.rawValue])
         }
+        requestEnded(requestID)
         waiter?.resume()
         return outcome
     }

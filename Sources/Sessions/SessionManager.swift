@@ -2,27 +2,47 @@ import Foundation
 import Telemetry
 
 /// All sessions of a server: creates them, finds them, deletes them, and brings them back from
-/// the store at start-up. Also knows which session a request id belongs to, for
-/// `POST /v1/requests/{id}/cancel`.
+/// the store at start-up. Also knows which session a live or recently ended request id belongs
+/// to, for `POST /v1/requests/{id}/cancel` (see `RequestIndex`: the index is bounded).
 public final class SessionManager: Sendable {
     public let environment: SessionEnvironment
     private let sessions = Locked<[String: Session]>([:])
-    private let requestIndex = Locked<[String: String]>([:])
+    private let requestIndex: Locked<RequestIndex>
+
+    /// Request ids kept in the index after they end, by default.
+    public static let defaultRecentRequests = 4096
 
     /// Loads every stored session. Responses in flight when the server last stopped are already
-    /// `interrupted` (the store marks them when it opens).
-    public init(environment: SessionEnvironment) throws(StoreError) {
+    /// `interrupted` (the store marks them when it opens). `recentRequests`: how many ended
+    /// request ids `session(forRequest:)` still finds.
+    public init(environment: SessionEnvironment, recentRequests: Int = defaultRecentRequests) throws(StoreError) {
         self.environment = environment
+        requestIndex = Locked(RequestIndex(endedCapacity: recentRequests))
         let stored = try environment.store.loadAll()
         var loaded: [String: Session] = [:]
-        var index: [String: String] = [:]
-        for s in stored {
-            loaded[s.id] = Session(stored: s, env: environment)
-            for e in s.entries { if let r = e.requestID { index[r] = s.id } }
-        }
+        for s in stored { loaded[s.id] = makeSession(s) }
         sessions.withLock { $0 = loaded }
-        requestIndex.withLock { $0 = index }
+        // The most recent responses on record stay findable by request id across a restart
+        // (a late cancel still says how they ended); older ones only through their session.
+        let recorded = stored.flatMap { s in
+            s.entries.compactMap { e in
+                e.kind == .response ? e.requestID.map { (s.created, e.position, $0, s.id) } : nil
+            }
+        }
+        let recent = recorded.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.suffix(recentRequests)
+        requestIndex.withLock { index in
+            for (_, _, request, session) in recent where index.admitted(request, session: session) {
+                index.ended(request)
+            }
+        }
     }
+
+    private func makeSession(_ stored: StoredSession) -> Session {
+        Session(stored: stored, env: environment) { [requestIndex] id in requestIndex.withLock { $0.ended(id) } }
+    }
+
+    /// Request ids indexed now (live plus recently ended); never more than live + `recentRequests`.
+    public var indexedRequests: Int { requestIndex.withLock { $0.count } }
 
     public var count: Int { sessions.withLock { $0.count } }
 
@@ -36,7 +56,7 @@ public final class SessionManager: Sendable {
             id: id, created: Int(Date().timeIntervalSince1970), onBusy: onBusy, options: options, entries: entries,
             owner: owner)
         try environment.store.createSession(stored)
-        let session = Session(stored: stored, env: environment)
+        let session = makeSession(stored)
         sessions.withLock { $0[id] = session }
         environment.logger.info("session created", ["session_id": id])
         return session
@@ -55,13 +75,19 @@ public final class SessionManager: Sendable {
     }
 
     /// Admits a request to a session and remembers where it lives.
+    /// Indexed before the session sees it, so a request that ends at once still leaves the index.
     public func admit(_ request: TurnRequest, to session: Session, model: any SessionModel) async throws(SessionError) {
-        try await session.admit(request, model: model)
-        requestIndex.withLock { $0[request.id] = session.id }
+        let indexed = requestIndex.withLock { $0.admitted(request.id, session: session.id) }
+        do {
+            try await session.admit(request, model: model)
+        } catch {
+            if indexed { requestIndex.withLock { $0.refused(request.id) } }
+            throw error
+        }
     }
 
     public func session(forRequest requestID: String) -> Session? {
-        guard let sid = requestIndex.withLock({ $0[requestID] }) else { return nil }
+        guard let sid = requestIndex.withLock({ $0.session(for: requestID) }) else { return nil }
         return session(sid)
     }
 
@@ -69,8 +95,7 @@ public final class SessionManager: Sendable {
     public func delete(_ id: String) async throws(StoreError) -> Bool {
         guard let session = sessions.withLock({ $0.removeValue(forKey: id) }) else { return false }
         await session.close()
-        let known = await session.knownRequestIDs
-        requestIndex.withLock { index in for r in known { index[r] = nil } }
+        requestIndex.withLock { $0.removeSession(id) }
         try environment.store.deleteSession(id)
         environment.logger.info("session deleted", ["session_id": id])
         return true

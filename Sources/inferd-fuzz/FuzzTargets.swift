@@ -50,7 +50,7 @@ enum FuzzTarget: String, CaseIterable {
             id: "fuzz", method: .post, path: "/", headers: HTTPHeaders([("Content-Type", "application/json")]),
             body: Array(data.dropFirst()), maxJSONDepth: 32)
         switch selector % 7 {
-        case 0: _ = try? request.decodeJSON(ResponseRequestBody.self)
+        case 0: _ = try? ResponseRequestBody(request)
         case 1: _ = try? request.decodeJSON(GenerationOptionsBody.self)
         case 2:
             guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
@@ -58,9 +58,9 @@ enum FuzzTarget: String, CaseIterable {
         case 3:
             guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
             _ = try? OpenAICompletionRequest(OpenAIFields(fields))
-        case 4: _ = try? request.decodeJSON(CreateSessionBody.self)
-        case 5: _ = try? request.decodeJSON(SessionTurnRequestBody.self)
-        default: _ = try? request.decodeJSON(SessionCancelBody.self)
+        case 4: _ = try? CreateSessionBody(request)
+        case 5: _ = try? SessionTurnRequestBody(request)
+        default: _ = try? SessionCancelBody(request)
         }
     }
 

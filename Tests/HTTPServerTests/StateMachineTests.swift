@@ -248,7 +248,17 @@ struct UnitTests {
         #expect(truncated?.status == 400)
         #expect(truncated?.code == "invalid_json")
         #expect(decodeError(request(#"{"m":1}"#))?.code == "invalid_request")
-        #expect(decodeError(request(#"{"n":"x"}"#))?.code == "invalid_request")
+        // Valid JSON with a value its field cannot hold is the value's fault, named, never "not JSON".
+        // (Linux Foundation does not say which field a number failed to fit, so `param` is only
+        // checked where the decoder reports a path.)
+        let wrongType = decodeError(request(#"{"n":"x"}"#))
+        #expect(wrongType?.code == "invalid_value" && wrongType?.param == "n")
+        for body in [#"{"n":3.5}"#, #"{"n":1e300}"#] {
+            let e = decodeError(request(body))
+            #expect(e?.status == 400 && e?.code == "invalid_value", "\(body): \(String(describing: e))")
+            #expect(e?.message.contains("not valid JSON") == false)
+        }
+        #expect(decodeError(request(#"{"m":1}"#))?.param == "n")
         var bad = request("")
         bad = HTTPRequest(id: "r", method: .post, path: "/", headers: bad.headers, body: [0x7B, 0xFF, 0x7D])
         #expect(decodeError(bad)?.message.contains("UTF-8 (byte offset 1)") == true)

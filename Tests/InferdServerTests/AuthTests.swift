@@ -96,69 +96,69 @@ import Testing
     }
 
     @Test func withKeysEveryEndpointButHealthNeedsOne() async throws {
-        let s = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
-        defer { Task { await s.server.shutdown() } }
+        try await RunningServer.with(configure: { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }) { s in
 
-        #expect(try await get(s, "/health").status == 200)
-        let missing = try await post(s, cheap, key: nil)
-        #expect(missing.status == 401 && missing.errorCode == "missing_api_key")
-        #expect(missing.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
-        #expect((missing.json?["error"] as? [String: Any])?["type"] as? String == "authentication_error")
-        let wrong = try await post(s, cheap, key: Self.alpha + "x")
-        #expect(wrong.status == 401 && wrong.errorCode == "invalid_api_key")
-        let basic = try await post(s, cheap, key: Self.alpha, scheme: "Basic")
-        #expect(basic.status == 401 && basic.errorCode == "invalid_authorization")
-        // Unknown paths and methods do not reveal what exists.
-        #expect(try await get(s, "/v1/nothing-here").status == 401)
-        #expect(try await get(s, "/v1/responses").status == 401)
-        #expect(try await get(s, "/v1/nothing-here", key: Self.beta).status == 404)
-        #expect(try await get(s, "/metrics").status == 401)
-        #expect(try await get(s, "/metrics", key: Self.beta).status == 200)
+            #expect(try await get(s, "/health").status == 200)
+            let missing = try await post(s, cheap, key: nil)
+            #expect(missing.status == 401 && missing.errorCode == "missing_api_key")
+            #expect(missing.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+            #expect((missing.json?["error"] as? [String: Any])?["type"] as? String == "authentication_error")
+            let wrong = try await post(s, cheap, key: Self.alpha + "x")
+            #expect(wrong.status == 401 && wrong.errorCode == "invalid_api_key")
+            let basic = try await post(s, cheap, key: Self.alpha, scheme: "Basic")
+            #expect(basic.status == 401 && basic.errorCode == "invalid_authorization")
+            // Unknown paths and methods do not reveal what exists.
+            #expect(try await get(s, "/v1/nothing-here").status == 401)
+            #expect(try await get(s, "/v1/responses").status == 401)
+            #expect(try await get(s, "/v1/nothing-here", key: Self.beta).status == 404)
+            #expect(try await get(s, "/metrics").status == 401)
+            #expect(try await get(s, "/metrics", key: Self.beta).status == 200)
 
-        let ok = try await post(s, cheap, key: Self.alpha)
-        #expect(ok.status == 200)
-        let lower = try await post(s, cheap, key: Self.beta, scheme: "bearer")
-        #expect(lower.status == 200)
+            let ok = try await post(s, cheap, key: Self.alpha)
+            #expect(ok.status == 200)
+            let lower = try await post(s, cheap, key: Self.beta, scheme: "bearer")
+            #expect(lower.status == 200)
 
-        // Logs name keys by id only.
-        let lines = s.logs.lines.withLock { $0 }.joined(separator: "\n")
-        #expect(!lines.contains(Self.alpha) && !lines.contains(Self.beta))
-        #expect(lines.contains("api_key_id=\(APIKeyring.keyID(Self.alpha))"))
-        #expect(lines.contains("presented_key_id=\(APIKeyring.keyID(Self.alpha + "x"))"))
-        #expect(s.metrics.value("inferd_auth_refusals_total", labels: ["code": "missing_api_key"]) ?? 0 >= 1)
+            // Logs name keys by id only.
+            let lines = s.logs.lines.withLock { $0 }.joined(separator: "\n")
+            #expect(!lines.contains(Self.alpha) && !lines.contains(Self.beta))
+            #expect(lines.contains("api_key_id=\(APIKeyring.keyID(Self.alpha))"))
+            #expect(lines.contains("presented_key_id=\(APIKeyring.keyID(Self.alpha + "x"))"))
+            #expect(s.metrics.value("inferd_auth_refusals_total", labels: ["code": "missing_api_key"]) ?? 0 >= 1)
+        }
     }
 
     @Test func metricsCanBeOpenOrHaveItsOwnKey() async throws {
-        let open = try RunningServer.start {
+        let openMetrics: (inout ServerConfiguration) -> Void = {
             $0.apiKeys = Self.alpha
-            $0.metricsAuth = "open"
+            $0.metricsAuth = .open
         }
-        defer { Task { await open.server.shutdown() } }
-        #expect(try await get(open, "/metrics").status == 200)
-        #expect(try await post(open, cheap, key: nil).status == 401)
-
-        let own = try RunningServer.start {
+        try await RunningServer.with(configure: openMetrics) { (open: RunningServer) async throws in
+            #expect(try await get(open, "/metrics").status == 200)
+            #expect(try await post(open, cheap, key: nil).status == 401)
+        }
+        let ownKey: (inout ServerConfiguration) -> Void = {
             $0.apiKeys = Self.alpha
             $0.metricsAPIKey = Self.metricsKey
         }
-        defer { Task { await own.server.shutdown() } }
-        #expect(try await get(own, "/metrics").status == 401)
-        #expect(try await get(own, "/metrics", key: Self.alpha).status == 401)
-        #expect(try await get(own, "/metrics", key: Self.metricsKey).status == 200)
-        // The metrics key opens nothing else.
-        #expect(try await post(own, cheap, key: Self.metricsKey).status == 401)
+        try await RunningServer.with(configure: ownKey) { (own: RunningServer) async throws in
+            #expect(try await get(own, "/metrics").status == 401)
+            #expect(try await get(own, "/metrics", key: Self.alpha).status == 401)
+            #expect(try await get(own, "/metrics", key: Self.metricsKey).status == 200)
+            // The metrics key opens nothing else.
+            #expect(try await post(own, cheap, key: Self.metricsKey).status == 401)
+        }
     }
 
     @Test func withoutKeysNothingIsAsked() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        #expect(try await get(s, "/metrics").status == 200)
-        #expect(try await post(s, cheap, key: nil).status == 200)
+        try await RunningServer.with { (s: RunningServer) async throws in
+            #expect(try await get(s, "/metrics").status == 200)
+            #expect(try await post(s, cheap, key: nil).status == 200)
+        }
     }
 
-    @Test func ownershipSeam() throws {
+    @Test func ownershipSeam() async throws {
         let on = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
-        defer { Task { await on.server.shutdown() } }
         func request(as key: String?) -> HTTPRequest {
             let r = HTTPRequest(id: "r", method: .get, path: "/v1/sessions/x")
             if let key, let identity = on.app.keyring.identify(key) {
@@ -171,11 +171,12 @@ import Testing
         #expect(on.app.mayAccess(ownedBy: owner, request(as: Self.alpha)))
         #expect(!on.app.mayAccess(ownedBy: owner, request(as: Self.beta)))
         #expect(!on.app.mayAccess(ownedBy: nil, request(as: Self.alpha)))
+        await on.server.shutdown()
 
-        let off = try RunningServer.start()
-        defer { Task { await off.server.shutdown() } }
-        #expect(off.app.owner(of: HTTPRequest(id: "r", method: .get, path: "/")) == nil)
-        #expect(off.app.mayAccess(ownedBy: owner, HTTPRequest(id: "r", method: .get, path: "/")))
-        #expect(off.app.mayAccess(ownedBy: nil, HTTPRequest(id: "r", method: .get, path: "/")))
+        try await RunningServer.with { off in
+            #expect(off.app.owner(of: HTTPRequest(id: "r", method: .get, path: "/")) == nil)
+            #expect(off.app.mayAccess(ownedBy: owner, HTTPRequest(id: "r", method: .get, path: "/")))
+            #expect(off.app.mayAccess(ownedBy: nil, HTTPRequest(id: "r", method: .get, path: "/")))
+        }
     }
 }

@@ -56,19 +56,35 @@ struct RunningServer {
 
     func client(timeout: Double = 120) throws -> TestClient { try TestClient(port: port, timeout: timeout) }
 
+    /// Starts a server, runs `body` with it, and awaits its shutdown whether `body` returns or
+    /// throws, so a test ends only once its server is gone (a `defer { Task { … } }` never waits).
+    static func with(
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (RunningServer) async throws -> Void
+    ) async throws {
+        let s = try start(state: state, metrics: metrics, configure: configure)
+        do {
+            try await body(s)
+            await s.server.shutdown()
+        } catch {
+            await s.server.shutdown()
+            throw error
+        }
+    }
+
     func cancelledGenerations() -> Double {
         metrics.value("inferd_generations_total", labels: ["finish_reason": "cancelled"]) ?? 0
     }
 
-    /// The "generation finished" line of the one generation a test cancelled. It waits for both the
-    /// counter and the line: the app counts a generation before it logs it, so a test that waited for
-    /// the counter alone could read the log a moment too early (seen once in CI).
-    func cancelledGenerationLog(timeout: Duration = .seconds(5)) async -> String? {
-        let finished = { logs.matching("generation finished").first }
-        guard await eventually(timeout: timeout, { cancelledGenerations() == 1 && finished() != nil }) else {
-            return nil
-        }
-        return finished()
+    /// What the metrics say of the one generation a test cancelled, once it is counted (the app
+    /// counts `inferd_generations_total` last, so the other series are complete by then).
+    func cancelledGeneration(timeout: Duration = .seconds(5)) async -> (stepsAfterCancel: Int, completionTokens: Int)? {
+        guard await eventually(timeout: timeout, { cancelledGenerations() == 1 }) else { return nil }
+        return (
+            Int(metrics.value("inferd_generation_steps_after_cancel_total") ?? -1),
+            Int(metrics.value("inferd_completion_tokens_total") ?? -1)
+        )
     }
 }
 
@@ -113,4 +129,22 @@ func jsonObject(_ text: String) -> [String: Any] {
 
 func jsonString(_ object: Any) -> String {
     String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+}
+
+/// The `error` object of an error answer: `code`, `message`, `param`, `type`.
+struct WireError: Equatable, CustomStringConvertible {
+    var status: Int
+    var code: String?
+    var param: String?
+    var message: String
+
+    init(_ r: RawResponse) {
+        let e = r.json?["error"] as? [String: Any] ?? [:]
+        status = r.status
+        code = e["code"] as? String
+        param = e["param"] as? String
+        message = e["message"] as? String ?? ""
+    }
+
+    var description: String { "\(status) \(code ?? "-") param=\(param ?? "-"): \(message)" }
 }

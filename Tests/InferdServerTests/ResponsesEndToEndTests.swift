@@ -9,100 +9,99 @@ import Testing
 /// `/v1/responses` over a real socket with the real model.
 @Suite struct ResponsesEndToEndTests {
     @Test func answersOnceExactlyAsTheReference() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        let ref = try GreedyCase.named("fact_question")
-        let body = jsonString([
-            "prompt": ref.messages[0].content, "options": ["temperature": 0, "max_tokens": 48],
-        ])
-        let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
-        #expect(r.status == 200)
-        #expect(r.header("X-Request-Id") != nil)
-        let json = try #require(r.json)
-        #expect(json["content"] as? String == ref.generatedText)
-        #expect(json["finish_reason"] as? String == "stop")
-        #expect(json["status"] as? String == "completed")
-        let usage = try #require(json["usage"] as? [String: Any])
-        #expect(usage["prompt_tokens"] as? Int == ref.promptIDs.count)
-        #expect(usage["completion_tokens"] as? Int == ref.generatedIDs.count)
+        try await RunningServer.with { s in
+            let ref = try GreedyCase.named("fact_question")
+            let body = jsonString([
+                "prompt": ref.messages[0].content, "options": ["temperature": 0, "max_tokens": 48],
+            ])
+            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            #expect(r.status == 200)
+            #expect(r.header("X-Request-Id") != nil)
+            let json = try #require(r.json)
+            #expect(json["content"] as? String == ref.generatedText)
+            #expect(json["finish_reason"] as? String == "stop")
+            #expect(json["status"] as? String == "completed")
+            let usage = try #require(json["usage"] as? [String: Any])
+            #expect(usage["prompt_tokens"] as? Int == ref.promptIDs.count)
+            #expect(usage["completion_tokens"] as? Int == ref.generatedIDs.count)
+        }
     }
 
     @Test func streamsSnapshotsThenOneTerminalEvent() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        let ref = try GreedyCase.named("list_request")
-        let body = jsonString([
-            "prompt": ref.messages[0].content, "stream": true, "options": ["temperature": 0, "max_tokens": 48],
-        ])
-        let (status, headers, reader) = try await offPool { () -> (Int, [(String, String)], SSEReader) in
-            let c = try s.client()
-            let (status, headers) = try c.startStream("/v1/responses", body)
-            var reader = SSEReader()
-            try c.readEvents(into: &reader) { r in
-                r.events.contains { ["completed", "error", "cancelled"].contains($0.name) }
+        try await RunningServer.with { s in
+            let ref = try GreedyCase.named("list_request")
+            let body = jsonString([
+                "prompt": ref.messages[0].content, "stream": true, "options": ["temperature": 0, "max_tokens": 48],
+            ])
+            let (status, headers, reader) = try await offPool { () -> (Int, [(String, String)], SSEReader) in
+                let c = try s.client()
+                let (status, headers) = try c.startStream("/v1/responses", body)
+                var reader = SSEReader()
+                try c.readEvents(into: &reader) { r in
+                    r.events.contains { ["completed", "error", "cancelled"].contains($0.name) }
+                }
+                return (status, headers, reader)
             }
-            return (status, headers, reader)
+            #expect(status == 200)
+            #expect(headers.contains { $0.0.lowercased() == "content-type" && $0.1.hasPrefix("text/event-stream") })
+            let events = reader.events
+            #expect(events.first?.name == "started")
+            let snapshots = events.filter { $0.name == "snapshot" }.map {
+                jsonObject($0.data)["content"] as? String ?? ""
+            }
+            #expect(snapshots.count >= 2)
+            // Each snapshot is the whole answer so far: it extends the previous one, never a delta.
+            for (a, b) in zip(snapshots, snapshots.dropFirst()) { #expect(b.hasPrefix(a) && b.count > a.count) }
+            let terminal = events.filter { ["completed", "cancelled", "error"].contains($0.name) }
+            #expect(terminal.count == 1 && terminal.first?.name == "completed")
+            #expect(events.last?.name == "completed")
+            let done = jsonObject(terminal.first?.data ?? "")
+            #expect(done["content"] as? String == ref.generatedText)
+            #expect(snapshots.last.map { ref.generatedText.hasPrefix($0) } == true)
+            // Event ids count up from 1.
+            #expect(events.map(\.id) == (1...events.count).map(String.init))
         }
-        #expect(status == 200)
-        #expect(headers.contains { $0.0.lowercased() == "content-type" && $0.1.hasPrefix("text/event-stream") })
-        let events = reader.events
-        #expect(events.first?.name == "started")
-        let snapshots = events.filter { $0.name == "snapshot" }.map { jsonObject($0.data)["content"] as? String ?? "" }
-        #expect(snapshots.count >= 2)
-        // Each snapshot is the whole answer so far: it extends the previous one, never a delta.
-        for (a, b) in zip(snapshots, snapshots.dropFirst()) { #expect(b.hasPrefix(a) && b.count > a.count) }
-        let terminal = events.filter { ["completed", "cancelled", "error"].contains($0.name) }
-        #expect(terminal.count == 1 && terminal.first?.name == "completed")
-        #expect(events.last?.name == "completed")
-        let done = jsonObject(terminal.first?.data ?? "")
-        #expect(done["content"] as? String == ref.generatedText)
-        #expect(snapshots.last.map { ref.generatedText.hasPrefix($0) } == true)
-        // Event ids count up from 1.
-        #expect(events.map(\.id) == (1...events.count).map(String.init))
     }
 
     @Test func disconnectDuringAStreamStopsGenerationWithinOneStep() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        let body = jsonString([
-            "prompt": "Write a very long essay about the history of the Roman Empire.", "stream": true,
-            "options": ["temperature": 0, "max_tokens": 2000, "ignore_eos": true],
-        ])
-        let client = try s.client()
-        let read = try await offPool { () -> Int in
-            _ = try client.startStream("/v1/responses", body)
-            var reader = SSEReader()
-            try client.readEvents(into: &reader) { $0.events.filter { $0.name == "snapshot" }.count >= 5 }
-            client.close()
-            return reader.events.count
+        try await RunningServer.with { s in
+            let body = jsonString([
+                "prompt": "Write a very long essay about the history of the Roman Empire.", "stream": true,
+                "options": ["temperature": 0, "max_tokens": 2000, "ignore_eos": true],
+            ])
+            let client = try s.client()
+            let read = try await offPool { () -> Int in
+                _ = try client.startStream("/v1/responses", body)
+                var reader = SSEReader()
+                try client.readEvents(into: &reader) { $0.events.filter { $0.name == "snapshot" }.count >= 5 }
+                client.close()
+                return reader.events.count
+            }
+            #expect(read >= 5)
+            let cancelled = try #require(await s.cancelledGeneration())
+            #expect((0...1).contains(cancelled.stepsAfterCancel), "\(cancelled)")
+            #expect(cancelled.completionTokens < 200, "generation ran on after the client left: \(cancelled)")
+            #expect(await eventually { s.metrics.value("inferd_active_streams") == 0 })
         }
-        #expect(read >= 5)
-        let line = try #require(await s.cancelledGenerationLog())
-        #expect(line.contains("finish_reason=cancelled"))
-        #expect(line.contains("steps_after_cancel=0") || line.contains("steps_after_cancel=1"), "\(line)")
-        let completion = Int(
-            line.split(separator: " ").first { $0.hasPrefix("completion_tokens=") }?.dropFirst(18) ?? "")
-        #expect((completion ?? 2000) < 200, "generation ran on after the client left: \(line)")
-        #expect(await eventually { s.metrics.value("inferd_active_streams") == 0 })
     }
 
     @Test func disconnectDuringAPlainRequestStopsGeneration() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        let body = jsonString([
-            "prompt": "Count from one to one thousand in words.",
-            "options": ["temperature": 0, "max_tokens": 3000, "ignore_eos": true],
-        ])
-        let client = try s.client()
-        try await offPool {
-            var head = "POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            head += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-            client.send(head)
-            Thread.sleep(forTimeInterval: 0.5)
-            client.close()
+        try await RunningServer.with { s in
+            let body = jsonString([
+                "prompt": "Count from one to one thousand in words.",
+                "options": ["temperature": 0, "max_tokens": 3000, "ignore_eos": true],
+            ])
+            let client = try s.client()
+            try await offPool {
+                var head = "POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                head += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                client.send(head)
+                Thread.sleep(forTimeInterval: 0.5)
+                client.close()
+            }
+            let cancelled = try #require(await s.cancelledGeneration())
+            #expect((0...1).contains(cancelled.stepsAfterCancel), "\(cancelled)")
         }
-        let line = try #require(await s.cancelledGenerationLog())
-        #expect(line.contains("steps_after_cancel=0") || line.contains("steps_after_cancel=1"), "\(line)")
     }
 
     @Test func shutdownCancelsAStreamWithReasonShutdown() async throws {
@@ -132,61 +131,63 @@ import Testing
     }
 
     @Test func stopStringsEndTheAnswerWithoutTheStopString() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        let ref = try GreedyCase.named("list_request")
-        let cut = try #require(ref.generatedText.range(of: "3."))
-        let body = jsonString([
-            "prompt": ref.messages[0].content, "options": ["temperature": 0, "max_tokens": 48, "stop": ["3.", "zzz"]],
-        ])
-        let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
-        let json = try #require(r.json)
-        #expect(json["content"] as? String == String(ref.generatedText[..<cut.lowerBound]))
-        #expect(json["finish_reason"] as? String == "stop")
+        try await RunningServer.with { s in
+            let ref = try GreedyCase.named("list_request")
+            let cut = try #require(ref.generatedText.range(of: "3."))
+            let body = jsonString([
+                "prompt": ref.messages[0].content,
+                "options": ["temperature": 0, "max_tokens": 48, "stop": ["3.", "zzz"]],
+            ])
+            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            let json = try #require(r.json)
+            #expect(json["content"] as? String == String(ref.generatedText[..<cut.lowerBound]))
+            #expect(json["finish_reason"] as? String == "stop")
+        }
     }
 
     @Test func sameSeedSameAnswer() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        func ask(_ seed: Int) async throws -> String {
-            let body = jsonString([
-                "prompt": "Invent a name for a cat.", "options": ["temperature": 1.0, "seed": seed, "max_tokens": 24],
-            ])
-            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
-            return try #require(r.json?["content"] as? String)
+        try await RunningServer.with { s in
+            func ask(_ seed: Int) async throws -> String {
+                let body = jsonString([
+                    "prompt": "Invent a name for a cat.",
+                    "options": ["temperature": 1.0, "seed": seed, "max_tokens": 24],
+                ])
+                let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+                return try #require(r.json?["content"] as? String)
+            }
+            let a = try await ask(7)
+            let b = try await ask(7)
+            #expect(a == b)
+            var differs = false
+            for seed in 8...11 where try await ask(seed) != a { differs = true }
+            #expect(differs, "five different seeds all gave the same sampled answer")
         }
-        let a = try await ask(7)
-        let b = try await ask(7)
-        #expect(a == b)
-        var differs = false
-        for seed in 8...11 where try await ask(seed) != a { differs = true }
-        #expect(differs, "five different seeds all gave the same sampled answer")
     }
 
     @Test func badRequestsGetClearErrors() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        func post(_ body: String, contentType: String = "application/json") async throws -> RawResponse {
-            try await offPool {
-                try s.client().request(
-                    "POST", "/v1/responses", headers: [("Content-Type", contentType)], body: Array(body.utf8))
+        try await RunningServer.with { s in
+            func post(_ body: String, contentType: String = "application/json") async throws -> RawResponse {
+                try await offPool {
+                    try s.client().request(
+                        "POST", "/v1/responses", headers: [("Content-Type", contentType)], body: Array(body.utf8))
+                }
             }
+            let overflow = try await post(#"{"prompt": "hi", "options": {"max_tokens": 9000}}"#)
+            #expect(overflow.status == 400 && overflow.errorCode == "context_length_exceeded")
+            let message = (overflow.json?["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(message.contains("9000") && message.contains("8192"), "\(message)")
+            let option = try await post(#"{"prompt": "hi", "options": {"temperature": -1}}"#)
+            #expect(option.status == 400 && option.errorCode == "invalid_option")
+            #expect(try await post(#"{"prompt": "hi""#).errorCode == "invalid_json")
+            #expect(try await post(#"{"prompt": ""}"#).status == 400)
+            #expect(try await post(#"{"promt": "hi"}"#).status == 400)
+            #expect(try await post(#"{"prompt": "hi"}"#, contentType: "text/plain").status == 415)
+            let get = try await offPool { try s.client().request("GET", "/v1/responses") }
+            #expect(get.status == 405)
+            // The server still answers after all of that.
+            let ok = try await post(#"{"prompt": "Say hi.", "options": {"max_tokens": 2}}"#)
+            #expect(ok.status == 200)
         }
-        let overflow = try await post(#"{"prompt": "hi", "options": {"max_tokens": 9000}}"#)
-        #expect(overflow.status == 400 && overflow.errorCode == "context_length_exceeded")
-        let message = (overflow.json?["error"] as? [String: Any])?["message"] as? String ?? ""
-        #expect(message.contains("9000") && message.contains("8192"), "\(message)")
-        let option = try await post(#"{"prompt": "hi", "options": {"temperature": -1}}"#)
-        #expect(option.status == 400 && option.errorCode == "invalid_option")
-        #expect(try await post(#"{"prompt": "hi""#).errorCode == "invalid_json")
-        #expect(try await post(#"{"prompt": ""}"#).status == 400)
-        #expect(try await post(#"{"promt": "hi"}"#).status == 400)
-        #expect(try await post(#"{"prompt": "hi"}"#, contentType: "text/plain").status == 415)
-        let get = try await offPool { try s.client().request("GET", "/v1/responses") }
-        #expect(get.status == 405)
-        // The server still answers after all of that.
-        let ok = try await post(#"{"prompt": "Say hi.", "options": {"max_tokens": 2}}"#)
-        #expect(ok.status == 200)
     }
 
     @Test func healthIs503UntilTheModelIsLoaded() async throws {
@@ -223,32 +224,32 @@ import Testing
         let line = try #require(logs.matching("model load failed").first)
         #expect(line.contains("error [") && line.contains("path=\(path)"), "\(line)")
 
-        let s = try RunningServer.start(state: host.current)
-        defer { Task { await s.server.shutdown() } }
-        let health = try await offPool { try s.client().request("GET", "/health") }
-        #expect(health.status == 503 && health.json?["status"] as? String == "failed")
-        #expect(health.json?["error"] as? String == why)
-        let refused = try await offPool { try s.client().postJSON("/v1/responses", #"{"prompt": "hi"}"#) }
-        #expect(refused.status == 503 && refused.errorCode == "model_unavailable")
+        try await RunningServer.with(state: host.current) { s in
+            let health = try await offPool { try s.client().request("GET", "/health") }
+            #expect(health.status == 503 && health.json?["status"] as? String == "failed")
+            #expect(health.json?["error"] as? String == why)
+            let refused = try await offPool { try s.client().postJSON("/v1/responses", #"{"prompt": "hi"}"#) }
+            #expect(refused.status == 503 && refused.errorCode == "model_unavailable")
+        }
     }
 
     @Test func metricsArePrometheusText() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        _ = try await offPool {
-            try s.client().postJSON("/v1/responses", #"{"prompt": "Say hi.", "options": {"max_tokens": 3}}"#)
+        try await RunningServer.with { s in
+            _ = try await offPool {
+                try s.client().postJSON("/v1/responses", #"{"prompt": "Say hi.", "options": {"max_tokens": 3}}"#)
+            }
+            let r = try await offPool { try s.client().request("GET", "/metrics") }
+            #expect(r.status == 200)
+            #expect(r.header("Content-Type")?.hasPrefix("text/plain") == true)
+            let text = r.text
+            for name in [
+                "inferd_http_requests_total", "inferd_completion_tokens_total", "process_resident_memory_bytes",
+                "inferd_open_connections", "inferd_active_streams", "inferd_generations_total",
+            ] {
+                #expect(text.contains("# TYPE \(name) "), "missing \(name)")
+            }
+            let rss = text.split(separator: "\n").first { $0.hasPrefix("process_resident_memory_bytes ") }
+            #expect((rss.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) > 50_000_000)
         }
-        let r = try await offPool { try s.client().request("GET", "/metrics") }
-        #expect(r.status == 200)
-        #expect(r.header("Content-Type")?.hasPrefix("text/plain") == true)
-        let text = r.text
-        for name in [
-            "inferd_http_requests_total", "inferd_completion_tokens_total", "process_resident_memory_bytes",
-            "inferd_open_connections", "inferd_active_streams", "inferd_generations_total",
-        ] {
-            #expect(text.contains("# TYPE \(name) "), "missing \(name)")
-        }
-        let rss = text.split(separator: "\n").first { $0.hasPrefix("process_resident_memory_bytes ") }
-        #expect((rss.flatMap { Double($0.split(separator: " ")[1]) } ?? 0) > 50_000_000)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 import Testing
 
 @testable import InferdServer
@@ -45,7 +46,33 @@ import Testing
         let c = try ServerConfiguration.load(
             arguments: ["--data-dir=/tmp/x", "--per-ip-connection-limit", "4"],
             environment: ["INFERD_LOG_FORMAT": "json"], defaultFile: "/nonexistent.json")
-        #expect(c.dataDir == "/tmp/x" && c.perIPConnectionLimit == 4 && c.logFormat == "json")
+        #expect(c.dataDir == "/tmp/x" && c.perIPConnectionLimit == 4 && c.logFormat == .json)
+    }
+
+    /// `log_format`, `log_level` and `metrics_auth` are enums from the moment they are read: every
+    /// name of each parses to its case, and anything else is a start-up error naming the setting.
+    @Test func policySettingsAreEnumsCheckedAtStartUp() throws {
+        for level in Logger.Level.allCases {
+            let c = try ServerConfiguration.load(
+                arguments: ["--log-level", level.name], environment: [:], defaultFile: "/nonexistent.json")
+            #expect(c.logLevel == level)
+        }
+        let c = try ServerConfiguration.load(
+            arguments: ["--metrics-auth", "open", "--log-format", "json"], environment: [:],
+            defaultFile: "/nonexistent.json")
+        #expect(c.metricsAuth == .open && c.logFormat == .json)
+        for (flag, value) in [("--log-level", "verbose"), ("--log-format", "xml"), ("--metrics-auth", "public")] {
+            let message = error {
+                _ = try ServerConfiguration.load(
+                    arguments: [flag, value], environment: [:], defaultFile: "/nonexistent.json")
+            }
+            #expect(message.contains(String(flag.dropFirst(2))) && message.contains(value), "\(message)")
+        }
+        let path = try file(#"{"log_level": "loud"}"#)
+        let fromFile = error {
+            _ = try ServerConfiguration.load(arguments: ["--config", path], environment: [:])
+        }
+        #expect(fromFile.contains("log_level") && fromFile.contains("loud"), "\(fromFile)")
     }
 
     @Test func theShippedFileIsValidAndDocumentsEveryKey() throws {

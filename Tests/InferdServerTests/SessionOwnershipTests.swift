@@ -24,79 +24,81 @@ import Testing
     }
 
     @Test func anotherKeyCannotSeeOrTouchASession() async throws {
-        let s = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
-        defer { Task { await s.server.shutdown() } }
-        let created = try await call(s, "POST", "/v1/sessions", key: Self.alpha, ["options": ["temperature": 0]])
-        #expect(created.status == 201, "\(created.text)")
-        let id = try #require(created.json?["id"] as? String)
-        let turn = try await call(
-            s, "POST", "/v1/sessions/\(id)/responses", key: Self.alpha,
-            ["prompt": "Hi", "options": ["max_tokens": 2]])
-        #expect(turn.status == 200, "\(turn.text)")
-        let requestID = try #require(turn.header("X-Request-Id"))
+        try await RunningServer.with(configure: { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }) { s in
+            let created = try await call(s, "POST", "/v1/sessions", key: Self.alpha, ["options": ["temperature": 0]])
+            #expect(created.status == 201, "\(created.text)")
+            let id = try #require(created.json?["id"] as? String)
+            let turn = try await call(
+                s, "POST", "/v1/sessions/\(id)/responses", key: Self.alpha,
+                ["prompt": "Hi", "options": ["max_tokens": 2]])
+            #expect(turn.status == 200, "\(turn.text)")
+            let requestID = try #require(turn.header("X-Request-Id"))
 
-        // Every operation by the other key: 404, with the same body as an unknown id.
-        let unknown = try await call(s, "GET", "/v1/sessions/sess_000000000000000000000000", key: Self.beta)
-        #expect(unknown.status == 404)
-        for (method, path, body) in [
-            ("GET", "/v1/sessions/\(id)", nil), ("DELETE", "/v1/sessions/\(id)", nil),
-            ("POST", "/v1/sessions/\(id)/responses", ["prompt": "Hi"] as [String: Any]?),
-            ("POST", "/v1/sessions/\(id)/cancel", nil), ("POST", "/v1/requests/\(requestID)/cancel", nil),
-        ] {
-            let r = try await call(s, method, path, key: Self.beta, body)
-            #expect(r.status == 404, "\(method) \(path): \(r.status) \(r.text)")
-            #expect(r.errorCode == "session_not_found" || r.errorCode == "request_not_found", "\(r.text)")
-            #expect(!r.text.contains("forbidden"))
+            // Every operation by the other key: 404, with the same body as an unknown id.
+            let unknown = try await call(s, "GET", "/v1/sessions/sess_000000000000000000000000", key: Self.beta)
+            #expect(unknown.status == 404)
+            for (method, path, body) in [
+                ("GET", "/v1/sessions/\(id)", nil), ("DELETE", "/v1/sessions/\(id)", nil),
+                ("POST", "/v1/sessions/\(id)/responses", ["prompt": "Hi"] as [String: Any]?),
+                ("POST", "/v1/sessions/\(id)/cancel", nil), ("POST", "/v1/requests/\(requestID)/cancel", nil),
+            ] {
+                let r = try await call(s, method, path, key: Self.beta, body)
+                #expect(r.status == 404, "\(method) \(path): \(r.status) \(r.text)")
+                #expect(r.errorCode == "session_not_found" || r.errorCode == "request_not_found", "\(r.text)")
+                #expect(!r.text.contains("forbidden"))
+            }
+            // The OpenAI route's session_id extension is the same lookup.
+            let model = try SharedModel.engine().modelName
+            let chat = try await call(
+                s, "POST", "/v1/chat/completions", key: Self.beta,
+                ["model": model, "session_id": id, "messages": [["role": "user", "content": "Hi"]], "max_tokens": 1])
+            #expect(chat.status == 404 && chat.errorCode == "session_not_found", "\(chat.text)")
+            let theirs = try await call(s, "GET", "/v1/sessions", key: Self.beta)
+            #expect((theirs.json?["data"] as? [Any])?.count == 0)
+
+            // The owner still has it, untouched.
+            let mine = try await call(s, "GET", "/v1/sessions", key: Self.alpha)
+            #expect((mine.json?["data"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
+            let still = try await call(s, "GET", "/v1/sessions/\(id)", key: Self.alpha)
+            #expect(still.status == 200)
+            #expect((still.json?["transcript"] as? [Any])?.count == 2, "the refused calls added nothing")
+            #expect(try await call(s, "DELETE", "/v1/sessions/\(id)", key: Self.alpha).status == 204)
         }
-        // The OpenAI route's session_id extension is the same lookup.
-        let model = try SharedModel.engine().modelName
-        let chat = try await call(
-            s, "POST", "/v1/chat/completions", key: Self.beta,
-            ["model": model, "session_id": id, "messages": [["role": "user", "content": "Hi"]], "max_tokens": 1])
-        #expect(chat.status == 404 && chat.errorCode == "session_not_found", "\(chat.text)")
-        let theirs = try await call(s, "GET", "/v1/sessions", key: Self.beta)
-        #expect((theirs.json?["data"] as? [Any])?.count == 0)
-
-        // The owner still has it, untouched.
-        let mine = try await call(s, "GET", "/v1/sessions", key: Self.alpha)
-        #expect((mine.json?["data"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
-        let still = try await call(s, "GET", "/v1/sessions/\(id)", key: Self.alpha)
-        #expect(still.status == 200)
-        #expect((still.json?["transcript"] as? [Any])?.count == 2, "the refused calls added nothing")
-        #expect(try await call(s, "DELETE", "/v1/sessions/\(id)", key: Self.alpha).status == 204)
     }
 
     @Test func sessionsPerKeyAndTurnsPerSessionAreCapped() async throws {
-        let s = try RunningServer.start {
+        try await RunningServer.with(configure: {
             $0.apiKeys = "\(Self.alpha),\(Self.beta)"
             $0.maxTokensLimit = 64
             $0.maxSessionsPerKey = 2
             $0.maxSessionTurns = 1
-        }
-        defer { Task { await s.server.shutdown() } }
-        var ids: [String] = []
-        for _ in 0..<2 {
-            let r = try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:])
-            #expect(r.status == 201)
-            ids.append(r.json?["id"] as? String ?? "")
-        }
-        let third = try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:])
-        #expect(third.status == 429 && third.errorCode == "session_limit", "\(third.text)")
-        // Another key has its own allowance.
-        #expect(try await call(s, "POST", "/v1/sessions", key: Self.beta, [:]).status == 201)
+        }) { s in
+            var ids: [String] = []
+            for _ in 0..<2 {
+                let r = try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:])
+                #expect(r.status == 201)
+                ids.append(r.json?["id"] as? String ?? "")
+            }
+            let third = try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:])
+            #expect(third.status == 429 && third.errorCode == "session_limit", "\(third.text)")
+            // Another key has its own allowance.
+            #expect(try await call(s, "POST", "/v1/sessions", key: Self.beta, [:]).status == 201)
 
-        let path = "/v1/sessions/\(ids[0])/responses"
-        let first = try await call(s, "POST", path, key: Self.alpha, ["prompt": "Hi", "options": ["max_tokens": 1]])
-        #expect(first.status == 200)
-        let second = try await call(s, "POST", path, key: Self.alpha, ["prompt": "Hi", "options": ["max_tokens": 1]])
-        #expect(second.status == 409 && second.errorCode == "session_full", "\(second.text)")
-        let tooMany = try await call(
-            s, "POST", "/v1/sessions/\(ids[1])/responses", key: Self.alpha,
-            ["prompt": "Hi", "options": ["max_tokens": 65]])
-        #expect(tooMany.status == 400 && tooMany.errorCode == "max_tokens_too_large")
-        // Deleting one makes room again.
-        #expect(try await call(s, "DELETE", "/v1/sessions/\(ids[1])", key: Self.alpha).status == 204)
-        #expect(try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:]).status == 201)
+            let path = "/v1/sessions/\(ids[0])/responses"
+            let first = try await call(
+                s, "POST", path, key: Self.alpha, ["prompt": "Hi", "options": ["max_tokens": 1]])
+            #expect(first.status == 200)
+            let second = try await call(
+                s, "POST", path, key: Self.alpha, ["prompt": "Hi", "options": ["max_tokens": 1]])
+            #expect(second.status == 409 && second.errorCode == "session_full", "\(second.text)")
+            let tooMany = try await call(
+                s, "POST", "/v1/sessions/\(ids[1])/responses", key: Self.alpha,
+                ["prompt": "Hi", "options": ["max_tokens": 65]])
+            #expect(tooMany.status == 400 && tooMany.errorCode == "max_tokens_too_large")
+            // Deleting one makes room again.
+            #expect(try await call(s, "DELETE", "/v1/sessions/\(ids[1])", key: Self.alpha).status == 204)
+            #expect(try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:]).status == 201)
+        }
     }
 
     @Test func ownersSurviveARestartAndOldDatabasesGainTheColumn() throws {

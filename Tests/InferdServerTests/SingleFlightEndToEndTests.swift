@@ -59,32 +59,33 @@ import Testing
     }
 
     @Test func twoIdenticalGreedyStreamsShareOneGeneration() async throws {
-        let s = try RunningServer.start()
-        defer { Task { await s.server.shutdown() } }
-        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
-        let (a, b) = try await Self.twoStreams(s)
-        let text = try #require(a.final["content"] as? String)
-        #expect(!text.isEmpty)
-        #expect(b.final["content"] as? String == text)
-        #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
-        // The joiner's stream is a whole stream: started first, snapshots extending each other.
-        #expect(b.reader.events.first?.name == "started")
-        let snapshots = b.reader.events.filter { $0.name == "snapshot" }.map {
-            jsonObject($0.data)["content"] as? String ?? ""
+        try await RunningServer.with { s in
+            #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
+            let (a, b) = try await Self.twoStreams(s)
+            let text = try #require(a.final["content"] as? String)
+            #expect(!text.isEmpty)
+            #expect(b.final["content"] as? String == text)
+            #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
+            // The joiner's stream is a whole stream: started first, snapshots extending each other.
+            #expect(b.reader.events.first?.name == "started")
+            let snapshots = b.reader.events.filter { $0.name == "snapshot" }.map {
+                jsonObject($0.data)["content"] as? String ?? ""
+            }
+            for (x, y) in zip(snapshots, snapshots.dropFirst()) { #expect(y.hasPrefix(x) && y.count > x.count) }
+            #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 1")
+            let line = try #require(s.logs.matching("request joined an identical generation").first)
+            #expect(
+                line.contains("request_id=\(b.requestID)") && line.contains("leader_request_id=\(a.requestID)"),
+                "\(line)")
         }
-        for (x, y) in zip(snapshots, snapshots.dropFirst()) { #expect(y.hasPrefix(x) && y.count > x.count) }
-        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 1")
-        let line = try #require(s.logs.matching("request joined an identical generation").first)
-        #expect(
-            line.contains("request_id=\(b.requestID)") && line.contains("leader_request_id=\(a.requestID)"), "\(line)")
     }
 
     @Test func turnedOffEveryStreamComputesItsOwn() async throws {
-        let s = try RunningServer.start { $0.singleFlight = false }
-        defer { Task { await s.server.shutdown() } }
-        let (a, b) = try await Self.twoStreams(s)
-        #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
-        #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
-        #expect(s.logs.matching("request joined an identical generation").isEmpty)
+        try await RunningServer.with(configure: { $0.singleFlight = false }) { s in
+            let (a, b) = try await Self.twoStreams(s)
+            #expect(a.final["finish_reason"] as? String == "length" && b.final["finish_reason"] as? String == "length")
+            #expect(try await Self.joinedCounter(s) == "inferd_single_flight_joined_total 0")
+            #expect(s.logs.matching("request joined an identical generation").isEmpty)
+        }
     }
 }

@@ -45,36 +45,39 @@ import Testing
 
     @Test func servesHTTPSWithTheConfiguredCertificate() async throws {
         let dir = try await Self.makeCertificate()
-        let s = try RunningServer.start {
+        try await RunningServer.with(configure: {
             $0.tlsCert = dir.appendingPathComponent("cert.pem").path
             $0.tlsKey = dir.appendingPathComponent("key.pem").path
+        }) { s in
+            let url = "https://127.0.0.1:\(s.port)"
+            let cacert = dir.appendingPathComponent("cert.pem").path
+            let health = try await Self.run("curl", ["-sS", "--max-time", "10", "--cacert", cacert, url + "/health"])
+            #expect(health.status == 0, "\(health.output)")
+            #expect(health.output.contains("\"status\":\"ok\""))
+            let answer = try await Self.run(
+                "curl",
+                [
+                    "-sS", "--max-time", "60", "--cacert", cacert, "-H", "Content-Type: application/json", "-d",
+                    #"{"prompt":"Hi","stream":true,"options":{"temperature":0,"max_tokens":4}}"#, url + "/v1/responses",
+                ])
+            #expect(answer.status == 0 && answer.output.contains("event: completed"), "\(answer.output)")
+            // An unverified client is refused by curl itself; plain HTTP gets no HTTP answer.
+            let untrusted = try await Self.run("curl", ["-sS", "--max-time", "10", url + "/health"])
+            #expect(untrusted.status != 0)
+            // `inferd healthcheck` speaks HTTPS when tls_cert is set.
+            let tlsArgs = [
+                "--port", "\(s.port)", "--tls-cert", cacert, "--tls-key", dir.appendingPathComponent("key.pem").path,
+            ]
+            #expect(HealthcheckCommand.run(arguments: tlsArgs) == 0)
+            #expect(HealthcheckCommand.run(arguments: ["--port", "\(s.port)"]) == 1)
+            let plain = try await Self.run(
+                "curl",
+                [
+                    "-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
+                    "http://127.0.0.1:\(s.port)/health",
+                ])
+            #expect(!plain.output.hasPrefix("200"))
         }
-        defer { Task { await s.server.shutdown() } }
-        let url = "https://127.0.0.1:\(s.port)"
-        let cacert = dir.appendingPathComponent("cert.pem").path
-        let health = try await Self.run("curl", ["-sS", "--max-time", "10", "--cacert", cacert, url + "/health"])
-        #expect(health.status == 0, "\(health.output)")
-        #expect(health.output.contains("\"status\":\"ok\""))
-        let answer = try await Self.run(
-            "curl",
-            [
-                "-sS", "--max-time", "60", "--cacert", cacert, "-H", "Content-Type: application/json", "-d",
-                #"{"prompt":"Hi","stream":true,"options":{"temperature":0,"max_tokens":4}}"#, url + "/v1/responses",
-            ])
-        #expect(answer.status == 0 && answer.output.contains("event: completed"), "\(answer.output)")
-        // An unverified client is refused by curl itself; plain HTTP gets no HTTP answer.
-        let untrusted = try await Self.run("curl", ["-sS", "--max-time", "10", url + "/health"])
-        #expect(untrusted.status != 0)
-        // `inferd healthcheck` speaks HTTPS when tls_cert is set.
-        let tlsArgs = [
-            "--port", "\(s.port)", "--tls-cert", cacert, "--tls-key", dir.appendingPathComponent("key.pem").path,
-        ]
-        #expect(HealthcheckCommand.run(arguments: tlsArgs) == 0)
-        #expect(HealthcheckCommand.run(arguments: ["--port", "\(s.port)"]) == 1)
-        let plain = try await Self.run(
-            "curl",
-            ["-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(s.port)/health"])
-        #expect(!plain.output.hasPrefix("200"))
     }
 
     @Test func missingOrBadFilesAreClearStartUpErrors() async throws {

@@ -133,13 +133,14 @@ struct Harness {
 
     init(
         model: FakeModel = FakeModel(), maxQueue: Int = 16, budgetBytes: Int = 1 << 30,
-        store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks()
+        store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks(),
+        recentRequests: Int = SessionManager.defaultRecentRequests
     ) throws {
         self.model = model
         let env = SessionEnvironment(
             store: store, caches: KVCacheBudget(budgetBytes: budgetBytes), maxQueue: maxQueue, defaultMaxTokens: 64,
             logger: logs.logger, metrics: Metrics(), hooks: hooks)
-        manager = try SessionManager(environment: env)
+        manager = try SessionManager(environment: env, recentRequests: recentRequests)
     }
 
     func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) throws -> Session {

@@ -3,7 +3,7 @@ import HTTPServer
 import Telemetry
 
 /// The request fields every generation endpoint accepts for the engine's queue, checked once:
-/// `priority` (`interactive` or `background`) and `timeout_seconds` (covers waiting, the prompt
+/// `priority` (`interactive` or `background`, parsed where the body is read) and `timeout_seconds` (covers waiting, the prompt
 /// and the generation).
 struct AdmissionFields: Sendable, Equatable {
     static let maxTimeoutSeconds = 86_400.0
@@ -13,19 +13,13 @@ struct AdmissionFields: Sendable, Equatable {
 
     init() {}
 
-    init(priority: String?, timeoutSeconds: Double?) throws(HTTPError) {
-        do {
-            self.priority = try InferdApp.choice(priority, "priority", default: GenerationPriority.interactive)
-        } catch let e as HTTPError {
-            throw e
-        } catch {
-            throw .badRequest("\(error)", code: "invalid_request")
-        }
+    init(priority: GenerationPriority?, timeoutSeconds: Double?) throws(HTTPError) {
+        self.priority = priority ?? .interactive
         if let t = timeoutSeconds {
             guard t.isFinite, t > 0, t <= Self.maxTimeoutSeconds else {
                 throw .badRequest(
                     "timeout_seconds must be a number of seconds above 0 and at most \(Int(Self.maxTimeoutSeconds)), got \(t)",
-                    code: "invalid_request")
+                    code: "invalid_request", param: "timeout_seconds")
             }
         }
         self.timeoutSeconds = timeoutSeconds

@@ -15,7 +15,7 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var stop: StopList?
     var ignoreEos: Bool?
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case temperature, seed, stop
         case topK = "top_k"
         case topP = "top_p"
@@ -24,6 +24,30 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
         case repeatLastN = "repeat_last_n"
         case maxTokens = "max_tokens"
         case ignoreEos = "ignore_eos"
+    }
+}
+
+extension GenerationOptionsBody {
+    /// The fields `options` accepts; any other is refused, naming it.
+    static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+
+    /// `options` of a native request, read field by field (see `NativeFields`).
+    init(_ f: NativeFields) throws(HTTPError) {
+        temperature = try f.float("temperature")
+        topK = try f.int("top_k")
+        topP = try f.float("top_p")
+        minP = try f.float("min_p")
+        repeatPenalty = try f.float("repeat_penalty")
+        repeatLastN = try f.int("repeat_last_n")
+        seed = try f.seed("seed")
+        maxTokens = try f.int("max_tokens")
+        stop = try f.stringOrList("stop").map(StopList.init)
+        ignoreEos = try f.bool("ignore_eos")
+    }
+
+    /// The `options` object of `f`, if present.
+    static func read(_ f: NativeFields) throws(HTTPError) -> GenerationOptionsBody? {
+        try f.object("options", allowed: fieldNames).map { f throws(HTTPError) in try GenerationOptionsBody(f) }
     }
 }
 
@@ -51,7 +75,7 @@ struct StopList: Codable, Sendable, Equatable {
 extension GenerationOptionsBody {
     /// The sampling options and stop strings these options ask for, checked: a bad value is a
     /// 400 `invalid_option` naming it. Shared by every endpoint that takes `options`.
-    func validatedSamplingAndStop() throws(HTTPError) -> (SamplingOptions, [String]) {
+    func validatedSamplingAndStop(names: FieldNames = .native) throws(HTTPError) -> (SamplingOptions, [String]) {
         var sampling = SamplingOptions()
         if let v = temperature { sampling.temperature = v }
         if let v = topK { sampling.topK = v }
@@ -63,12 +87,15 @@ extension GenerationOptionsBody {
         do {
             try sampling.validate()
         } catch {
-            throw HTTPError.badRequest("invalid options: \(error)", code: "invalid_option")
+            var e = GenerationService.httpError(for: error)
+            if case .invalidOption(let name, _) = error { e.param = names.option(name) }
+            throw e
         }
         let stop = self.stop?.values ?? []
         guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
             throw HTTPError.badRequest(
-                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option")
+                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option",
+                param: names.option("stop"))
         }
         return (sampling, stop)
     }

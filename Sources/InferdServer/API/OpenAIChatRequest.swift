@@ -1,4 +1,5 @@
 import Engine
+import Sessions
 
 /// `POST /v1/chat/completions`, read from its JSON object.
 package struct OpenAIChatRequest: Sendable {
@@ -7,13 +8,13 @@ package struct OpenAIChatRequest: Sendable {
     /// The `session_id` extension: the last user message is a new turn of that session.
     var sessionID: String?
     /// With `session_id`: `queue`, `reject` or `replace` for this request (the session's own otherwise).
-    var onBusy: String?
+    var onBusy: BusyPolicy?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
         sessionID = try f.string("session_id")
-        onBusy = try f.string("on_busy")
+        onBusy = try f.choice("on_busy")
         if onBusy != nil, sessionID == nil {
             throw .invalid("on_busy applies only with session_id", param: "on_busy")
         }

@@ -23,11 +23,11 @@ package struct OpenAIError: Error, Sendable, Equatable {
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    /// The same error from the shared validation and generation paths, with the parameter it is
-    /// about when the caller knows it.
+    /// The same error from the shared validation and generation paths, with the parameter it
+    /// carries (or `param`, when the caller knows better).
     init(_ e: HTTPError, param: String? = nil) {
         self.init(
-            status: e.status, message: e.message, type: e.type, param: param, code: e.code,
+            status: e.status, message: e.message, type: e.type, param: param ?? e.param, code: e.code,
             retryAfterSeconds: e.retryAfterSeconds)
     }
 

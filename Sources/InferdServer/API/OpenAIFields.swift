@@ -58,6 +58,17 @@ package struct OpenAIFields: Sendable {
         }
     }
 
+    /// A policy by its wire name (`priority`, `on_busy`): an unknown name is a 400 naming the field.
+    func choice<T: RawRepresentable & CaseIterable>(_ key: String) throws(OpenAIError) -> T?
+    where T.RawValue == String {
+        guard let raw = try string(key) else { return nil }
+        do {
+            return try InferdApp.choice(raw, name(key), as: T.self)
+        } catch {
+            throw .invalid(error.message, param: name(key))
+        }
+    }
+
     func object(_ key: String) throws(OpenAIError) -> OpenAIFields? {
         guard let v = self[key] else { return nil }
         guard case .object(let o) = v else { throw typeError(key, "an object", v) }

@@ -1,3 +1,5 @@
+import Engine
+
 /// What chat and text completions share: the model asked for, streaming, and the sampling and
 /// length options, mapped onto the native `GenerationOptionsBody` so validation and defaults are
 /// the native API's.
@@ -54,12 +56,11 @@ struct OpenAIGenerationParameters: Sendable {
             guard let d = v.number else { throw f.typeError("timeout_seconds", "a number", v) }
             timeout = d
         }
-        let priority = try f.string("priority")
+        let priority: GenerationPriority? = try f.choice("priority")
         do {
             return try AdmissionFields(priority: priority, timeoutSeconds: timeout)
         } catch {
-            let param = error.message.hasPrefix("priority") ? "priority" : "timeout_seconds"
-            throw .invalid(error.message, param: param)
+            throw .invalid(error.message, param: error.param)
         }
     }
 }

@@ -1,19 +1,28 @@
 import Engine
+import HTTPServer
 
 /// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
-package struct ResponseRequestBody: Decodable, Sendable {
+package struct ResponseRequestBody: Sendable {
     var prompt: String
     var instructions: String?
     var stream: Bool?
     var options: GenerationOptionsBody?
     /// `interactive` (default) or `background`: order in the engine's queue.
-    var priority: String?
+    var priority: GenerationPriority?
     /// The whole request (waiting, prompt, generation) must end within this many seconds.
     var timeoutSeconds: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case prompt, instructions, stream, options, priority
-        case timeoutSeconds = "timeout_seconds"
+    static let fieldNames: Set<String> = ["prompt", "instructions", "stream", "options", "priority", "timeout_seconds"]
+
+    /// The body of `request`; an unknown field or a wrong value is a 400 naming it.
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames)
+        prompt = try f.requiredString("prompt")
+        instructions = try f.string("instructions")
+        stream = try f.bool("stream")
+        options = try GenerationOptionsBody.read(f)
+        priority = try f.choice("priority")
+        timeoutSeconds = try f.double("timeout_seconds")
     }
 }
 
@@ -24,10 +33,14 @@ struct UsageBody: Codable, Sendable, Equatable {
     var totalTokens: Int
 
     init(_ u: GenerationUsage) {
-        promptTokens = u.promptTokens
-        completionTokens = u.completionTokens
-        cachedTokens = u.cachedTokens
-        totalTokens = u.promptTokens + u.completionTokens
+        self.init(promptTokens: u.promptTokens, completionTokens: u.completionTokens, cachedTokens: u.cachedTokens)
+    }
+
+    init(promptTokens: Int, completionTokens: Int, cachedTokens: Int) {
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.cachedTokens = cachedTokens
+        totalTokens = promptTokens + completionTokens
     }
 
     enum CodingKeys: String, CodingKey {

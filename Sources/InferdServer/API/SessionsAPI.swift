@@ -1,40 +1,56 @@
 import Engine
+import HTTPServer
 import Sessions
 
-/// `POST /v1/sessions`.
-package struct CreateSessionBody: Decodable, Sendable {
+/// `POST /v1/sessions` (the body is optional).
+package struct CreateSessionBody: Sendable {
     var instructions: String?
     var options: GenerationOptionsBody?
-    var onBusy: String?
+    var onBusy: BusyPolicy?
 
-    enum CodingKeys: String, CodingKey {
-        case instructions, options
-        case onBusy = "on_busy"
+    static let fieldNames: Set<String> = ["instructions", "options", "on_busy"]
+
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames, optional: true)
+        instructions = try f.string("instructions")
+        options = try GenerationOptionsBody.read(f)
+        onBusy = try f.choice("on_busy")
     }
 }
 
 /// `POST /v1/sessions/{id}/responses`.
-package struct SessionTurnRequestBody: Decodable, Sendable {
+package struct SessionTurnRequestBody: Sendable {
     var prompt: String
     var stream: Bool?
     var options: GenerationOptionsBody?
-    var onBusy: String?
-    var onCancel: String?
-    var priority: String?
+    var onBusy: BusyPolicy?
+    var onCancel: CancelPolicy?
+    var priority: GenerationPriority?
     var timeoutSeconds: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case prompt, stream, options, priority
-        case onBusy = "on_busy"
-        case onCancel = "on_cancel"
-        case timeoutSeconds = "timeout_seconds"
+    static let fieldNames: Set<String> = [
+        "prompt", "stream", "options", "on_busy", "on_cancel", "priority", "timeout_seconds",
+    ]
+
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: Self.fieldNames)
+        prompt = try f.requiredString("prompt")
+        stream = try f.bool("stream")
+        options = try GenerationOptionsBody.read(f)
+        onBusy = try f.choice("on_busy")
+        onCancel = try f.choice("on_cancel")
+        priority = try f.choice("priority")
+        timeoutSeconds = try f.double("timeout_seconds")
     }
 }
 
 /// `POST /v1/sessions/{id}/cancel` (the body is optional).
-package struct SessionCancelBody: Decodable, Sendable {
+package struct SessionCancelBody: Sendable {
     var requestId: String?
-    enum CodingKeys: String, CodingKey { case requestId = "request_id" }
+
+    package init(_ request: HTTPRequest) throws {
+        requestId = try NativeFields.body(of: request, allowed: ["request_id"], optional: true).string("request_id")
+    }
 }
 
 struct TranscriptEntryBody: Encodable, Sendable {
@@ -96,23 +112,6 @@ struct SessionBody: Encodable, Sendable {
     }
 }
 
-struct SessionListBody: Encodable, Sendable {
-    var object = "list"
-    var data: [SessionBody]
-}
-
-struct SessionUsageBody: Encodable, Sendable {
-    var promptTokens: Int
-    var completionTokens: Int
-    var cachedTokens: Int
-
-    enum CodingKeys: String, CodingKey {
-        case promptTokens = "prompt_tokens"
-        case completionTokens = "completion_tokens"
-        case cachedTokens = "cached_tokens"
-    }
-}
-
 /// A session turn's answer, and the payload of the `completed` and `cancelled` events.
 struct SessionTurnBody: Encodable, Sendable {
     var id: String
@@ -124,7 +123,8 @@ struct SessionTurnBody: Encodable, Sendable {
     var content: String
     var finishReason: String?
     var reason: String?
-    var usage: SessionUsageBody
+    /// The native usage shape (with `total_tokens`), zero for a turn that never started.
+    var usage: UsageBody
 
     init(_ o: TurnOutcome) {
         id = o.requestID
@@ -134,9 +134,7 @@ struct SessionTurnBody: Encodable, Sendable {
         content = o.content
         finishReason = o.finishReason?.rawValue
         reason = o.reason?.rawValue
-        usage = SessionUsageBody(
-            promptTokens: o.usage?.promptTokens ?? 0, completionTokens: o.usage?.completionTokens ?? 0,
-            cachedTokens: o.usage?.cachedTokens ?? 0)
+        usage = o.usage.map(UsageBody.init) ?? UsageBody(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
     }
 
     enum CodingKeys: String, CodingKey {

@@ -1,0 +1,187 @@
+import Engine
+import Foundation
+import HTTPServer
+import Telemetry
+
+/// The one path every route's generation takes, whatever its wire format: validate options and
+/// limits against the configuration, submit (single-flight or the engine's queue, with priority
+/// and deadline), await, record the metrics and the `generation finished` line, and map engine
+/// errors to what a client is told. Routes translate their wire format to and from it; none of
+/// them repeats a limit check, a metric or an error mapping.
+final class GenerationService: Sendable {
+    let configuration: ServerConfiguration
+    let logger: Logger
+    let metrics: Metrics
+
+    init(configuration: ServerConfiguration, logger: Logger, metrics: Metrics) {
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// Validates options and the context budget before anything is computed or streamed. Every
+    /// error names its field as `names` spells it for the caller's wire format.
+    func makeGenerationRequest(
+        prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String,
+        names: FieldNames = .native
+    ) throws(HTTPError) -> GenerationRequest {
+        let o = options ?? GenerationOptionsBody()
+        let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
+        let context = engine.contextLength
+        let maxTokens: Int
+        if let requested = o.maxTokens {
+            guard requested >= 1 else {
+                throw .badRequest(
+                    "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)
+            }
+            maxTokens = requested
+        } else {
+            // Without an explicit budget, answer as much as fits (up to the configured default and limit).
+            let budget = min(configuration.defaultMaxTokens, configuration.maxTokensLimit)
+            maxTokens = max(1, min(budget, context - prompt.count))
+        }
+        guard prompt.count + maxTokens <= context else {
+            var e = Self.httpError(
+                for: .contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))
+            e.param = names.prompt
+            throw e
+        }
+        // After the context check, so a request that could never fit is told so first.
+        guard prompt.count <= configuration.maxPromptTokens else {
+            throw .badRequest(
+                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                code: "prompt_too_long", param: names.prompt)
+        }
+        guard maxTokens <= configuration.maxTokensLimit else {
+            throw .badRequest(
+                "\(names.maxTokens) is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
+                code: "max_tokens_too_large", param: names.maxTokensParam)
+        }
+        var request = GenerationRequest(
+            promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
+        request.ignoreEndOfGeneration = o.ignoreEos ?? false
+        return request
+    }
+
+    /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.
+    func runGeneration(
+        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+    ) async throws(HTTPError) -> GenerationResult {
+        let ticket = try submitGeneration(generation, engine: engine, requestID: requestID, onEvent: onEvent)
+        return try await awaitGeneration(ticket, requestID: requestID)
+    }
+
+    /// Hands a generation to the engine; a full queue is 503 `server_busy` with `Retry-After`.
+    /// A request that may share an identical generation in flight (single-flight) is only
+    /// checked for capacity here: whether it joins or starts one is decided when it is awaited.
+    func submitGeneration(
+        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(HTTPError) -> PendingGeneration {
+        do {
+            if configuration.singleFlight && engine.isShareable(generation) {
+                try engine.runner.checkCapacity()
+                return .shared(generation, engine, onEvent)
+            }
+            return .ticket(try engine.submit(generation, onEvent: onEvent))
+        } catch {
+            throw recordFailure(error, requestID: requestID)
+        }
+    }
+
+    /// Awaits a submitted generation (its Task's cancellation stops it), then records it.
+    func awaitGeneration(_ pending: PendingGeneration, requestID: String) async throws(HTTPError) -> GenerationResult {
+        let result: GenerationResult
+        do {
+            result = try await pending.result()
+        } catch {
+            throw recordFailure(error, requestID: requestID)
+        }
+        record(result, requestID: requestID)
+        return result
+    }
+
+    /// Logs and counts a generation that ended without a result; returns the error to answer.
+    /// A full queue or a timeout while waiting is load, not a failure: counted by the engine's
+    /// own series and logged at info.
+    func recordFailure(_ error: GenerationError, requestID: String) -> HTTPError {
+        let answer = Self.httpError(for: error)
+        switch error {
+        case .serverBusy, .queueTimeout:
+            logger.info("generation refused", ["request_id": requestID, "code": answer.code])
+        default:
+            metrics.counter(
+                "inferd_generations_total", help: "Generations by how they ended.", labels: ["finish_reason": "error"]
+            ).increment()
+            logger.warning("generation failed", ["request_id": requestID, "error": "\(error)"])
+        }
+        return answer
+    }
+
+    /// Counts a finished generation (the `inferd_generations_total` series last, so whoever sees
+    /// it has every other series of this generation already) and logs it.
+    func record(_ result: GenerationResult, requestID: String) {
+        metrics.counter(
+            "inferd_generation_steps_after_cancel_total",
+            help: "Decode steps a generation took after its request was cancelled (0 or 1 when it stops at once)."
+        ).increment(by: Double(result.stepsAfterCancel))
+        metrics.counter("inferd_prompt_tokens_total", help: "Prompt tokens received.")
+            .increment(by: Double(result.usage.promptTokens))
+        metrics.counter("inferd_prompt_tokens_cached_total", help: "Prompt tokens reused from a KV cache.")
+            .increment(by: Double(result.usage.cachedTokens))
+        metrics.counter("inferd_completion_tokens_total", help: "Tokens generated.")
+            .increment(by: Double(result.usage.completionTokens))
+        metrics.counter(
+            "inferd_generations_total", help: "Generations by how they ended.",
+            labels: ["finish_reason": result.finishReason.rawValue]
+        ).increment()
+        if let leader = result.sharedFrom {
+            singleFlightJoins.increment()
+            logger.info(
+                "request joined an identical generation",
+                ["request_id": requestID, "leader_request_id": leader, "finish_reason": result.finishReason.rawValue])
+        }
+        logger.info(
+            "generation finished",
+            [
+                "request_id": requestID, "finish_reason": result.finishReason.rawValue,
+                "prompt_tokens": "\(result.usage.promptTokens)", "cached_tokens": "\(result.usage.cachedTokens)",
+                "completion_tokens": "\(result.usage.completionTokens)",
+                "tokens_per_second": String(format: "%.1f", result.timings.generationTokensPerSecond),
+                "steps_after_cancel": "\(result.stepsAfterCancel)",
+            ])
+    }
+
+    /// Requests served by joining an identical generation in flight.
+    var singleFlightJoins: Counter {
+        metrics.counter(
+            "inferd_single_flight_joined_total",
+            help: "Requests served by joining an identical deterministic generation already in flight.")
+    }
+
+    /// The one mapping from engine errors to what a client is told: status, type and code (the
+    /// code is `GenerationError.code`, which the session metrics count by too).
+    static func httpError(for error: GenerationError) -> HTTPError {
+        switch error {
+        case .contextOverflow:
+            HTTPError(status: 400, message: "\(error)", type: "invalid_request_error", code: error.code)
+        case .emptyPrompt:
+            HTTPError.badRequest("\(error)", code: error.code)
+        case .invalidOption(let name, _):
+            HTTPError.badRequest("invalid options: \(error)", code: error.code, param: name)
+        case .shuttingDown:
+            HTTPError.serviceUnavailable("\(error)", code: error.code)
+        case .computeFailed:
+            HTTPError(status: 500, message: "\(error)", type: "server_error", code: error.code)
+        case .serverBusy(_, let retryAfter):
+            HTTPError(
+                status: 503, message: "\(error); retry in about \(retryAfter) s", type: "server_error",
+                code: error.code, retryAfterSeconds: retryAfter)
+        case .queueTimeout:
+            HTTPError(
+                status: 503, message: "\(error) (timeout_seconds passed before it started)", type: "server_error",
+                code: error.code, param: "timeout_seconds")
+        }
+    }
+}
