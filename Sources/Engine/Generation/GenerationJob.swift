@@ -7,7 +7,9 @@ import Telemetry
 /// Everything but `cancelRequested` is touched only by the worker thread, one step at a time:
 /// a step is one prompt chunk or one decoded token, and cancellation is checked before each.
 final class GenerationJob: @unchecked Sendable {
-    static let promptChunk = 64
+    /// A prompt is fed in chunks of the model's own internal step, so that it is cut at the same
+    /// places whatever else shares the pass (the cut changes the rounding; see `LlamaModel.maxBatch`).
+    static let promptChunk = LlamaModel.maxBatch
 
     enum Phase {
         case waiting
