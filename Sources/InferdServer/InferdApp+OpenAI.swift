@@ -37,7 +37,8 @@ extension InferdApp {
 
     func modelEntry(_ engine: InferenceEngine) -> OpenAIModelList.Model {
         .init(
-            id: engine.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: engine.contextLength)
+            id: engine.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: engine.contextLength,
+            architecture: engine.architecture, weightTypes: engine.weightTypes)
     }
 
     func models() throws -> HTTPResponse {

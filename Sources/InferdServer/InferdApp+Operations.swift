@@ -6,11 +6,14 @@ extension InferdApp {
     struct HealthBody: Encodable {
         var status: String
         var model: String?
+        var architecture: String?
+        var weightTypes: [String]?
         var contextLength: Int?
         var uptimeSeconds: Int
         var error: String?
         enum CodingKeys: String, CodingKey {
-            case status, model, error
+            case status, model, error, architecture
+            case weightTypes = "weight_types"
             case contextLength = "context_length"
             case uptimeSeconds = "uptime_seconds"
         }
@@ -23,7 +26,8 @@ extension InferdApp {
         case .ready(let engine):
             return .json(
                 HealthBody(
-                    status: "ok", model: engine.modelName, contextLength: engine.contextLength, uptimeSeconds: uptime))
+                    status: "ok", model: engine.modelName, architecture: engine.architecture,
+                    weightTypes: engine.weightTypes, contextLength: engine.contextLength, uptimeSeconds: uptime))
         case .loading:
             return .json(HealthBody(status: "loading", uptimeSeconds: uptime), status: 503)
         case .failed(let why):

@@ -24,20 +24,24 @@ public final class ModelHost: Sendable {
     }
 
     /// Starts loading `path` in the background and returns at once. `admission` bounds the
-    /// engine's running and waiting generations; `metrics` receives the engine's series.
+    /// engine's running and waiting generations; `metrics` receives the engine's series;
+    /// `contextLimit` caps the model's context (nil: its own).
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+        contextLimit: Int? = nil, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
             let start = ContinuousClock.now
             logger.info("model loading", ["path": path, "threads": "\(threads)"])
             do {
-                let engine = try InferenceEngine(path: path, threads: threads, admission: admission, metrics: metrics)
+                let engine = try InferenceEngine(
+                    path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit)
                 logger.info(
                     "model loaded",
                     [
-                        "model": engine.modelName, "context_length": "\(engine.contextLength)",
+                        "model": engine.modelName, "architecture": engine.architecture,
+                        "weight_types": engine.weightTypes.joined(separator: ","),
+                        "context_length": "\(engine.contextLength)",
                         "duration_ms": "\(Int((ContinuousClock.now - start).milliseconds))",
                     ])
                 finish(.ready(engine))

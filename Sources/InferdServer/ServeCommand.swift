@@ -64,6 +64,7 @@ enum ServeCommand {
         trigger.installSignalHandlers()
         host.load(
             path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
+            contextLimit: config.contextLength > 0 ? config.contextLength : nil,
             logger: logger
         ) { trigger.fire(.modelLoadFailed) }
 

@@ -9,6 +9,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var port = 8080
     public var model = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
     public var threads = ProcessInfo.processInfo.activeProcessorCount
+    /// Most tokens one sequence may hold (prompt and answer); 0 keeps the model's own context.
+    public var contextLength = 0
     public var dataDir = "data"
     public var logFormat = Logger.Format.text
     public var logLevel = Logger.Level.info
@@ -99,6 +101,10 @@ extension ServerConfiguration {
         int("port", "TCP port; 0 picks a free one and logs it.", \.port, min: 0),
         str("model", "Path to the GGUF model file.", \.model),
         int("threads", "Compute threads for the model (default: number of cores).", \.threads, min: 1),
+        int(
+            "context_length",
+            "Most tokens one sequence holds, prompt and answer (0: the model's own; Gemma 3 declares 32768).",
+            \.contextLength, min: 0),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
         choice("log_format", "Log line format.", \.logFormat),
         choice("log_level", "Lowest level logged.", \.logLevel),

@@ -27,6 +27,8 @@ import Testing
             #expect(data.count == 1)
             #expect(data[0]["id"] as? String == (try SharedModel.engine().modelName))
             #expect(data[0]["context_length"] as? Int == 8192)
+            #expect(data[0]["architecture"] as? String == "llama")
+            #expect(data[0]["weight_types"] as? [String] == ["F32", "Q4_1", "Q8_0"])
             #expect(r.json?["object"] as? String == "list")
         }
     }

@@ -204,6 +204,9 @@ import Testing
         let ok = try await offPool { try ready.client().request("GET", "/health") }
         #expect(ok.status == 200 && ok.json?["status"] as? String == "ok")
         #expect((ok.json?["model"] as? String)?.isEmpty == false)
+        // The default model: a llama file of Q4_1 matrices, a Q8_0 embedding and F32 norms.
+        #expect(ok.json?["architecture"] as? String == "llama")
+        #expect(ok.json?["weight_types"] as? [String] == ["F32", "Q4_1", "Q8_0"])
         await ready.server.shutdown()
     }
 

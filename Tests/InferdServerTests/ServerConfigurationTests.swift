@@ -38,6 +38,15 @@ import Testing
         #expect(c.heartbeatSeconds == 10)
     }
 
+    @Test func contextLengthCapsOrKeepsTheModelsOwn() throws {
+        #expect(try ServerConfiguration.load(arguments: [], environment: [:]).contextLength == 0)
+        let c = try ServerConfiguration.load(arguments: ["--context-length", "2048"], environment: [:])
+        #expect(c.contextLength == 2048)
+        #expect(throws: (any Error).self) {
+            _ = try ServerConfiguration.load(arguments: ["--context-length", "-1"], environment: [:])
+        }
+    }
+
     @Test func everySettingHasThreeSpellings() throws {
         for s in ServerConfiguration.settings {
             #expect(s.flag == "--" + s.key.replacingOccurrences(of: "_", with: "-"))

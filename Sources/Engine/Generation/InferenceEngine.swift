@@ -18,6 +18,10 @@ public final class InferenceEngine: Sendable {
     private let runCounted: SingleFlight.Run
 
     public var contextLength: Int { model.config.contextLength }
+    /// `general.architecture` (one of `Architecture.supported`).
+    public var architecture: String { model.config.architecture.name }
+    /// The storage types of the file's tensors, sorted by name ("F32", "Q4_K", …).
+    public let weightTypes: [String]
 
     /// `admission` bounds how many generations run and wait; `metrics` receives its series;
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
@@ -33,6 +37,7 @@ public final class InferenceEngine: Sendable {
         self.modelName =
             file.optionalString("general.name") ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         self.parameterCount = file.tensors.values.reduce(0) { $0 + $1.elementCount }
+        self.weightTypes = Set(file.tensors.values.map { $0.type.description }).sorted()
         let tokenizer = try Tokenizer(gguf: file)
         self.tokenizer = tokenizer
         self.template = try ChatTemplate(template: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)

@@ -1,4 +1,5 @@
-/// `GET /v1/models`: the one served model, with its context length (an extension field).
+/// `GET /v1/models`: the one served model, with its context length, architecture and weight types
+/// (extension fields).
 struct OpenAIModelList: Encodable, Sendable {
     struct Model: Encodable, Sendable {
         var id: String
@@ -6,9 +7,12 @@ struct OpenAIModelList: Encodable, Sendable {
         var created: Int
         var ownedBy = "inferd"
         var contextLength: Int
+        var architecture: String
+        var weightTypes: [String]
 
         enum CodingKeys: String, CodingKey {
-            case id, object, created
+            case id, object, created, architecture
+            case weightTypes = "weight_types"
             case ownedBy = "owned_by"
             case contextLength = "context_length"
         }
