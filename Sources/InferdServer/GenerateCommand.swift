@@ -35,7 +35,7 @@ enum GenerateCommand {
             var messages: [ChatMessage] = []
             if let system = options.last("system") { messages.append(ChatMessage(role: .system, content: system)) }
             messages.append(ChatMessage(role: .user, content: options.positional[0]))
-            let prompt = engine.promptTokens(for: messages)
+            let prompt = try engine.promptTokens(for: messages)
             let maxTokens = requestedMaxTokens ?? min(512, engine.contextLength - prompt.count)
             request = GenerationRequest(
                 promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: options.values["stop"] ?? [])

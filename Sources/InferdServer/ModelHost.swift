@@ -27,13 +27,14 @@ public final class ModelHost: Sendable {
     /// engine's running and waiting generations; `metrics` receives the engine's series.
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+        chatTemplate: String? = nil, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
             let start = ContinuousClock.now
             logger.info("model loading", ["path": path, "threads": "\(threads)"])
             do {
-                let engine = try InferenceEngine(path: path, threads: threads, admission: admission, metrics: metrics)
+                let engine = try InferenceEngine(
+                    path: path, threads: threads, admission: admission, metrics: metrics, chatTemplate: chatTemplate)
                 logger.info(
                     "model loaded",
                     [

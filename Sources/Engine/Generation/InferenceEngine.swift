@@ -10,7 +10,9 @@ public final class InferenceEngine: Sendable {
     public let fileSize: Int
     public let parameterCount: Int
     public let tokenizer: Tokenizer
-    public let template: ChatTemplate
+    /// The chat template (override, else the model's own); nil when there is neither, and then
+    /// only raw-prompt routes work (`promptTokens(for:)` throws `ChatTemplateError.missingTemplate`).
+    public let template: ChatTemplate?
     public let model: LlamaModel
     public let runner: GenerationRunner
     /// Shares one generation between identical deterministic requests in flight.
@@ -20,8 +22,11 @@ public final class InferenceEngine: Sendable {
     public var contextLength: Int { model.config.contextLength }
 
     /// `admission` bounds how many generations run and wait; `metrics` receives its series.
+    /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
+    /// `gemma`, `qwen`) or Jinja text.
     public init(
-        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()
+        path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
+        chatTemplate: String? = nil
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -33,7 +38,9 @@ public final class InferenceEngine: Sendable {
         self.parameterCount = file.tensors.values.reduce(0) { $0 + $1.elementCount }
         let tokenizer = try Tokenizer(gguf: file)
         self.tokenizer = tokenizer
-        self.template = try ChatTemplate(template: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
+        let template = try ChatTemplate.resolve(
+            override: chatTemplate, modelTemplate: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
+        self.template = template
         let model = try LlamaModel(gguf: file, threads: threads)
         guard model.config.vocabularySize >= tokenizer.vocabularySize else {
             throw ModelError.invalidHyperParameter(
@@ -42,7 +49,8 @@ public final class InferenceEngine: Sendable {
         }
         self.model = model
         let runner = GenerationRunner(
-            predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
+            predictor: model,
+            endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics)
         let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
             try await runner.generate(request, onEvent: onEvent)
@@ -56,10 +64,12 @@ public final class InferenceEngine: Sendable {
     /// once), including ones stopping after a cancel.
     public var activeGenerations: Int { runner.activeGenerations }
 
-    /// The prompt for a conversation, rendered by the model's chat template. Special tokens
-    /// come only from the template; message text is always plain text.
-    public func promptTokens(for messages: [ChatMessage]) -> [Int32] {
-        tokenizer.encode(template.render(messages, addGenerationPrompt: true))
+    /// The prompt for a conversation, rendered by the chat template. Special tokens come only
+    /// from the template; message text is always plain text. Throws `ChatTemplateError` when
+    /// there is no template or it cannot render the conversation.
+    public func promptTokens(for messages: [ChatMessage]) throws(ChatTemplateError) -> [Int32] {
+        guard let template else { throw .missingTemplate }
+        return tokenizer.encode(try template.render(messages, addGenerationPrompt: true))
     }
 
     /// Generates an answer, sharing it with identical deterministic requests in flight; see

@@ -3,4 +3,6 @@
 public enum PromptPiece: Sendable, Equatable {
     case text(String)
     case special(Int32)
+    /// Text from the chat template's own literals: spellings of control tokens in it become those tokens.
+    case template(String)
 }

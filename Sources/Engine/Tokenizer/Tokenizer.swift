@@ -85,6 +85,26 @@ public struct Tokenizer: Sendable {
             case .special(let id):
                 flush()
                 output.append(id)
+            case .template(let text):
+                // Temporary (the tokenizers branch owns this): control-token spellings become
+                // tokens; the text around them joins the pending text.
+                var utf8 = Array(text.utf8)
+                utf8.withUnsafeMutableBufferPointer { buffer in
+                    let bytes = UnsafeBufferPointer(buffer)
+                    var segments: [Segment] = [.raw(0..<bytes.count)]
+                    for special in vocabulary.specialTokens {
+                        segments = partition(segments, bytes: bytes, by: special.bytes, id: special.id)
+                    }
+                    for segment in segments {
+                        switch segment {
+                        case .token(let id):
+                            flush()
+                            output.append(id)
+                        case .raw(let range):
+                            pendingText += String(decoding: bytes[range], as: UTF8.self)
+                        }
+                    }
+                }
             }
         }
         flush()
