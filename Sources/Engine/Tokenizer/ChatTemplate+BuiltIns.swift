@@ -14,10 +14,11 @@ extension ChatTemplate {
         {%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}
         """#
 
-    /// Llama 3: BOS, then a header per message, its trimmed content and `<|eot_id|>`.
+    /// Llama 3: BOS before the first message, then a header per message, its trimmed content
+    /// and `<|eot_id|>`.
     static let llama3 = #"""
-        {{- bos_token -}}
         {%- for message in messages -%}
+        {%- if loop.first -%}{{ bos_token }}{%- endif -%}
         {{ '<|start_header_id|>' ~ message.role ~ '<|end_header_id|>\n\n' ~ (message.content | trim) ~ '<|eot_id|>' }}
         {%- endfor -%}
         {%- if add_generation_prompt -%}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif -%}
@@ -30,7 +31,7 @@ extension ChatTemplate {
         {%- set prefix = namespace(text='') -%}
         {%- set turns = messages -%}
         {%- if messages and messages[0].role == 'system' -%}
-        {%- set prefix.text = (messages[0].content | trim) ~ '\n\n' -%}
+        {%- set prefix.text = messages[0].content ~ '\n\n' -%}
         {%- set turns = messages[1:] -%}
         {%- endif -%}
         {%- for message in turns -%}
