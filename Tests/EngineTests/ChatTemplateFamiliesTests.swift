@@ -60,7 +60,8 @@ import Testing
             let name = try #require(testCase["template"] as? String)
             let label = "\(name) \(testCase["conversation"] ?? "?") gen=\(testCase["add_generation_prompt"] ?? "?")"
             let template = try Self.template(
-                name, bos: try #require(testCase["bos_token"] as? String), eos: try #require(testCase["eos_token"] as? String))
+                name, bos: try #require(testCase["bos_token"] as? String),
+                eos: try #require(testCase["eos_token"] as? String))
             let messages = try ChatTemplateTests.messages(testCase["messages"])
             let generation = try #require(testCase["add_generation_prompt"] as? Bool)
             if let expected = testCase["prompt"] as? String {
@@ -80,7 +81,8 @@ import Testing
     ]
 
     @Test func llama3MatchesItsDocumentedFormat() throws {
-        let prompt = try Self.template("llama3", bos: "<|begin_of_text|>", eos: "<|eot_id|>").renderText(Self.conversation)
+        let prompt = try Self.template("llama3", bos: "<|begin_of_text|>", eos: "<|eot_id|>").renderText(
+            Self.conversation)
         #expect(
             prompt
                 == "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
@@ -126,7 +128,8 @@ import Testing
         ] {
             let official = try Self.template(fixture, bos: bos, eos: eos)
             let tokenizer = try Self.tokenizer(bos: bos, eos: eos, controls: Self.familyControls[fixture] ?? [])
-            let ours = try #require(try ChatTemplate.resolve(override: builtIn, modelTemplate: nil, tokenizer: tokenizer))
+            let ours = try #require(
+                try ChatTemplate.resolve(override: builtIn, modelTemplate: nil, tokenizer: tokenizer))
             for conversation in [Self.conversation, Array(Self.conversation.dropFirst()), []] {
                 // With no messages, the official Gemma and Qwen templates fail (they read messages[0]).
                 for generation in [true, false] where !(conversation.isEmpty && fixture != "llama3") {
@@ -157,7 +160,8 @@ import Testing
     @Test func stopTokensFollowTheFamily() throws {
         let llama = try Self.template("llama3", bos: "<|begin_of_text|>", eos: "<|eot_id|>")
         let gemma = try Self.template("gemma3", bos: "<bos>", eos: "<eos>")
-        let gemmaTokenizer = try Self.tokenizer(bos: "<bos>", eos: "<eos>", controls: Self.familyControls["gemma3"] ?? [])
+        let gemmaTokenizer = try Self.tokenizer(
+            bos: "<bos>", eos: "<eos>", controls: Self.familyControls["gemma3"] ?? [])
         let endOfTurn = try #require(gemmaTokenizer.tokenID(spelledAs: "<end_of_turn>"))
         #expect(gemma.endOfGenerationIDs == [endOfTurn])
         #expect(llama.endOfGenerationIDs.count == 1)

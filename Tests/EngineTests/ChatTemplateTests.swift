@@ -82,10 +82,13 @@ import Testing
         #expect(try ChatTemplate.resolve(override: " ", modelTemplate: "\n", tokenizer: tokenizer) == nil)
         let own = try #require(try ChatTemplate.resolve(override: nil, modelTemplate: model, tokenizer: tokenizer))
         #expect(own.origin == "tokenizer.chat_template")
-        let chatml = try #require(try ChatTemplate.resolve(override: "chatml", modelTemplate: model, tokenizer: tokenizer))
+        let chatml = try #require(
+            try ChatTemplate.resolve(override: "chatml", modelTemplate: model, tokenizer: tokenizer))
         #expect(chatml.origin == "built-in chatml")
         // The built-in ChatML has no default system message.
-        #expect(try chatml.renderText([ChatMessage(role: .user, content: "Hi")]) == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+        #expect(
+            try chatml.renderText([ChatMessage(role: .user, content: "Hi")])
+                == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
         let text = "{% for m in messages %}[{{ m.content }}]{% endfor %}"
         let custom = try #require(try ChatTemplate.resolve(override: text, modelTemplate: model, tokenizer: tokenizer))
         #expect(try custom.renderText([ChatMessage(role: .user, content: "x")]) == "[x]")
@@ -129,7 +132,8 @@ import Testing
             source: "{% for m in messages %}{{ m.content }}\n{% endfor %}", origin: "plain", tokenizer: tokenizer)
         #expect(plain.endOfGenerationIDs.isEmpty)
         let withEOS = try ChatTemplate(
-            source: "{% for m in messages %}{{ m.content + eos_token }}{% endfor %}", origin: "eos", tokenizer: tokenizer)
+            source: "{% for m in messages %}{{ m.content + eos_token }}{% endfor %}", origin: "eos",
+            tokenizer: tokenizer)
         #expect(withEOS.endOfGenerationIDs == Set([tokenizer.eosID].compactMap { $0 }))
     }
 

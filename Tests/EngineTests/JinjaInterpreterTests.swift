@@ -17,9 +17,15 @@ import Testing
     }
 
     @Test func literalsAndOperators() throws {
-        #expect(try render("{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 / 2 }}") == "7 9 3 -4 2 3.5")
-        #expect(try render("{{ 2 ** 10 }} {{ 'a' ~ 1 ~ none ~ true }} {{ 'ab' * 3 }} {{ [1] + [2] }}") == "1024 a1NoneTrue ababab [1, 2]")
-        #expect(try render("{{ 1 < 2 and 2 <= 2 }} {{ not 1 == 1 }} {{ 'b' > 'a' }} {{ 1 != 1.0 }}") == "True False True False")
+        #expect(
+            try render("{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 7 / 2 }}")
+                == "7 9 3 -4 2 3.5")
+        #expect(
+            try render("{{ 2 ** 10 }} {{ 'a' ~ 1 ~ none ~ true }} {{ 'ab' * 3 }} {{ [1] + [2] }}")
+                == "1024 a1NoneTrue ababab [1, 2]")
+        #expect(
+            try render("{{ 1 < 2 and 2 <= 2 }} {{ not 1 == 1 }} {{ 'b' > 'a' }} {{ 1 != 1.0 }}")
+                == "True False True False")
         #expect(try render("{{ 'x' if false else 'y' }}{{ 'z' if true }}[{{ 'w' if false }}]") == "yz[]")
         #expect(try render("{{ 0 or 'd' }} {{ 'a' and 'b' }} {{ none }}") == "d b None")
         #expect(try render("{{ {'k': [1, 'two', none, 1.5]} }}") == "{'k': [1, 'two', None, 1.5]}")
@@ -28,15 +34,21 @@ import Testing
 
     @Test func attributeItemAndSliceAccess() throws {
         let context: [String: JinjaValue] = ["messages": messages]
-        #expect(try render("{{ messages[0].role }} {{ messages[-1]['content'] }} {{ messages|length }}", context) == "system yo 3")
+        #expect(
+            try render("{{ messages[0].role }} {{ messages[-1]['content'] }} {{ messages|length }}", context)
+                == "system yo 3")
         #expect(try render("{% for m in messages[1:] %}{{ m.role }},{% endfor %}", context) == "user,assistant,")
         #expect(try render("{% for m in messages[::-1] %}{{ m.content }}{% endfor %}", context) == "yohisys")
-        #expect(try render("{{ 'abcdef'[1:4] }} {{ 'abcdef'[::2] }} {{ 'abcdef'[-2:] }} {{ 'héllo'[1] }}") == "bcd ace ef é")
-        #expect(try render("{{ messages[5] is defined }} {{ messages[0].missing is defined }}", context) == "False False")
+        #expect(
+            try render("{{ 'abcdef'[1:4] }} {{ 'abcdef'[::2] }} {{ 'abcdef'[-2:] }} {{ 'héllo'[1] }}") == "bcd ace ef é"
+        )
+        #expect(
+            try render("{{ messages[5] is defined }} {{ messages[0].missing is defined }}", context) == "False False")
     }
 
     @Test func undefinedIsFalsyAndRendersEmpty() throws {
-        #expect(try render("[{{ nothing }}]{% if nothing %}x{% else %}y{% endif %}{{ nothing is defined }}") == "[]yFalse")
+        #expect(
+            try render("[{{ nothing }}]{% if nothing %}x{% else %}y{% endif %}{{ nothing is defined }}") == "[]yFalse")
         #expect(try render("{% for x in nothing %}x{% else %}empty{% endfor %}") == "empty")
         #expect(try render("{{ nothing | default('dflt') }} {{ '' | default('e', true) }}") == "dflt e")
         // Attribute access on an undefined value is an error, as in jinja2.
@@ -48,16 +60,23 @@ import Testing
         let source =
             "{% for x in [10, 20, 30] %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.revindex }} {% endfor %}"
         #expect(try render(source) == "10TrueFalse33 21FalseFalse32 32FalseTrue31 ")
-        #expect(try render("{% for x in [1, 2, 3, 4] if x is even %}{{ x }}/{{ loop.length }} {% endfor %}") == "2/2 4/2 ")
+        #expect(
+            try render("{% for x in [1, 2, 3, 4] if x is even %}{{ x }}/{{ loop.length }} {% endfor %}") == "2/2 4/2 ")
         #expect(try render("{% for x in [] %}a{% else %}b{% endfor %}") == "b")
         #expect(try render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}") == "a=1;b=2;")
-        #expect(try render("{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}") == "13")
+        #expect(
+            try render(
+                "{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}"
+            ) == "13")
         #expect(try render("{% for c in 'abc' %}{{ c }}-{% endfor %}") == "a-b-c-")
-        #expect(try render("{% for x in range(3) %}{{ x }}{% endfor %}{% for x in range(5, 0, -2) %}{{ x }}{% endfor %}") == "012531")
+        #expect(
+            try render("{% for x in range(3) %}{{ x }}{% endfor %}{% for x in range(5, 0, -2) %}{{ x }}{% endfor %}")
+                == "012531")
     }
 
     @Test func ifElifElse() throws {
-        let source = "{% for n in [1, 2, 3] %}{% if n == 1 %}one{% elif n == 2 %}two{% else %}many{% endif %} {% endfor %}"
+        let source =
+            "{% for n in [1, 2, 3] %}{% if n == 1 %}one{% elif n == 2 %}two{% else %}many{% endif %} {% endfor %}"
         #expect(try render(source) == "one two many ")
     }
 
@@ -79,13 +98,31 @@ import Testing
     }
 
     @Test func filters() throws {
-        #expect(try render("[{{ '  x y \n' | trim }}] {{ 'aBc' | upper }} {{ 'aBc' | lower }} {{ 'hello world' | capitalize }} {{ 'hello world' | title }}") == "[x y] ABC abc Hello world Hello World")
-        #expect(try render("{{ 'a-b-c' | replace('-', '+') }} {{ [1, 2, 3] | join(', ') }} {{ [3, 1] | first }}{{ [3, 1] | last }} {{ 'ab' | list }}") == "a+b+c 1, 2, 3 31 ['a', 'b']")
-        #expect(try render("{{ 42 | string ~ '!' }} {{ '12' | int + 1 }} {{ 3.9 | int }} {{ 'x' | safe }} {{ [1, 2] | length }} {{ {'a': 1} | length }}") == "42! 13 3 x 2 1")
+        #expect(
+            try render(
+                "[{{ '  x y \n' | trim }}] {{ 'aBc' | upper }} {{ 'aBc' | lower }} {{ 'hello world' | capitalize }} {{ 'hello world' | title }}"
+            ) == "[x y] ABC abc Hello world Hello World")
+        #expect(
+            try render(
+                "{{ 'a-b-c' | replace('-', '+') }} {{ [1, 2, 3] | join(', ') }} {{ [3, 1] | first }}{{ [3, 1] | last }} {{ 'ab' | list }}"
+            ) == "a+b+c 1, 2, 3 31 ['a', 'b']")
+        #expect(
+            try render(
+                "{{ 42 | string ~ '!' }} {{ '12' | int + 1 }} {{ 3.9 | int }} {{ 'x' | safe }} {{ [1, 2] | length }} {{ {'a': 1} | length }}"
+            ) == "42! 13 3 x 2 1")
         #expect(try render("{{ 'a\nb\n\nc' | indent(2) }}|{{ 'a\nb' | indent(2, true) }}") == "a\n  b\n\n  c|  a\n  b")
-        #expect(try render("{% for k, v in {'b': 1, 'a': 2} | items %}{{ k }}{{ v }}{% endfor %} {% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}{{ v }}{% endfor %}") == "b1a2 a2b1")
-        #expect(try render("{{ [{'r': 'u'}, {'r': 'a'}, {'r': 'u'}] | selectattr('r', 'equalto', 'u') | list | length }} {{ [{'r': 'u'}] | map(attribute='r') | join }}") == "2 u")
-        #expect(try render("{{ [3, 1, 2] | sort }} {{ [1, 1, 2] | unique | list }} {{ [1, 5, 2] | max }} {{ 'abc' | reverse }}") == "[1, 2, 3] [1, 2] 5 cba")
+        #expect(
+            try render(
+                "{% for k, v in {'b': 1, 'a': 2} | items %}{{ k }}{{ v }}{% endfor %} {% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}{{ v }}{% endfor %}"
+            ) == "b1a2 a2b1")
+        #expect(
+            try render(
+                "{{ [{'r': 'u'}, {'r': 'a'}, {'r': 'u'}] | selectattr('r', 'equalto', 'u') | list | length }} {{ [{'r': 'u'}] | map(attribute='r') | join }}"
+            ) == "2 u")
+        #expect(
+            try render(
+                "{{ [3, 1, 2] | sort }} {{ [1, 1, 2] | unique | list }} {{ [1, 5, 2] | max }} {{ 'abc' | reverse }}")
+                == "[1, 2, 3] [1, 2] 5 cba")
     }
 
     @Test func tojsonMatchesHuggingFaceDefaults() throws {
@@ -94,19 +131,36 @@ import Testing
             ("name", .string("café \"q\"\n", origin: .data)), ("n", .int(1)), ("x", .double(2.5)),
             ("list", .list([.bool(true), .none])), ("a", .dict([])),
         ])
-        #expect(try render("{{ v | tojson }}", ["v": value]) == #"{"name": "café \"q\"\n", "n": 1, "x": 2.5, "list": [true, null], "a": {}}"#)
-        #expect(try render("{{ v | tojson(indent=2) }}", ["v": .dict([("k", .list([.int(1), .int(2)]))])]) == "{\n  \"k\": [\n    1,\n    2\n  ]\n}")
+        #expect(
+            try render("{{ v | tojson }}", ["v": value])
+                == #"{"name": "café \"q\"\n", "n": 1, "x": 2.5, "list": [true, null], "a": {}}"#)
+        #expect(
+            try render("{{ v | tojson(indent=2) }}", ["v": .dict([("k", .list([.int(1), .int(2)]))])])
+                == "{\n  \"k\": [\n    1,\n    2\n  ]\n}")
         #expect(try render("{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}") == #"{"a": 2, "b": 1}"#)
         #expect(try render("{{ '\u{1}' | tojson }}") == #""\u0001""#)
     }
 
     @Test func stringAndDictMethods() throws {
-        #expect(try render("[{{ '  s  '.strip() }}][{{ 'xxaxx'.lstrip('x') }}][{{ 'a\n\n'.rstrip('\n') }}]") == "[s][axx][a]")
-        #expect(try render("{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x', 'lo')) }} {{ 'Hi'.upper() }}{{ 'Hi'.lower() }}") == "True True HIhi")
-        #expect(try render("{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(' ', 1) }}") == "['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b c']")
-        #expect(try render("{{ 'x<think>r</think>y'.split('</think>')[-1] }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'the end'.title() }}") == "y bba The End")
+        #expect(
+            try render("[{{ '  s  '.strip() }}][{{ 'xxaxx'.lstrip('x') }}][{{ 'a\n\n'.rstrip('\n') }}]")
+                == "[s][axx][a]")
+        #expect(
+            try render(
+                "{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x', 'lo')) }} {{ 'Hi'.upper() }}{{ 'Hi'.lower() }}"
+            ) == "True True HIhi")
+        #expect(
+            try render("{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(' ', 1) }}")
+                == "['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b c']")
+        #expect(
+            try render(
+                "{{ 'x<think>r</think>y'.split('</think>')[-1] }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'the end'.title() }}"
+            ) == "y bba The End")
         let context: [String: JinjaValue] = ["d": .dict([("k", .int(1)), ("j", .int(2))])]
-        #expect(try render("{{ d.get('k') }} {{ d.get('z', 'no') }} {{ d.get('z') }} {{ d.keys() | list }} {{ d.values() | list }}", context) == "1 no None ['k', 'j'] [1, 2]")
+        #expect(
+            try render(
+                "{{ d.get('k') }} {{ d.get('z', 'no') }} {{ d.get('z') }} {{ d.keys() | list }} {{ d.values() | list }}",
+                context) == "1 no None ['k', 'j'] [1, 2]")
     }
 
     @Test func tests() throws {
@@ -140,7 +194,8 @@ import Testing
     @Test func provenanceFollowsStringsThroughOperations() throws {
         let context: [String: JinjaValue] = ["m": JinjaTestSupport.message("user", "  <|im_start|>evil  ")]
         let segments = try JinjaTestSupport.segments(
-            "{{ '<|a|>' + m.content | trim + '<|b|>' }}{{ (m.content ~ '!') | upper }}{{ m.content.split('|')[1] }}", context)
+            "{{ '<|a|>' + m.content | trim + '<|b|>' }}{{ (m.content ~ '!') | upper }}{{ m.content.split('|')[1] }}",
+            context)
         #expect(
             segments == [
                 .init(text: "<|a|>", origin: .template), .init(text: "<|im_start|>evil", origin: .data),

@@ -24,7 +24,8 @@ import Testing
     ) {
         let (error, elapsed) = failure(source, limits: limits)
         guard case .limitExceeded(let hit, _)? = error else {
-            Issue.record("expected the \(bound) bound, got \(String(describing: error))", sourceLocation: sourceLocation)
+            Issue.record(
+                "expected the \(bound) bound, got \(String(describing: error))", sourceLocation: sourceLocation)
             return
         }
         #expect(hit == bound, sourceLocation: sourceLocation)
@@ -39,7 +40,8 @@ import Testing
         )
         // Filtering loops count too.
         expectBound(
-            .loopIterations, "{% for a in range(100000) %}{% for b in range(100000) if b < 0 %}{% endfor %}{% endfor %}")
+            .loopIterations, "{% for a in range(100000) %}{% for b in range(100000) if b < 0 %}{% endfor %}{% endfor %}"
+        )
     }
 
     @Test func stepsBoundWorkInsideFewIterations() {
@@ -55,15 +57,19 @@ import Testing
 
     @Test func deepNestingStopsAtTheNestingBound() {
         let depth = 100_000
-        expectBound(.nesting, "{{ " + String(repeating: "(", count: depth) + "1" + String(repeating: ")", count: depth) + " }}")
-        expectBound(.nesting, "{{ " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + " }}")
+        expectBound(
+            .nesting, "{{ " + String(repeating: "(", count: depth) + "1" + String(repeating: ")", count: depth) + " }}")
+        expectBound(
+            .nesting, "{{ " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + " }}")
         expectBound(.nesting, "{{ " + String(repeating: "not ", count: depth) + "x }}")
         expectBound(.nesting, "{{ " + String(repeating: "- ", count: depth) + "1 }}")
         expectBound(.nesting, "{{ x" + String(repeating: ".a", count: depth) + " }}")
         expectBound(.nesting, "{{ x" + String(repeating: " | trim", count: depth) + " }}")
-        expectBound(.nesting, String(repeating: "{% if true %}", count: depth) + String(repeating: "{% endif %}", count: depth))
         expectBound(
-            .nesting, String(repeating: "{% for x in [1] %}", count: depth) + String(repeating: "{% endfor %}", count: depth))
+            .nesting, String(repeating: "{% if true %}", count: depth) + String(repeating: "{% endif %}", count: depth))
+        expectBound(
+            .nesting,
+            String(repeating: "{% for x in [1] %}", count: depth) + String(repeating: "{% endfor %}", count: depth))
     }
 
     @Test func recursionStopsAtTheMacroBound() {
@@ -84,11 +90,16 @@ import Testing
         expectBound(.valueSize, "{{ 'x' * 10000000000 }}")
         expectBound(.valueSize, "{{ [1, 2] * 100000000 }}")
         expectBound(
-            .valueSize, "{% set ns = namespace(s='xy') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
+            .valueSize,
+            "{% set ns = namespace(s='xy') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
         expectBound(
-            .valueSize, "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
+            .valueSize,
+            "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
         expectBound(.valueSize, "{{ ('x' * 1000000).replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}")
-        expectBound(.valueSize, "{{ range(100000) | join('                                                                                                                                                                                                                                      ') }}")
+        expectBound(
+            .valueSize,
+            "{{ range(100000) | join('                                                                                                                                                                                                                                      ') }}"
+        )
     }
 
     @Test func templatesAtTheNestingBoundRenderOnASmallStack() throws {
@@ -97,12 +108,15 @@ import Testing
         let depth = limits.maxNesting / 2 - 2
         let source =
             String(repeating: "{% if true %}", count: depth / 2) + "{{ " + String(repeating: "(", count: depth / 2)
-            + "1" + String(repeating: ")", count: depth / 2) + " }}" + String(repeating: "{% endif %}", count: depth / 2)
+            + "1" + String(repeating: ")", count: depth / 2) + " }}"
+            + String(repeating: "{% endif %}", count: depth / 2)
         let result = Mutex<Result<String, JinjaError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             let value: Result<String, JinjaError>
-            do throws(JinjaError) { value = .success(try JinjaTestSupport.render(source)) } catch { value = .failure(error) }
+            do throws(JinjaError) { value = .success(try JinjaTestSupport.render(source)) } catch {
+                value = .failure(error)
+            }
             result.withLock { $0 = value }
             done.signal()
         }

@@ -5,7 +5,9 @@ extension JinjaEvaluator {
     func applyFilter(_ name: String, to value: JinjaValue, _ arguments: [JinjaValue], _ named: [String: JinjaValue])
         throws(JinjaError) -> JinjaValue
     {
-        func argument(_ index: Int, _ key: String) -> JinjaValue? { index < arguments.count ? arguments[index] : named[key] }
+        func argument(_ index: Int, _ key: String) -> JinjaValue? {
+            index < arguments.count ? arguments[index] : named[key]
+        }
         switch name {
         case "trim":
             return .string(try text(value, for: name).stripped(leading: true, trailing: true))
@@ -41,7 +43,9 @@ extension JinjaEvaluator {
         case "list":
             return .list(try iterate(value))
         case "reverse":
-            if case .string(let text) = value { return .string(JinjaString.from(text.scalarsWithOrigins.reversed()[...])) }
+            if case .string(let text) = value {
+                return .string(JinjaString.from(text.scalarsWithOrigins.reversed()[...]))
+            }
             return .list(try iterate(value).reversed())
         case "items":
             guard case .dict(let pairs) = value else {
@@ -55,7 +59,9 @@ extension JinjaEvaluator {
             for (index, item) in try iterate(value).enumerated() {
                 if index > 0 { result.append(separator) }
                 result.append(item.rendered())
-                if result.utf8Count > limits.maxValueSize { throw .limitExceeded(.valueSize, limit: limits.maxValueSize) }
+                if result.utf8Count > limits.maxValueSize {
+                    throw .limitExceeded(.valueSize, limit: limits.maxValueSize)
+                }
             }
             return .string(result)
         case "int":
@@ -66,7 +72,8 @@ extension JinjaEvaluator {
                 guard number.isFinite, abs(number) < 9e18 else { return .int(0) }
                 return .int(Int(number))
             case .string(let text):
-                return .int(Int(text.text.trimmingCharacters(in: .whitespaces)) ?? (argument(0, "default")?.integer ?? 0))
+                return .int(
+                    Int(text.text.trimmingCharacters(in: .whitespaces)) ?? (argument(0, "default")?.integer ?? 0))
             default: return argument(0, "default") ?? .int(0)
             }
         case "float":
@@ -95,7 +102,9 @@ extension JinjaEvaluator {
                 })
         case "map":
             guard case .string(let attributeName)? = named["attribute"] else {
-                guard case .string(let filterName)? = arguments.first else { throw .evaluation("map needs a filter name") }
+                guard case .string(let filterName)? = arguments.first else {
+                    throw .evaluation("map needs a filter name")
+                }
                 var mapped: [JinjaValue] = []
                 for item in try iterate(value) {
                     mapped.append(try applyFilter(filterName.text, to: item, Array(arguments.dropFirst()), [:]))
@@ -114,7 +123,9 @@ extension JinjaEvaluator {
             var rest = arguments
             var attributeName: String?
             if byAttribute {
-                guard case .string(let attributeText)? = rest.first else { throw .evaluation("\(name) needs an attribute") }
+                guard case .string(let attributeText)? = rest.first else {
+                    throw .evaluation("\(name) needs an attribute")
+                }
                 attributeName = attributeText.text
                 rest.removeFirst()
             }

@@ -90,7 +90,9 @@ extension JinjaEvaluator {
             if grown > limits.maxValueSize { throw .limitExceeded(.valueSize, limit: limits.maxValueSize) }
             return .string(text.replacing(old, with: new, count: limit))
         case "find", "count":
-            guard let needle = try stringArgument(arguments, 0, name) else { throw .evaluation("\(name) needs a string") }
+            guard let needle = try stringArgument(arguments, 0, name) else {
+                throw .evaluation("\(name) needs a string")
+            }
             let found = JinjaString.occurrences(of: Array(needle.unicodeScalars), in: Array(text.text.unicodeScalars))
             return .int(name == "count" ? found.count : (found.first ?? -1))
         default:

@@ -4,7 +4,8 @@
 enum JinjaJSON {
     static func encode(_ value: JinjaValue, indent: Int?, sortKeys: Bool) throws(JinjaError) -> String {
         var output = ""
-        try write(value, indent: indent.map { max(0, min($0, 64)) }, level: 0, sortKeys: sortKeys, depth: 0, into: &output)
+        try write(
+            value, indent: indent.map { max(0, min($0, 64)) }, level: 0, sortKeys: sortKeys, depth: 0, into: &output)
         return output
     }
 
@@ -17,7 +18,9 @@ enum JinjaJSON {
         case .bool(let flag): output += flag ? "true" : "false"
         case .int(let number): output += String(number)
         case .double(let number):
-            guard number.isFinite else { output += number.isNaN ? "NaN" : (number < 0 ? "-Infinity" : "Infinity"); return }
+            guard number.isFinite else {
+                output += number.isNaN ? "NaN" : (number < 0 ? "-Infinity" : "Infinity"); return
+            }
             output += JinjaValue.pythonFloat(number)
         case .string(let text): quote(text.text, into: &output)
         case .list(let items):
@@ -31,18 +34,26 @@ enum JinjaJSON {
             output += "]"
         case .dict(let unordered):
             guard !unordered.isEmpty else { output += "{}"; return }
-            let pairs = sortKeys ? unordered.sorted { Array($0.key.unicodeScalars.map(\.value)).lexicographicallyPrecedes($1.key.unicodeScalars.map(\.value)) } : unordered
+            let pairs =
+                sortKeys
+                ? unordered.sorted {
+                    Array($0.key.unicodeScalars.map(\.value)).lexicographicallyPrecedes(
+                        $1.key.unicodeScalars.map(\.value))
+                } : unordered
             output += "{"
             for (index, pair) in pairs.enumerated() {
                 separator(first: index == 0, indent: indent, level: level + 1, into: &output)
                 quote(pair.key, into: &output)
                 output += ": "
-                try write(pair.value, indent: indent, level: level + 1, sortKeys: sortKeys, depth: depth + 1, into: &output)
+                try write(
+                    pair.value, indent: indent, level: level + 1, sortKeys: sortKeys, depth: depth + 1, into: &output)
             }
             close(indent: indent, level: level, into: &output)
             output += "}"
         case .namespace(let namespace):
-            try write(.dict(namespace.attributes), indent: indent, level: level, sortKeys: sortKeys, depth: depth + 1, into: &output)
+            try write(
+                .dict(namespace.attributes), indent: indent, level: level, sortKeys: sortKeys, depth: depth + 1,
+                into: &output)
         case .undefined(let name): throw .evaluation("'\(name)' is undefined and cannot be written as JSON")
         default: throw .evaluation("a \(value.typeName) cannot be written as JSON")
         }

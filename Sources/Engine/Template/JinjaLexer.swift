@@ -143,7 +143,9 @@ struct JinjaLexer {
             }
             if c == "_" || c.properties.isAlphabetic && c.isASCII {
                 var end = position
-                while let d = at(end), d == "_" || (d.isASCII && (d.properties.isAlphabetic || d.properties.numericType != nil)) {
+                while let d = at(end),
+                    d == "_" || (d.isASCII && (d.properties.isAlphabetic || d.properties.numericType != nil))
+                {
                     end += 1
                 }
                 append(.name(string(position, end)))

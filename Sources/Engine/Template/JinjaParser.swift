@@ -176,7 +176,8 @@ struct JinjaParser {
         }
         try expectStatementEnd()
         return .loop(
-            JinjaNode.Loop(targets: targets, iterable: iterable, condition: condition, body: body, otherwise: otherwise))
+            JinjaNode.Loop(targets: targets, iterable: iterable, condition: condition, body: body, otherwise: otherwise)
+        )
     }
 
     private mutating func parseSet() throws(JinjaError) -> JinjaNode {

@@ -19,7 +19,9 @@ public struct ChatTemplate: Sendable {
     let eosToken: String
 
     /// Turn-ending spellings the engine looks for in a template.
-    static let turnEndSpellings = ["<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>"]
+    static let turnEndSpellings = [
+        "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>",
+    ]
 
     /// Parses `source` and renders a test conversation (system, user, assistant, user), so a
     /// template that does not parse, raises, or passes a bound fails here, at load time.
@@ -54,7 +56,8 @@ public struct ChatTemplate: Sendable {
 
     /// The template for a model: the override when given (a built-in name such as `chatml`,
     /// or Jinja text), else the model's own; nil when there is neither.
-    public static func resolve(override: String?, modelTemplate: String?, tokenizer: Tokenizer) throws(ChatTemplateError)
+    public static func resolve(override: String?, modelTemplate: String?, tokenizer: Tokenizer)
+        throws(ChatTemplateError)
         -> ChatTemplate?
     {
         if let override, !override.allSatisfy(\.isWhitespace) {

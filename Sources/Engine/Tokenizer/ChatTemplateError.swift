@@ -22,7 +22,8 @@ public enum ChatTemplateError: Error, Equatable, CustomStringConvertible {
         case .invalidTemplate(let origin, let error):
             return "the chat template (\(origin)) cannot be used: \(error)"
         case .testRenderFailed(let origin, let error):
-            return "the chat template (\(origin)) fails on a test conversation (system, user, assistant, user): \(error)"
+            return
+                "the chat template (\(origin)) fails on a test conversation (system, user, assistant, user): \(error)"
         case .renderFailed(let origin, let error):
             return "the chat template (\(origin)) cannot render this conversation: \(error)"
         }
