@@ -72,6 +72,35 @@ import Testing
             String(repeating: "{% for x in [1] %}", count: depth) + String(repeating: "{% endfor %}", count: depth))
     }
 
+    @Test func valuesNestedInALoopStopAtTheNestingBound() {
+        // Each iteration wraps the list once more; printing a million-deep list would overflow the stack.
+        expectBound(
+            .nesting,
+            "{% set ns = namespace(l=[]) %}{% for i in range(1000000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}")
+        expectBound(
+            .nesting,
+            "{% set ns = namespace(d={}) %}{% for i in range(1000000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}{{ ns.d | tojson }}"
+        )
+        expectBound(
+            .nesting,
+            "{% set ns = namespace(d={}) %}{% for i in range(1000000) %}{% set ns.d = dict(k=ns.d) %}{% endfor %}")
+        // A namespace holding itself prints and serializes without looping forever.
+        let (error, _) = failure("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}{{ ns | tojson }}")
+        guard case .limitExceeded(.nesting, _)? = error else {
+            Issue.record("expected the nesting bound from tojson, got \(String(describing: error))")
+            return
+        }
+    }
+
+    @Test func hugeRangesAndSlicesDoNotOverflow() throws {
+        #expect(try JinjaTestSupport.render("{{ range(0, 9223372036854775807, 9223372036854775807) | list }}") == "[0]")
+        #expect(try JinjaTestSupport.render("{{ range(5, 9223372036854775807, 9223372036854775806) | length }}") == "1")
+        #expect(try JinjaTestSupport.render("{{ [1, 2, 3][::9223372036854775807] }}") == "[1]")
+        #expect(try JinjaTestSupport.render("{{ [1, 2, 3][::-9223372036854775807] }}") == "[3]")
+        #expect(try JinjaTestSupport.render("{{ [1, 2, 3][-9223372036854775807:] }}") == "[1, 2, 3]")
+        expectBound(.loopIterations, "{% for c in 'x' * 3000000 %}{% endfor %}")
+    }
+
     @Test func recursionStopsAtTheMacroBound() {
         expectBound(.macroCalls, "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}")
         // Two macros calling each other, 10^5 deep if unbounded.

@@ -14,7 +14,7 @@ extension JinjaEvaluator {
         case .list(let items):
             var values: [JinjaValue] = []
             for item in items { values.append(try evaluate(item)) }
-            return values.isEmpty ? .list([]) : .list(values)
+            return try checkedNesting(.list(values))
         case .dict(let pairs):
             var values: [(key: String, value: JinjaValue)] = []
             for pair in pairs {
@@ -28,7 +28,7 @@ extension JinjaEvaluator {
                     values.append((key.text, value))
                 }
             }
-            return .dict(values)
+            return try checkedNesting(.dict(values))
         case .attribute(let base, let name):
             return try attribute(of: try evaluate(base), name)
         case .item(let base, let key):
@@ -154,14 +154,18 @@ extension JinjaEvaluator {
                 let end = clamp(try bound(stop), count, low: 0, high: count)
                 while index < end {
                     result.append(index)
-                    index += stride
+                    let (next, overflow) = index.addingReportingOverflow(stride)
+                    if overflow { break }
+                    index = next
                 }
             } else {
                 var index = clamp(try bound(start), count - 1, low: -1, high: count - 1)
                 let end = clamp(try bound(stop), -1, low: -1, high: count - 1)
                 while index > end {
                     result.append(index)
-                    index += stride
+                    let (next, overflow) = index.addingReportingOverflow(stride)
+                    if overflow { break }
+                    index = next
                 }
             }
             return result
@@ -195,7 +199,7 @@ extension JinjaEvaluator {
             var pairs: [(key: String, value: JinjaValue)] = []
             if case .dict(let initial)? = positional.first { pairs = initial }
             for key in named.keys.sorted() { pairs.append((key, named[key] ?? .none)) }
-            if case .function("dict") = function { return .dict(pairs) }
+            if case .function("dict") = function { return try checkedNesting(.dict(pairs)) }
             return .namespace(JinjaNamespace(pairs))
         case .function("range"):
             let numbers = positional.compactMap(\.integer)
@@ -206,12 +210,18 @@ extension JinjaEvaluator {
             let end = numbers.count == 1 ? numbers[0] : numbers[1]
             let stride = numbers.count == 3 ? numbers[2] : 1
             guard stride != 0 else { throw .evaluation("range step cannot be zero") }
-            let (span, overflow) = end.subtractingReportingOverflow(start)
-            let count = overflow ? Int.max : max(0, (span + stride - (stride > 0 ? 1 : -1)) / stride)
-            guard count <= limits.maxLoopIterations else {
-                throw .limitExceeded(.loopIterations, limit: limits.maxLoopIterations)
+            var values: [JinjaValue] = []
+            var value = start
+            while stride > 0 ? value < end : value > end {
+                guard values.count < limits.maxLoopIterations else {
+                    throw .limitExceeded(.loopIterations, limit: limits.maxLoopIterations)
+                }
+                values.append(.int(value))
+                let (next, overflow) = value.addingReportingOverflow(stride)
+                if overflow { break }
+                value = next
             }
-            return try checked(.list((0..<count).map { .int(start + $0 * stride) }))
+            return try checked(.list(values))
         case .undefined(let name):
             if name == "strftime_now" {
                 throw .evaluation("strftime_now is not available: templates get no clock")

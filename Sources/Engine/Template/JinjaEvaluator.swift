@@ -58,6 +58,29 @@ final class JinjaEvaluator {
         return value
     }
 
+    /// Checks that a list or dict just built does not nest deeper than `maxNesting` (so
+    /// printing, comparing or serializing it cannot exhaust the stack), charging a step per item.
+    func checkedNesting(_ value: JinjaValue) throws(JinjaError) -> JinjaValue {
+        func walk(_ value: JinjaValue, _ level: Int) throws(JinjaError) {
+            guard level <= limits.maxNesting else { throw .limitExceeded(.nesting, limit: limits.maxNesting) }
+            switch value {
+            case .list(let items):
+                for item in items {
+                    try step()
+                    try walk(item, level + 1)
+                }
+            case .dict(let pairs):
+                for pair in pairs {
+                    try step()
+                    try walk(pair.value, level + 1)
+                }
+            default: break
+            }
+        }
+        try walk(value, 1)
+        return try checked(value)
+    }
+
     func emit(_ text: JinjaString) throws(JinjaError) {
         try step(text.utf8Count / 64)
         output.append(text)
@@ -158,7 +181,12 @@ final class JinjaEvaluator {
         switch value {
         case .list(let items): return items
         case .dict(let pairs): return pairs.map { .string($0.key, origin: .data) }
-        case .string(let text): return text.scalarsWithOrigins.map { .string(JinjaString.from([$0][...])) }
+        case .string(let text):
+            // One value per character: bounded before it is built, like the loop over it.
+            guard
+                text.utf8Count <= limits.maxLoopIterations || text.text.unicodeScalars.count <= limits.maxLoopIterations
+            else { throw .limitExceeded(.loopIterations, limit: limits.maxLoopIterations) }
+            return text.scalarsWithOrigins.map { .string(JinjaString.from([$0][...])) }
         case .undefined: return []
         default: throw .evaluation("a \(value.typeName) is not iterable")
         }

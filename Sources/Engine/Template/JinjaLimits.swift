@@ -18,10 +18,10 @@ public struct JinjaLimits: Sendable, Equatable {
     public var maxNesting = 96
     /// Macros calling macros.
     public var maxMacroCalls = 24
-    /// Bytes of rendered output.
-    public var maxOutputBytes = 16 << 20
+    /// Bytes of rendered output (a prompt of the longest context is well under 1 MiB).
+    public var maxOutputBytes = 8 << 20
     /// Bytes in one string, items in one list or dict.
-    public var maxValueSize = 16 << 20
+    public var maxValueSize = 4 << 20
 
     public init() {}
 }
