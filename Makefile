@@ -67,7 +67,7 @@ fuzz: deps
 # The committed corpora replayed once by the plain (non-fuzzer) build: no crash expected.
 fuzz-replay: deps
 	swift build $(SWIFT_FLAGS) --product inferd-fuzz
-	@for t in gguf json http; do "$$(swift build $(SWIFT_FLAGS) --show-bin-path)/inferd-fuzz" $$t Fuzz/corpus/$$t || exit 1; done
+	@for t in gguf json http template; do "$$(swift build $(SWIFT_FLAGS) --show-bin-path)/inferd-fuzz" $$t Fuzz/corpus/$$t || exit 1; done
 
 # Many loopback clients against the release binary for SOAK_SECONDS (default 120); not in CI.
 SOAK_SECONDS ?= 120

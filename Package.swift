@@ -50,7 +50,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Counts the heap allocations of chosen threads (replaces malloc in the test executable only).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"]),
+        // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
+        .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
         .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",

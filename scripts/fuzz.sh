@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 [ "$SECONDS_EACH" -gt 60 ] && SECONDS_EACH=60
-TARGETS=${FUZZ_TARGETS:-gguf json http}
+TARGETS=${FUZZ_TARGETS:-gguf json http template}
 BUILD=.build/fuzz
 swift build -c debug --build-path "$BUILD" --product inferd-fuzz \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -DINFERD_FUZZING || exit 1

@@ -13,7 +13,7 @@ enum GenerateCommand {
                 arguments,
                 known: [
                     "model", "system", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repeat-penalty",
-                    "seed", "stop", "threads",
+                    "seed", "stop", "threads", "chat-template",
                 ], booleans: ["stats"])
             guard options.positional.count == 1 else {
                 return InferdCLI.fail("generate takes one prompt argument", code: 2)
@@ -31,11 +31,14 @@ enum GenerateCommand {
             if let v = try options.int("seed") { sampling.seed = UInt64(truncatingIfNeeded: v) }
             try sampling.validate()
             // Options are checked before the model loads, so a typo fails at once.
-            engine = try InferenceEngine(path: path, threads: max(1, threads))
+            var templateSetting = ServerConfiguration()
+            templateSetting.chatTemplate = options.last("chat-template") ?? ""
+            let chatTemplate = try templateSetting.chatTemplateOverride()
+            engine = try InferenceEngine(path: path, threads: max(1, threads), chatTemplate: chatTemplate)
             var messages: [ChatMessage] = []
             if let system = options.last("system") { messages.append(ChatMessage(role: .system, content: system)) }
             messages.append(ChatMessage(role: .user, content: options.positional[0]))
-            let prompt = engine.promptTokens(for: messages)
+            let prompt = try engine.promptTokens(for: messages)
             let maxTokens = requestedMaxTokens ?? min(512, engine.contextLength - prompt.count)
             request = GenerationRequest(
                 promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: options.values["stop"] ?? [])

@@ -72,7 +72,7 @@ extension InferdApp {
             return try await sessionChatCompletion(
                 chat, sessionID: sessionID, engine: engine, request: request, arrival: arrival)
         }
-        let prompt = engine.promptTokens(for: chat.messages)
+        let prompt = try chatPromptTokens(engine, chat.messages)
         let generation = try openAIGenerationRequest(
             prompt: prompt, chat.parameters, engine: engine, requestID: request.id, promptParam: "messages",
             arrival: arrival)

@@ -16,7 +16,7 @@ extension InferdApp {
         var messages: [ChatMessage] = []
         if let instructions = body.instructions { messages.append(ChatMessage(role: .system, content: instructions)) }
         messages.append(ChatMessage(role: .user, content: body.prompt))
-        let prompt = engine.promptTokens(for: messages)
+        let prompt = try chatPromptTokens(engine, messages)
         var generation = try generations.makeGenerationRequest(
             prompt: prompt, options: body.options, engine: engine, label: request.id)
         generation.priority = admission.priority

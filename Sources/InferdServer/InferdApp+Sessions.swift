@@ -138,7 +138,7 @@ extension InferdApp {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
         }
-        let promptTokens = engine.promptTokens(for: [ChatMessage(role: .user, content: prompt)]).count
+        let promptTokens = try chatPromptTokens(engine, [ChatMessage(role: .user, content: prompt)]).count
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
             throw HTTPError.badRequest(
@@ -273,6 +273,7 @@ extension InferdApp {
         case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
         case .generation(let e): GenerationService.httpError(for: e)
         case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        case .chatTemplate(let e): httpError(for: e)
         }
     }
 }

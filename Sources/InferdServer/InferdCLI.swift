@@ -24,7 +24,7 @@ public enum InferdCLI {
 
         generate options: --model PATH, --system TEXT, --max-tokens N, --temperature T,
           --top-k K, --top-p P, --min-p P, --repeat-penalty R, --seed S, --stop TEXT (repeatable),
-          --threads N, --stats (timings on stderr).
+          --threads N, --chat-template NAME|@FILE, --stats (timings on stderr).
 
         serve settings (flag, environment variable, config-file key):
 

@@ -28,14 +28,16 @@ public final class ModelHost: Sendable {
     /// `contextLimit` caps the model's context (nil: its own).
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        contextLimit: Int? = nil, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+        contextLimit: Int? = nil, chatTemplate: String? = nil, logger: Logger,
+        onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
             let start = ContinuousClock.now
             logger.info("model loading", ["path": path, "threads": "\(threads)"])
             do {
                 let engine = try InferenceEngine(
-                    path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit)
+                    path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit,
+                    chatTemplate: chatTemplate)
                 logger.info(
                     "model loaded",
                     [

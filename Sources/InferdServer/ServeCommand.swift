@@ -47,6 +47,13 @@ enum ServeCommand {
             logger.error("session store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
             return 1
         }
+        let chatTemplate: String?
+        do {
+            chatTemplate = try config.chatTemplateOverride()
+        } catch {
+            logger.error("chat template unusable", ["chat_template": config.chatTemplate, "error": "\(error)"])
+            return 1
+        }
         let host = ModelHost()
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions)
         let server = HTTPServer(
@@ -65,7 +72,7 @@ enum ServeCommand {
         host.load(
             path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
             contextLimit: config.contextLength > 0 ? config.contextLength : nil,
-            logger: logger
+            chatTemplate: chatTemplate, logger: logger
         ) { trigger.fire(.modelLoadFailed) }
 
         let reason = await trigger.wait()

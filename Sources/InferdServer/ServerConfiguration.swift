@@ -53,6 +53,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var preemptAfterMs = 500
     /// Identical deterministic requests in flight share one generation.
     public var singleFlight = true
+    /// Chat template override: "" (the model's own), a built-in name, or "@/path/file.jinja".
+    public var chatTemplate = ""
 
     public init() {}
 }
@@ -167,6 +169,10 @@ extension ServerConfiguration {
             "single_flight",
             "Identical deterministic requests (greedy or seeded, not in a session) arriving while one runs share its generation.",
             \.singleFlight),
+        str(
+            "chat_template",
+            "Chat template instead of the model's: chatml, llama3, gemma, qwen, or @/path/template.jinja. Empty: the model's own.",
+            \.chatTemplate, optional: true),
     ]
 
     private static func str(

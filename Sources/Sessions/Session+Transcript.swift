@@ -36,7 +36,7 @@ extension Session {
         SessionSnapshot(
             id: id, created: created, onBusy: onBusy, options: options, responding: queue.active != nil,
             activeRequest: queue.active, queued: queue.waitingCount, entries: entries,
-            contextTokens: model.map { $0.promptTokens(for: conversationMessages()).count },
+            contextTokens: model.flatMap { try? $0.promptTokens(for: conversationMessages()).count },
             contextLimit: model?.contextLength)
     }
 

@@ -5,8 +5,13 @@ extension Session {
     /// The prompt and the completion budget of a request against the transcript as it is now.
     func plan(_ request: TurnRequest, model: any SessionModel) throws(SessionError) -> (tokens: [Int32], maxTokens: Int)
     {
-        let tokens = model.promptTokens(
-            for: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)])
+        let tokens: [Int32]
+        do {
+            tokens = try model.promptTokens(
+                for: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)])
+        } catch {
+            throw .chatTemplate(error)
+        }
         let context = model.contextLength
         let maxTokens =
             request.parameters.maxTokens ?? max(1, min(env.defaultMaxTokens, context - tokens.count))

@@ -13,6 +13,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case generation(GenerationError)
     /// The transcript store could not record the turn.
     case storage(String)
+    /// The chat template cannot render the conversation (or the model has none).
+    case chatTemplate(ChatTemplateError)
 
     public var description: String {
         switch self {
@@ -23,6 +25,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
         case .duplicateRequest(let id): "request \(id) is already in this session"
         case .generation(let e): "\(e)"
         case .storage(let why): "the transcript could not be stored: \(why)"
+        case .chatTemplate(let e): "\(e)"
         }
     }
 }

@@ -6,8 +6,9 @@ public protocol SessionModel: Sendable {
     var contextLength: Int { get }
     /// Bytes of KV cache one token of a sequence holds (for the memory budget).
     var kvBytesPerToken: Int { get }
-    /// The prompt for a conversation, ending with the cue for the assistant's answer.
-    func promptTokens(for messages: [ChatMessage]) -> [Int32]
+    /// The prompt for a conversation, ending with the cue for the assistant's answer. Throws
+    /// when the model has no chat template or the template cannot render the conversation.
+    func promptTokens(for messages: [ChatMessage]) throws(ChatTemplateError) -> [Int32]
     func makeSequence(capacity: Int) -> any PredictorSequence
     /// Returns only once the engine has stopped working on the request.
     func generate(

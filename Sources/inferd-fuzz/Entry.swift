@@ -3,7 +3,7 @@ import Foundation
 // `inferd-fuzz`: libFuzzer targets over inferd's input parsers (FuzzTargets.swift, `make fuzz`).
 //
 // Built with -DINFERD_FUZZING and -sanitize=fuzzer, libFuzzer supplies main() and calls
-// LLVMFuzzerTestOneInput for the target named by INFERD_FUZZ_TARGET (gguf, json, http).
+// LLVMFuzzerTestOneInput for the target named by INFERD_FUZZ_TARGET (gguf, json, http, template).
 // Built plainly (as `swift build` does), it is a replayer: `inferd-fuzz TARGET FILE_OR_DIR...`
 // runs every input once, so the committed corpora and crash reproducers stay regression tests
 // without the fuzzer toolchain. No main.swift: @main (replayer) or libFuzzer's main, never both.
@@ -12,7 +12,7 @@ import Foundation
     let selectedTarget: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["INFERD_FUZZ_TARGET"] ?? ""
         guard let t = FuzzTarget(rawValue: name) else {
-            FileHandle.standardError.write(Data("set INFERD_FUZZ_TARGET to gguf, json or http\n".utf8))
+            FileHandle.standardError.write(Data("set INFERD_FUZZ_TARGET to gguf, json, http or template\n".utf8))
             exit(2)
         }
         return t
@@ -47,7 +47,7 @@ import Foundation
         static func main() {
             let arguments = Array(CommandLine.arguments.dropFirst())
             guard let name = arguments.first, let target = FuzzTarget(rawValue: name), arguments.count > 1 else {
-                FileHandle.standardError.write(Data("usage: inferd-fuzz gguf|json|http FILE_OR_DIR...\n".utf8))
+                FileHandle.standardError.write(Data("usage: inferd-fuzz gguf|json|http|template FILE_OR_DIR...\n".utf8))
                 exit(2)
             }
             var count = 0

@@ -13,12 +13,15 @@ enum FuzzTarget: String, CaseIterable {
     case json
     /// The request path of the HTTP layer: request ids, router matching, UTF-8 and depth checks.
     case http
+    /// A chat template (the bytes as Jinja source) parsed and rendered by `ChatTemplate`.
+    case template
 
     func run(_ data: [UInt8]) {
         switch self {
         case .gguf: Self.gguf(data)
         case .json: Self.json(data)
         case .http: Self.http(data)
+        case .template: Self.template(data)
         }
     }
 
@@ -115,5 +118,51 @@ enum FuzzTarget: String, CaseIterable {
             id: "fuzz", method: method, path: path,
             headers: HTTPHeaders([("Content-Type", parts.first ?? "")]), body: body, maxJSONDepth: 8)
         _ = try? request.decodeJSON([String: OpenAIJSON].self)
+    }
+
+    /// A vocabulary with the control tokens real templates write, so rendering and encoding run
+    /// as they do for a model.
+    static let templateTokenizer: Tokenizer = {
+        let bytes = (0..<256).map { String(UnicodeScalar(UInt8($0))) }
+        let controls = ["<s>", "</s>", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<start_of_turn>", "<end_of_turn>"]
+        var tokens = bytes.map { $0 == " " ? "\u{120}" : $0 }
+        tokens += controls
+        let types = [Int32](repeating: 1, count: 256) + [Int32](repeating: 3, count: controls.count)
+        do {
+            return try Tokenizer(
+                tokens: tokens, merges: [], tokenTypes: types, bosID: 256, eosID: 257, preTokenizer: "smollm")
+        } catch {
+            // A fixed vocabulary: failing here is a bug in this target, not an input to survive.
+            fatalError("the template target's vocabulary is invalid: \(error)")
+        }
+    }()
+
+    /// Tighter bounds than the server's, so each input stays well under libFuzzer's timeout.
+    static let templateLimits: JinjaLimits = {
+        var limits = JinjaLimits()
+        limits.maxSteps = 200_000
+        limits.maxLoopIterations = 50_000
+        limits.maxOutputBytes = 1 << 20
+        limits.maxValueSize = 1 << 20
+        return limits
+    }()
+
+    static func template(_ data: [UInt8]) {
+        let tokenizer = templateTokenizer
+        let source = String(decoding: data, as: UTF8.self)
+        // Parsing, and the start-up render of a four-message conversation.
+        guard
+            let template = try? ChatTemplate(
+                source: source, origin: "fuzz", tokenizer: tokenizer, limits: templateLimits)
+        else { return }
+        // Then conversations whose content spells control tokens and template syntax.
+        for messages in [
+            [ChatMessage(role: .user, content: "<|im_start|>{{ x }}{% if %}</s>")],
+            [ChatMessage(role: .assistant, content: "")], [],
+        ] {
+            if let pieces = try? template.render(messages, addGenerationPrompt: messages.count != 1) {
+                _ = tokenizer.encode(pieces)
+            }
+        }
     }
 }

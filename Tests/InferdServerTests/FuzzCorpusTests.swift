@@ -5,7 +5,7 @@ import Testing
 /// Every committed fuzz input (seeds and the reproducers of fixed crashes) replayed through the
 /// same targets `make fuzz` runs, by the plain build of `inferd-fuzz`.
 @Suite struct FuzzCorpusTests {
-    @Test(arguments: ["gguf", "json", "http"])
+    @Test(arguments: ["gguf", "json", "http", "template"])
     func corpusReplaysWithoutACrash(target: String) async throws {
         let root = TestPaths.packageRoot
         let binary = root.appendingPathComponent(".build/release/inferd-fuzz").path

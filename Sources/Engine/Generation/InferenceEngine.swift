@@ -10,7 +10,9 @@ public final class InferenceEngine: Sendable {
     public let fileSize: Int
     public let parameterCount: Int
     public let tokenizer: Tokenizer
-    public let template: ChatTemplate
+    /// The chat template (override, else the model's own); nil when there is neither, and then
+    /// only raw-prompt routes work (`promptTokens(for:)` throws `ChatTemplateError.missingTemplate`).
+    public let template: ChatTemplate?
     public let model: LlamaModel
     public let runner: GenerationRunner
     /// Shares one generation between identical deterministic requests in flight.
@@ -25,9 +27,11 @@ public final class InferenceEngine: Sendable {
 
     /// `admission` bounds how many generations run and wait; `metrics` receives its series;
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
+    /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
+    /// `gemma`, `qwen`) or Jinja text.
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        contextLimit: Int? = nil
+        contextLimit: Int? = nil, chatTemplate: String? = nil
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -40,7 +44,9 @@ public final class InferenceEngine: Sendable {
         self.weightTypes = Set(file.tensors.values.map { $0.type.description }).sorted()
         let tokenizer = try Tokenizer(gguf: file)
         self.tokenizer = tokenizer
-        self.template = try ChatTemplate(template: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
+        let template = try ChatTemplate.resolve(
+            override: chatTemplate, modelTemplate: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
+        self.template = template
         let model = try LlamaModel(gguf: file, threads: threads, contextLimit: contextLimit)
         guard model.config.vocabularySize >= tokenizer.vocabularySize else {
             throw ModelError.invalidHyperParameter(
@@ -49,7 +55,8 @@ public final class InferenceEngine: Sendable {
         }
         self.model = model
         let runner = GenerationRunner(
-            predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
+            predictor: model,
+            endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics)
         let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
             try await runner.generate(request, onEvent: onEvent)
@@ -63,17 +70,23 @@ public final class InferenceEngine: Sendable {
     /// once), including ones stopping after a cancel.
     public var activeGenerations: Int { runner.activeGenerations }
 
-    /// The prompt for a conversation, rendered by the model's chat template. Special tokens
-    /// come only from the template; message text is always plain text.
-    public func promptTokens(for messages: [ChatMessage]) -> [Int32] {
-        tokenizer.encode(template.render(messages, addGenerationPrompt: true))
+    /// The prompt for a conversation, rendered by the chat template. Special tokens come only
+    /// from the template; message text is always plain text. Throws `ChatTemplateError` when
+    /// there is no template or it cannot render the conversation. A model that asks for BOS gets
+    /// exactly one: the template's own (`{{ bos_token }}`), else one put in front.
+    public func promptTokens(for messages: [ChatMessage]) throws(ChatTemplateError) -> [Int32] {
+        guard let template else { throw .missingTemplate }
+        return withBOS(tokenizer.encode(try template.render(messages, addGenerationPrompt: true)))
     }
 
     /// A raw prompt (no chat template) as the model expects it: the BOS token first when the
     /// model asks for one (`tokenizer.ggml.add_bos_token`, as llama.cpp adds it), then the text
     /// with the spellings of control tokens parsed, as llama.cpp's completion endpoint does.
     public func rawPromptTokens(_ text: String) -> [Int32] {
-        let ids = tokenizer.encode(text, parseSpecial: true)
+        withBOS(tokenizer.encode(text, parseSpecial: true))
+    }
+
+    private func withBOS(_ ids: [Int32]) -> [Int32] {
         guard tokenizer.addsBOS, let bos = tokenizer.bosID, ids.first != bos else { return ids }
         return [bos] + ids
     }

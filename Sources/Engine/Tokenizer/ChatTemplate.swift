@@ -1,135 +1,116 @@
-/// Renders conversations into prompts the way the model's `tokenizer.chat_template` does, for
-/// the template families the engine recognises (no Jinja interpreter is involved).
+/// Renders conversations into prompts by running a chat template (Jinja) with the bounded
+/// interpreter in `Sources/Engine/Template`: the model's own `tokenizer.chat_template`, or a
+/// built-in or file given as an override (`--chat-template`).
 ///
-/// Supported: ChatML, `<|im_start|>{role}\n{content}<|im_end|>\n` per message and
-/// `<|im_start|>assistant\n` as the generation prompt. When the template inserts a default
-/// system message before a conversation that does not start with one, that message is read
-/// from the template's own text.
-///
-/// Special tokens come only from the template: message content is always `.text`, so content
-/// that spells `<|im_start|>` is tokenized as ordinary text.
+/// Output keeps provenance: text from the template's literals (and `bos_token`/`eos_token`)
+/// becomes `.template` pieces, where control-token spellings become those tokens; text from
+/// messages becomes `.text` pieces, so content that spells `<|im_start|>` stays plain text.
 public struct ChatTemplate: Sendable {
-    public enum Family: String, Sendable, Equatable {
-        case chatML
+    /// Where the template came from, for messages: "built-in llama3", "tokenizer.chat_template", a file.
+    public let origin: String
+    /// The Jinja source.
+    public let source: String
+    /// Tokens the template's format ends a turn with (`<|im_end|>`, `<|eot_id|>`,
+    /// `<end_of_turn>`, …, and the EOS token when the template writes `eos_token`), as found
+    /// in the vocabulary; generation should stop on them as well as on the tokenizer's own.
+    public let endOfGenerationIDs: Set<Int32>
+    let template: JinjaTemplate
+    let bosToken: String
+    let eosToken: String
+
+    /// Turn-ending spellings the engine looks for in a template.
+    static let turnEndSpellings = [
+        "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>",
+    ]
+
+    /// Parses `source` and renders a test conversation (system, user, assistant, user), so a
+    /// template that does not parse, raises, or passes a bound fails here, at load time.
+    public init(source: String, origin: String, tokenizer: Tokenizer, limits: JinjaLimits = JinjaLimits())
+        throws(ChatTemplateError)
+    {
+        do {
+            self.template = try JinjaTemplate(source, limits: limits)
+        } catch {
+            throw .invalidTemplate(origin: origin, error)
+        }
+        self.origin = origin
+        self.source = source
+        self.bosToken = tokenizer.bosID.flatMap { tokenizer.tokenText($0) } ?? ""
+        self.eosToken = tokenizer.eosID.flatMap { tokenizer.tokenText($0) } ?? ""
+        var stops = Set<Int32>()
+        for spelling in Self.turnEndSpellings where source.contains(spelling) {
+            if let id = tokenizer.tokenID(spelledAs: spelling) { stops.insert(id) }
+        }
+        if source.contains("eos_token"), let eos = tokenizer.eosID { stops.insert(eos) }
+        self.endOfGenerationIDs = stops
+        let probe = [
+            ChatMessage(role: .system, content: "You are a test."), ChatMessage(role: .user, content: "Hello"),
+            ChatMessage(role: .assistant, content: "Hi."), ChatMessage(role: .user, content: "Bye"),
+        ]
+        do {
+            _ = try template.render(context(probe, addGenerationPrompt: true))
+        } catch {
+            throw .testRenderFailed(origin: origin, error)
+        }
     }
 
-    public let family: Family
-    /// The system message inserted when the first message is not a system message, if the
-    /// template has one.
-    public let defaultSystemMessage: String?
-    /// Whether the template trims whitespace around message content (`content | trim`).
-    public let trimsContent: Bool
-    private let startID: Int32
-    private let endID: Int32
-    private static let startText = "<|im_start|>"
-    private static let endText = "<|im_end|>"
-
-    /// Recognises the template's family. Throws `ChatTemplateError` when there is no template,
-    /// when it is not a family the engine can render, or when its special tokens are missing.
-    public init(template: String?, tokenizer: Tokenizer) throws {
-        guard let template, !template.allSatisfy(\.isWhitespace) else {
-            throw ChatTemplateError.missingTemplate
+    /// The template for a model: the override when given (a built-in name such as `chatml`,
+    /// or Jinja text), else the model's own; nil when there is neither.
+    public static func resolve(override: String?, modelTemplate: String?, tokenizer: Tokenizer)
+        throws(ChatTemplateError)
+        -> ChatTemplate?
+    {
+        if let override, !override.allSatisfy(\.isWhitespace) {
+            if let builtIn = builtIns[override] {
+                return try ChatTemplate(source: builtIn, origin: "built-in \(override)", tokenizer: tokenizer)
+            }
+            guard override.contains("{{") || override.contains("{%") else {
+                throw .unknownBuiltIn(override, known: builtIns.keys.sorted())
+            }
+            return try ChatTemplate(source: override, origin: "--chat-template", tokenizer: tokenizer)
         }
-        let text = JinjaTemplateText(template)
-        let code = text.compactCode
-        let mentionsRole = ["message['role']", "message[\"role\"]", "message.role"].contains { code.contains($0) }
-        let mentionsContent = ["message['content']", "message[\"content\"]", "message.content"].contains {
-            code.contains($0)
-        }
-        guard template.contains(Self.startText), template.contains(Self.endText), mentionsRole, mentionsContent
-        else {
-            throw ChatTemplateError.unsupportedTemplate(
-                reason: "not ChatML (no <|im_start|>/<|im_end|> around message role and content): "
-                    + Self.excerpt(template))
-        }
-        guard text.literals.contains(where: { $0.contains(Self.startText + "assistant") }) else {
-            throw ChatTemplateError.unsupportedTemplate(
-                reason: "ChatML template without an '<|im_start|>assistant' generation prompt: "
-                    + Self.excerpt(template))
-        }
-        guard let startID = tokenizer.tokenID(spelledAs: Self.startText) else {
-            throw ChatTemplateError.missingToken(Self.startText)
-        }
-        guard let endID = tokenizer.tokenID(spelledAs: Self.endText) else {
-            throw ChatTemplateError.missingToken(Self.endText)
-        }
-        self.family = .chatML
-        self.startID = startID
-        self.endID = endID
-        self.trimsContent = ["content']|trim", "content\"]|trim", "content|trim"].contains { code.contains($0) }
-        self.defaultSystemMessage = try Self.defaultSystem(in: text, template: template)
+        guard let modelTemplate, !modelTemplate.allSatisfy(\.isWhitespace) else { return nil }
+        return try ChatTemplate(source: modelTemplate, origin: "tokenizer.chat_template", tokenizer: tokenizer)
     }
 
-    /// The prompt for `messages`: special tokens as `.special`, everything else as `.text`.
-    /// With `addGenerationPrompt`, it ends with the opening of an assistant turn. The default
-    /// system message goes before a non-empty conversation whose first message is not a system
-    /// message (as SmolLM2's template does it, inside its message loop).
-    public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) -> [PromptPiece] {
-        var pieces: [PromptPiece] = []
-        if let defaultSystemMessage, let first = messages.first, first.role != .system {
-            appendTurn(role: ChatMessage.Role.system.rawValue, content: defaultSystemMessage, to: &pieces)
+    func context(_ messages: [ChatMessage], addGenerationPrompt: Bool) -> [String: JinjaValue] {
+        let list: [JinjaValue] = messages.map { message in
+            .dict([
+                ("role", .string(message.role.rawValue, origin: .data)),
+                ("content", .string(message.content, origin: .data)),
+            ])
         }
-        for message in messages {
-            let content = trimsContent ? Self.trimmed(message.content) : message.content
-            appendTurn(role: message.role.rawValue, content: content, to: &pieces)
-        }
-        if addGenerationPrompt {
-            pieces.append(.special(startID))
-            pieces.append(.text("assistant\n"))
-        }
-        return pieces
+        return [
+            "messages": .list(list), "add_generation_prompt": .bool(addGenerationPrompt),
+            "bos_token": .string(bosToken, origin: .template), "eos_token": .string(eosToken, origin: .template),
+            "tools": .none,
+        ]
     }
 
-    /// The rendered prompt as text, special tokens spelled out; for display and debugging.
-    public func renderText(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) -> String {
-        var text = ""
-        for piece in render(messages, addGenerationPrompt: addGenerationPrompt) {
+    /// The prompt for `messages`. With `addGenerationPrompt`, it ends with the opening of an
+    /// assistant turn. Throws when the template raises (say, roles that do not alternate) or
+    /// passes a bound.
+    public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) throws(ChatTemplateError)
+        -> [PromptPiece]
+    {
+        let output: JinjaString
+        do {
+            output = try template.render(context(messages, addGenerationPrompt: addGenerationPrompt))
+        } catch {
+            throw .renderFailed(origin: origin, error)
+        }
+        return output.segments.map { $0.origin == .template ? .template($0.text) : .text($0.text) }
+    }
+
+    /// The rendered prompt as text; for display and debugging.
+    public func renderText(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) throws(ChatTemplateError)
+        -> String
+    {
+        try render(messages, addGenerationPrompt: addGenerationPrompt).map { piece in
             switch piece {
-            case .text(let value), .template(let value): text += value
-            case .special(let id): text += id == startID ? Self.startText : Self.endText
+            case .text(let text), .template(let text): return text
+            case .special: return ""
             }
-        }
-        return text
-    }
-
-    private func appendTurn(role: String, content: String, to pieces: inout [PromptPiece]) {
-        pieces.append(.special(startID))
-        pieces.append(.text(role + "\n" + content))
-        pieces.append(.special(endID))
-        pieces.append(.text("\n"))
-    }
-
-    /// Finds `<|im_start|>system\n…<|im_end|>` written out in the template (as one literal),
-    /// inserted under a condition on whether the first message is a system message.
-    private static func defaultSystem(in text: JinjaTemplateText, template: String) throws -> String? {
-        let header = startText + "system\n"
-        let candidates = text.literals.filter { $0.contains(header) }
-        guard !candidates.isEmpty else { return nil }
-        let checksFirstRole = ["!='system'", "=='system'"].contains { text.compactCode.contains($0) }
-        for literal in candidates {
-            guard let headerRange = literal.range(of: header),
-                let endRange = literal.range(of: endText, range: headerRange.upperBound..<literal.endIndex)
-            else { continue }
-            guard checksFirstRole else {
-                throw ChatTemplateError.unsupportedTemplate(
-                    reason: "a fixed system message without a condition on the first message's role")
-            }
-            return String(literal[headerRange.upperBound..<endRange.lowerBound])
-        }
-        throw ChatTemplateError.unsupportedTemplate(
-            reason: "a default system message that is not written out as one string: " + excerpt(template))
-    }
-
-    private static func trimmed(_ text: String) -> String {
-        var scalars = Substring(text).unicodeScalars
-        while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
-        return String(scalars)
-    }
-
-    private static func excerpt(_ template: String) -> String {
-        let limit = 80
-        let flat = template.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\\n")
-        return flat.count <= limit ? "'\(flat)'" : "'\(flat.prefix(limit))…'"
+        }.joined()
     }
 }

@@ -1,20 +1,31 @@
-/// Why a model's chat template cannot be used; raised when the model is loaded.
+/// Why a conversation cannot be rendered with a chat template.
 public enum ChatTemplateError: Error, Equatable, CustomStringConvertible {
-    /// The model carries no `tokenizer.chat_template`.
+    /// The model carries no `tokenizer.chat_template` and no `chat_template` override is set.
     case missingTemplate
-    /// The template is not of a family the engine can render without a Jinja interpreter.
-    case unsupportedTemplate(reason: String)
-    /// The template needs a special token the vocabulary does not have.
-    case missingToken(String)
+    /// `--chat-template` names no built-in and is not Jinja text.
+    case unknownBuiltIn(String, known: [String])
+    /// The template does not parse.
+    case invalidTemplate(origin: String, JinjaError)
+    /// The start-up test conversation (system, user, assistant, user) failed to render.
+    case testRenderFailed(origin: String, JinjaError)
+    /// Rendering this conversation failed (the template raised, or passed a bound).
+    case renderFailed(origin: String, JinjaError)
 
     public var description: String {
         switch self {
         case .missingTemplate:
-            return "the model has no chat template (tokenizer.chat_template); chat requests cannot be rendered"
-        case .unsupportedTemplate(let reason):
-            return "unsupported chat template: \(reason); only ChatML templates are rendered"
-        case .missingToken(let token):
-            return "the chat template uses \(token), which is not a token of the model's vocabulary"
+            return "the model has no chat template (tokenizer.chat_template) and none is configured; "
+                + "set chat_template (--chat-template NAME|@FILE) or use a raw-prompt route"
+        case .unknownBuiltIn(let name, let known):
+            return "chat_template '\(name)' is not a built-in template (\(known.joined(separator: ", "))), "
+                + "a Jinja template text or @FILE"
+        case .invalidTemplate(let origin, let error):
+            return "the chat template (\(origin)) cannot be used: \(error)"
+        case .testRenderFailed(let origin, let error):
+            return
+                "the chat template (\(origin)) fails on a test conversation (system, user, assistant, user): \(error)"
+        case .renderFailed(let origin, let error):
+            return "the chat template (\(origin)) cannot render this conversation: \(error)"
         }
     }
 }
