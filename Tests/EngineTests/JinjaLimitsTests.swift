@@ -5,10 +5,21 @@ import Testing
 @testable import Engine
 
 /// Every bound of `JinjaLimits` stops a hostile template quickly with its typed error: no hang,
-/// no memory blow-up, no stack overflow.
+/// no memory blow-up, no stack overflow. Most cases run under `small` bounds (the same code
+/// paths, a fraction of the CPU, so these tests do not starve suites running beside them);
+/// `theDefaultsStopABillionIterationsQuickly` checks the server's own bounds once.
 @Suite struct JinjaLimitsTests {
+    static let small: JinjaLimits = {
+        var limits = JinjaLimits()
+        limits.maxSteps = 200_000
+        limits.maxLoopIterations = 20_000
+        limits.maxOutputBytes = 256 << 10
+        limits.maxValueSize = 128 << 10
+        return limits
+    }()
+
     /// Renders `source` and returns the error and how long it took to fail.
-    func failure(_ source: String, limits: JinjaLimits = JinjaLimits()) -> (JinjaError?, Duration) {
+    func failure(_ source: String, limits: JinjaLimits = small) -> (JinjaError?, Duration) {
         let start = ContinuousClock.now
         do {
             _ = try JinjaTestSupport.render(source, limits: limits)
@@ -19,7 +30,7 @@ import Testing
     }
 
     func expectBound(
-        _ bound: JinjaLimits.Bound, _ source: String, limits: JinjaLimits = JinjaLimits(),
+        _ bound: JinjaLimits.Bound, _ source: String, limits: JinjaLimits = small,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         let (error, elapsed) = failure(source, limits: limits)
@@ -32,6 +43,12 @@ import Testing
         #expect(elapsed < .seconds(10), "took \(elapsed)", sourceLocation: sourceLocation)
     }
 
+    @Test func theDefaultsStopABillionIterationsQuickly() {
+        let (error, elapsed) = failure("{% for i in range(1000000000) %}{% endfor %}", limits: JinjaLimits())
+        #expect(error == .limitExceeded(.loopIterations, limit: JinjaLimits().maxLoopIterations))
+        #expect(elapsed < .seconds(10), "took \(elapsed)")
+    }
+
     @Test func aBillionIterationsStopAtTheLoopBound() {
         expectBound(.loopIterations, "{% for i in range(1000000000) %}x{% endfor %}")
         expectBound(
@@ -40,18 +57,18 @@ import Testing
         )
         // Filtering loops count too.
         expectBound(
-            .loopIterations, "{% for a in range(100000) %}{% for b in range(100000) if b < 0 %}{% endfor %}{% endfor %}"
+            .loopIterations, "{% for a in range(10000) %}{% for b in range(10000) if b < 0 %}{% endfor %}{% endfor %}"
         )
     }
 
     @Test func stepsBoundWorkInsideFewIterations() {
-        var limits = JinjaLimits()
+        var limits = Self.small
         limits.maxSteps = 10_000
         expectBound(.steps, "{% for i in range(5000) %}{{ i + i * i - i // 3 }}{% endfor %}", limits: limits)
         // Big string operations cost steps by their size.
-        limits.maxSteps = 100_000
+        limits.maxSteps = 20_000
         expectBound(
-            .steps, "{% set s = 'x' * 1000000 %}{% for i in range(100) %}{% set t = s | upper %}{% endfor %}",
+            .steps, "{% set s = 'x' * 100000 %}{% for i in range(100) %}{% set t = s | upper %}{% endfor %}",
             limits: limits)
     }
 
@@ -76,14 +93,14 @@ import Testing
         // Each iteration wraps the list once more; printing a million-deep list would overflow the stack.
         expectBound(
             .nesting,
-            "{% set ns = namespace(l=[]) %}{% for i in range(1000000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}")
+            "{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}")
         expectBound(
             .nesting,
-            "{% set ns = namespace(d={}) %}{% for i in range(1000000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}{{ ns.d | tojson }}"
+            "{% set ns = namespace(d={}) %}{% for i in range(1000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}{{ ns.d | tojson }}"
         )
         expectBound(
             .nesting,
-            "{% set ns = namespace(d={}) %}{% for i in range(1000000) %}{% set ns.d = dict(k=ns.d) %}{% endfor %}")
+            "{% set ns = namespace(d={}) %}{% for i in range(1000) %}{% set ns.d = dict(k=ns.d) %}{% endfor %}")
         // A namespace holding itself prints and serializes without looping forever.
         let (error, _) = failure("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}{{ ns | tojson }}")
         guard case .limitExceeded(.nesting, _)? = error else {
@@ -98,7 +115,7 @@ import Testing
         #expect(try JinjaTestSupport.render("{{ [1, 2, 3][::9223372036854775807] }}") == "[1]")
         #expect(try JinjaTestSupport.render("{{ [1, 2, 3][::-9223372036854775807] }}") == "[3]")
         #expect(try JinjaTestSupport.render("{{ [1, 2, 3][-9223372036854775807:] }}") == "[1, 2, 3]")
-        expectBound(.loopIterations, "{% for c in 'x' * 3000000 %}{% endfor %}")
+        expectBound(.loopIterations, "{% for c in 'x' * 100000 %}{% endfor %}")
     }
 
     @Test func recursionStopsAtTheMacroBound() {
@@ -111,8 +128,8 @@ import Testing
     }
 
     @Test func gigabytesOfOutputStopAtTheOutputBound() {
-        expectBound(.outputLength, "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}")
-        expectBound(.outputLength, "{% for i in range(1000000) %}some literal text that repeats {% endfor %}")
+        expectBound(.outputLength, "{% for i in range(10000) %}{{ 'x' * 100000 }}{% endfor %}")
+        expectBound(.outputLength, "{% for i in range(19000) %}some literal text that repeats {% endfor %}")
     }
 
     @Test func hugeValuesStopAtTheValueBound() {
@@ -127,7 +144,7 @@ import Testing
         expectBound(.valueSize, "{{ ('x' * 1000000).replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}")
         expectBound(
             .valueSize,
-            "{{ range(100000) | join('                                                                                                                                                                                                                                      ') }}"
+            "{{ range(10000) | join('                                                                                                                                                                                                                                      ') }}"
         )
     }
 
