@@ -84,7 +84,8 @@ import Testing
             #expect(names.first == "started" && names.last == "completed", "\(names)")
             let started = jsonObject(reader.events.first?.data ?? "")
             // The prompt went through Gemma's template: <bos><start_of_turn>user\n…<end_of_turn>\n<start_of_turn>model\n
-            let expectedPrompt = try engine.promptTokens(for: [ChatMessage(role: .user, content: "Name three colours.")])
+            let expectedPrompt = try engine.promptTokens(for: [ChatMessage(role: .user, content: "Name three colours.")]
+            )
             #expect(started["prompt_tokens"] as? Int == expectedPrompt.count)
             #expect(expectedPrompt.first == 2 && expectedPrompt.contains(105) && expectedPrompt.contains(106))
             let snapshots = reader.events.filter { $0.name == "snapshot" }.map {
