@@ -4,7 +4,7 @@
 /// Merging follows llama.cpp: the adjacent pair with the lowest merge rank merges first, ties
 /// going to the leftmost pair; a finished symbol that is not a token falls back to its bytes.
 struct BPEWorkspace {
-    private struct Candidate {
+    private struct Candidate: MergeCandidate {
         let rank: Int32
         let left: Int32
         let leftSymbol: Int32
@@ -19,7 +19,7 @@ struct BPEWorkspace {
     private var symbols: [Int32] = []
     private var previous: [Int32] = []
     private var next: [Int32] = []
-    private var heap: [Candidate] = []
+    private var heap = MergeQueue<Candidate>()
 
     mutating func encode(_ bytes: UnsafeBufferPointer<UInt8>, vocabulary: BPEVocabulary, into output: inout [Int32]) {
         let count = bytes.count
@@ -31,7 +31,7 @@ struct BPEWorkspace {
         symbols.removeAll(keepingCapacity: true)
         previous.removeAll(keepingCapacity: true)
         next.removeAll(keepingCapacity: true)
-        heap.removeAll(keepingCapacity: true)
+        heap.removeAll()
         for index in 0..<count {
             symbols.append(vocabulary.byteSymbols[Int(bytes[index])])
             previous.append(Int32(index - 1))
@@ -40,7 +40,7 @@ struct BPEWorkspace {
         for index in 0..<(count - 1) {
             pushCandidate(Int32(index), Int32(index + 1), vocabulary: vocabulary)
         }
-        while let candidate = popCandidate() {
+        while let candidate = heap.pop() {
             let left = Int(candidate.left)
             guard symbols[left] == candidate.leftSymbol else { continue }
             let right = Int(next[left])
@@ -81,33 +81,8 @@ struct BPEWorkspace {
         let leftSymbol = symbols[Int(left)]
         let rightSymbol = symbols[Int(right)]
         guard let rule = vocabulary.mergeRule(leftSymbol, rightSymbol) else { return }
-        heap.append(
+        heap.push(
             Candidate(
                 rank: rule.rank, left: left, leftSymbol: leftSymbol, rightSymbol: rightSymbol, result: rule.result))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].precedes(heap[parent]) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func popCandidate() -> Candidate? {
-        guard let top = heap.first else { return nil }
-        let last = heap.removeLast()
-        if heap.isEmpty { return top }
-        heap[0] = last
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            if left >= heap.count { break }
-            var best = left
-            if left + 1 < heap.count && heap[left + 1].precedes(heap[left]) { best = left + 1 }
-            guard heap[best].precedes(heap[parent]) else { break }
-            heap.swapAt(best, parent)
-            parent = best
-        }
-        return top
     }
 }

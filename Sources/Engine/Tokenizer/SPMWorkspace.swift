@@ -5,7 +5,7 @@
 /// highest score merges first, ties going to the leftmost pair; a candidate whose symbols have
 /// changed since it was queued is dropped.
 struct SPMWorkspace {
-    private struct Candidate {
+    private struct Candidate: MergeCandidate {
         let score: Float
         let left: Int32
         let right: Int32
@@ -20,7 +20,7 @@ struct SPMWorkspace {
     private var lengths: [Int32] = []
     private var previous: [Int32] = []
     private var next: [Int32] = []
-    private var heap: [Candidate] = []
+    private var heap = MergeQueue<Candidate>()
 
     mutating func encode(_ bytes: UnsafeBufferPointer<UInt8>, model: SPMModel, into output: inout [Int32]) {
         if bytes.isEmpty { return }
@@ -28,7 +28,7 @@ struct SPMWorkspace {
         lengths.removeAll(keepingCapacity: true)
         previous.removeAll(keepingCapacity: true)
         next.removeAll(keepingCapacity: true)
-        heap.removeAll(keepingCapacity: true)
+        heap.removeAll()
         var offset = 0
         while offset < bytes.count {
             let lead = bytes[offset]
@@ -43,7 +43,7 @@ struct SPMWorkspace {
         for index in 1..<starts.count {
             pushCandidate(Int32(index - 1), Int32(index), bytes: bytes, model: model)
         }
-        while let candidate = popCandidate() {
+        while let candidate = heap.pop() {
             let left = Int(candidate.left)
             let right = Int(candidate.right)
             if lengths[left] == 0 || lengths[right] == 0 || lengths[left] + lengths[right] != candidate.length {
@@ -80,31 +80,6 @@ struct SPMWorkspace {
         guard let id = model.table.lookup.id(UnsafeBufferPointer(rebasing: bytes[start..<(start + length)])) else {
             return
         }
-        heap.append(Candidate(score: model.scores[Int(id)], left: left, right: right, length: Int32(length)))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].precedes(heap[parent]) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func popCandidate() -> Candidate? {
-        guard let top = heap.first else { return nil }
-        let last = heap.removeLast()
-        if heap.isEmpty { return top }
-        heap[0] = last
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            if left >= heap.count { break }
-            var best = left
-            if left + 1 < heap.count && heap[left + 1].precedes(heap[left]) { best = left + 1 }
-            guard heap[best].precedes(heap[parent]) else { break }
-            heap.swapAt(best, parent)
-            parent = best
-        }
-        return top
+        heap.push(Candidate(score: model.scores[Int(id)], left: left, right: right, length: Int32(length)))
     }
 }
