@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -126,7 +127,7 @@ enum HTTPBench {
         let logger = Logger(label: "bench", minimumLevel: .warning)
         let host = ModelHost()
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
-        defer { host.engine?.shutdown() }
+        defer { host.backend?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -85,7 +86,7 @@ enum ServeCommand {
             logger.error("shutdown started", ["reason": "model_load_failed"])
         }
         await server.shutdown()
-        host.engine?.shutdown()
+        host.backend?.shutdown()
         logger.info("shutdown complete")
         return reason == .modelLoadFailed ? 1 : 0
     }
