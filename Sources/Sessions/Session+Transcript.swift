@@ -33,7 +33,7 @@ extension Session {
         return messages
     }
 
-    public func snapshot(model: (any GenerationBackend)?) -> SessionSnapshot {
+    public func snapshot(backend model: (any GenerationBackend)?) -> SessionSnapshot {
         SessionSnapshot(
             id: id, created: created, onBusy: onBusy, options: options, responding: queue.active != nil,
             activeRequest: queue.active, queued: queue.waitingCount, entries: entries,

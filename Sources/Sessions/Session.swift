@@ -79,7 +79,7 @@ public actor Session {
 
     /// Admits a request: it starts now, waits, replaces what runs, or is refused. Checks the
     /// context budget against the transcript as it is now (and again when the turn starts).
-    public func admit(_ request: TurnRequest, model: any GenerationBackend) throws(SessionError) {
+    public func admit(_ request: TurnRequest, backend model: any GenerationBackend) throws(SessionError) {
         guard !closed else { throw .sessionNotFound(id) }
         // A live id must be unique; an ended one may be reused (clients may send their own ids).
         guard turns[request.id] == nil else { throw .duplicateRequest(request.id) }

@@ -170,7 +170,7 @@ struct Harness {
     }
 
     func admit(_ r: TurnRequest, _ s: Session) async throws {
-        try await manager.admit(r, to: s, model: backend)
+        try await manager.admit(r, to: s, backend: backend)
     }
 
     /// Admits, then runs in a Task of its own (the "HTTP request Task"); cancelling that Task is a disconnect.

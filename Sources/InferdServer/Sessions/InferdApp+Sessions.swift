@@ -62,7 +62,7 @@ extension InferdApp {
         } catch {
             throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
-        return .json(SessionBody(await session.snapshot(model: host.backend)), status: 201)
+        return .json(SessionBody(await session.snapshot(backend: host.backend)), status: 201)
     }
 
     /// One page of the caller's sessions (of every session when authentication is off), oldest
@@ -72,13 +72,13 @@ extension InferdApp {
         let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
         let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
-        for s in page.items { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        for s in page.items { data.append(SessionBody(await s.snapshot(backend: nil), withTranscript: false)) }
         return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
     }
 
     func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try requireSession(request)
-        return .json(SessionBody(await session.snapshot(model: host.backend)))
+        return .json(SessionBody(await session.snapshot(backend: host.backend)))
     }
 
     func deleteSession(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -148,7 +148,7 @@ extension InferdApp {
                 "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
                 code: "prompt_too_long", param: names.prompt)
         }
-        let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
+        let turns = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt }.count
         guard turns < configuration.maxSessionTurns else {
             throw HTTPError.conflict(
                 "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
@@ -169,7 +169,7 @@ extension InferdApp {
             throw generations.recordFailure(error, requestID: id)
         }
         do {
-            try await sessions.admit(turn, to: session, model: backend)
+            try await sessions.admit(turn, to: session, backend: backend)
         } catch {
             var e = Self.httpError(for: error)
             if case .generation(.contextOverflow) = error { e.param = names.prompt }
