@@ -46,7 +46,11 @@ let package = Package(
         .target(
             name: "InferdServer",
             dependencies: ["HTTPServer", "Backend", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
-        .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
+        // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
+        .target(
+            name: "Benchmark",
+            dependencies: ["InferdServer", "HTTPServer", "Backend", "Engine", "CKernels", "Telemetry"]),
+        .executableTarget(name: "inferd", dependencies: ["InferdServer", "Benchmark"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.

@@ -98,7 +98,7 @@ enum ServeCommand {
 
 extension HTTPServer.Configuration {
     /// The HTTP layer's settings; reads the TLS certificate and key files when they are set.
-    init(_ c: ServerConfiguration) throws(ConfigurationError) {
+    package init(_ c: ServerConfiguration) throws(ConfigurationError) {
         self.init(
             host: c.host, port: c.port, maxBodyBytes: c.maxBodyBytes, connectionLimit: c.connectionLimit,
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,

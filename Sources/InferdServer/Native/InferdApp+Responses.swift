@@ -88,5 +88,5 @@ extension InferdApp {
     }
 
     /// An SSE payload or stored value, in the one wire encoding (sorted keys).
-    static func json<T: Encodable>(_ value: T) -> String { WireJSON.string(value) }
+    package static func json<T: Encodable>(_ value: T) -> String { WireJSON.string(value) }
 }

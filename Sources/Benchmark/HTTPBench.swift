@@ -2,6 +2,7 @@ import Backend
 import Engine
 import Foundation
 import HTTPServer
+import InferdServer
 import Telemetry
 
 /// `inferd bench --http`: starts the server in-process on a free port, streams one
@@ -149,7 +150,7 @@ enum HTTPBench {
         InferdApp.json(
             BenchRequest(
                 prompt: reader.map { prompt + " Reader \($0)." } ?? prompt, stream: true,
-                options: GenerationOptionsBody(temperature: 0, maxTokens: maxTokens, ignoreEos: ignoreEOS)))
+                options: .greedy(maxTokens: maxTokens, ignoreEos: ignoreEOS)))
     }
 
     /// A `/v1/responses` request body, with the server's own options type.
