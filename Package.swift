@@ -38,24 +38,33 @@ let package = Package(
         .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
         // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
         // Knows nothing of HTTP or JSON wire formats.
-        .target(name: "Sessions", dependencies: ["Engine", "CSQLite", "Telemetry"]),
+        // The generation backend protocol (conversation or raw prompt in, events and a result out)
+        // and its local implementation, the engine. Routes and sessions see only the protocol.
+        .target(name: "Backend", dependencies: ["Engine"]),
+        .target(name: "Sessions", dependencies: ["Backend", "Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
-            name: "InferdServer", dependencies: ["HTTPServer", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
-        .executableTarget(name: "inferd", dependencies: ["InferdServer"]),
+            name: "InferdServer",
+            dependencies: ["HTTPServer", "Backend", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
+        // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
+        .target(
+            name: "Benchmark",
+            dependencies: ["InferdServer", "HTTPServer", "Backend", "Engine", "CKernels", "Telemetry"]),
+        .executableTarget(name: "inferd", dependencies: ["InferdServer", "Benchmark"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.
-        .target(name: "TestSupport", dependencies: ["Telemetry"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Backend", "Engine", "Telemetry"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         // Counts the heap allocations of chosen threads (replaces malloc in the test executable only).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
-        .testTarget(name: "SessionsTests", dependencies: ["Sessions", "Engine", "Telemetry", "TestSupport"]),
+        .testTarget(
+            name: "SessionsTests", dependencies: ["Backend", "Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",
-            dependencies: ["InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
+            dependencies: ["Backend", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

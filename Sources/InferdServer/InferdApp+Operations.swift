@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -23,11 +24,11 @@ extension InferdApp {
     func health(_ request: HTTPRequest) -> HTTPResponse {
         let uptime = Int(Date().timeIntervalSince(startedAt))
         switch host.current {
-        case .ready(let engine):
+        case .ready(let backend):
             return .json(
                 HealthBody(
-                    status: "ok", model: engine.modelName, architecture: engine.architecture,
-                    weightTypes: engine.weightTypes, contextLength: engine.contextLength, uptimeSeconds: uptime))
+                    status: "ok", model: backend.modelName, architecture: backend.architecture,
+                    weightTypes: backend.weightTypes, contextLength: backend.contextLength, uptimeSeconds: uptime))
         case .loading:
             return .json(HealthBody(status: "loading", uptimeSeconds: uptime), status: 503)
         case .failed(let why):
@@ -42,8 +43,8 @@ extension InferdApp {
         metrics.gauge(
             "inferd_active_generations",
             help:
-                "Generations the engine is working on (one shared by several requests counts once), stopping ones included."
-        ).set(Double(host.engine?.activeGenerations ?? 0))
+                "Generations the backend is working on (one shared by several requests counts once), stopping ones included."
+        ).set(Double(host.backend?.activeGenerations ?? 0))
         // Registered before the first join, so scrapers see the series from the start.
         _ = generations.singleFlightJoins
         return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -54,10 +55,10 @@ public final class InferdApp: Sendable {
         return router
     }
 
-    /// The engine, or 503 while the model is still loading (or failed to load).
-    func requireEngine() throws -> InferenceEngine {
+    /// The generation backend, or 503 while the model is still loading (or failed to load).
+    func requireBackend() throws -> any GenerationBackend {
         switch host.current {
-        case .ready(let engine): return engine
+        case .ready(let backend): return backend
         case .loading:
             throw HTTPError.serviceUnavailable("the model is still loading; retry shortly", code: "model_loading")
         case .failed(let why):

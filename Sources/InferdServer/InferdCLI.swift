@@ -30,7 +30,11 @@ public enum InferdCLI {
 
         """ + ServerConfiguration.helpText + "\n"
 
-    public static func run(_ arguments: [String]) async -> Int32 {
+    /// `bench` is the `Benchmark` target's (`BenchCommand.run`), handed in by the executable so
+    /// the benchmark code stays out of this library.
+    public static func run(
+        _ arguments: [String], bench: (([String]) async -> Int32)? = nil
+    ) async -> Int32 {
         guard let command = arguments.first else {
             FileHandle.standardError.write(Data(usage.utf8))
             return 2
@@ -46,7 +50,9 @@ public enum InferdCLI {
         case "serve": return await ServeCommand.run(arguments: rest)
         case "generate": return await GenerateCommand.run(arguments: rest)
         case "tokenize": return TokenizeCommand.run(arguments: rest)
-        case "bench": return await BenchCommand.run(arguments: rest)
+        case "bench":
+            guard let bench else { return fail("this build has no bench command") }
+            return await bench(rest)
         case "healthcheck": return HealthcheckCommand.run(arguments: rest)
         case "help", "--help", "-h":
             print(usage, terminator: "")
@@ -57,7 +63,7 @@ public enum InferdCLI {
         }
     }
 
-    static func fail(_ message: String, code: Int32 = 1) -> Int32 {
+    package static func fail(_ message: String, code: Int32 = 1) -> Int32 {
         FileHandle.standardError.write(Data("inferd: \(message)\n".utf8))
         return code
     }
@@ -65,12 +71,12 @@ public enum InferdCLI {
 
 /// Command-line options after the subcommand: `--name value` pairs, boolean `--flags`, and
 /// positional arguments. Names not in `known`/`booleans` are errors.
-struct CommandOptions {
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
-    var positional: [String] = []
+package struct CommandOptions {
+    package var values: [String: [String]] = [:]
+    package var flags: Set<String> = []
+    package var positional: [String] = []
 
-    init(_ arguments: [String], known: Set<String>, booleans: Set<String>) throws(ConfigurationError) {
+    package init(_ arguments: [String], known: Set<String>, booleans: Set<String>) throws(ConfigurationError) {
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -107,15 +113,15 @@ struct CommandOptions {
         }
     }
 
-    func last(_ name: String) -> String? { values[name]?.last }
+    package func last(_ name: String) -> String? { values[name]?.last }
 
-    func int(_ name: String) throws(ConfigurationError) -> Int? {
+    package func int(_ name: String) throws(ConfigurationError) -> Int? {
         guard let raw = last(name) else { return nil }
         guard let v = Int(raw) else { throw ConfigurationError("option --\(name) is \"\(raw)\", expected an integer") }
         return v
     }
 
-    func float(_ name: String) throws(ConfigurationError) -> Float? {
+    package func float(_ name: String) throws(ConfigurationError) -> Float? {
         guard let raw = last(name) else { return nil }
         guard let v = Float(raw), v.isFinite else {
             throw ConfigurationError("option --\(name) is \"\(raw)\", expected a number")

@@ -3,18 +3,24 @@ import Foundation
 
 /// A minimal blocking HTTP/1.1 client for the server's own commands (`healthcheck`,
 /// `bench --http`), so the container image needs no curl. One request per connection.
-struct LoopbackClient {
-    let host: String
-    let port: Int
-    var timeoutSeconds: Double = 5
+package struct LoopbackClient {
+    package let host: String
+    package let port: Int
+    package var timeoutSeconds: Double = 5
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package init(host: String, port: Int, timeoutSeconds: Double = 5) {
+        self.host = host
+        self.port = port
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Opens a connection, sends `method path` with an optional JSON body, and returns the
     /// connected socket; the caller reads the answer and closes it.
-    func open(_ method: String, _ path: String, json: String? = nil) throws -> Int32 {
+    package func open(_ method: String, _ path: String, json: String? = nil) throws -> Int32 {
         let (fd, bytes) = try connect(method, path, json: json)
         var sent = 0
         while sent < bytes.count {
@@ -29,7 +35,7 @@ struct LoopbackClient {
     }
 
     /// The status code of a complete, non-streaming answer.
-    func status(_ method: String, _ path: String) throws -> Int {
+    package func status(_ method: String, _ path: String) throws -> Int {
         let fd = try open(method, path)
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 4096)

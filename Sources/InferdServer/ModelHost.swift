@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import Synchronization
@@ -8,7 +9,7 @@ import Telemetry
 public final class ModelHost: Sendable {
     public enum State: Sendable {
         case loading
-        case ready(InferenceEngine)
+        case ready(any GenerationBackend)
         case failed(String)
     }
 
@@ -18,7 +19,8 @@ public final class ModelHost: Sendable {
 
     public var current: State { state.withLock { $0 } }
 
-    public var engine: InferenceEngine? {
+    /// The backend once the model is ready.
+    public var backend: (any GenerationBackend)? {
         if case .ready(let e) = current { return e }
         return nil
     }

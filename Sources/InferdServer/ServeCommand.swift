@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -85,7 +86,7 @@ enum ServeCommand {
             logger.error("shutdown started", ["reason": "model_load_failed"])
         }
         await server.shutdown()
-        host.engine?.shutdown()
+        host.backend?.shutdown()
         logger.info("shutdown complete")
         return reason == .modelLoadFailed ? 1 : 0
     }
@@ -97,7 +98,7 @@ enum ServeCommand {
 
 extension HTTPServer.Configuration {
     /// The HTTP layer's settings; reads the TLS certificate and key files when they are set.
-    init(_ c: ServerConfiguration) throws(ConfigurationError) {
+    package init(_ c: ServerConfiguration) throws(ConfigurationError) {
         self.init(
             host: c.host, port: c.port, maxBodyBytes: c.maxBodyBytes, connectionLimit: c.connectionLimit,
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,

@@ -62,7 +62,7 @@ public struct ServerConfiguration: Sendable, Equatable {
 /// A configuration problem, naming the setting and where its bad value came from.
 public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
 
 extension ServerConfiguration {

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 
 extension Session {
@@ -32,11 +33,13 @@ extension Session {
         return messages
     }
 
-    public func snapshot(model: (any SessionModel)?) -> SessionSnapshot {
+    public func snapshot(backend model: (any GenerationBackend)?) -> SessionSnapshot {
         SessionSnapshot(
             id: id, created: created, onBusy: onBusy, options: options, responding: queue.active != nil,
             activeRequest: queue.active, queued: queue.waitingCount, entries: entries,
-            contextTokens: model.flatMap { try? $0.promptTokens(for: conversationMessages()).count },
+            contextTokens: model.flatMap {
+                try? $0.promptTokens(for: .conversation(instructions: nil, messages: conversationMessages())).count
+            },
             contextLimit: model?.contextLength)
     }
 

@@ -1,14 +1,19 @@
+import Backend
 import Engine
 import Foundation
 
 extension Session {
     /// The prompt and the completion budget of a request against the transcript as it is now.
-    func plan(_ request: TurnRequest, model: any SessionModel) throws(SessionError) -> (tokens: [Int32], maxTokens: Int)
-    {
+    func plan(_ request: TurnRequest, model: any GenerationBackend) throws(SessionError) -> (
+        tokens: [Int32], maxTokens: Int
+    ) {
         let tokens: [Int32]
         do {
+            // The instructions are the transcript's first entry, so they come as its system message.
             tokens = try model.promptTokens(
-                for: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)])
+                for: .conversation(
+                    instructions: nil,
+                    messages: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)]))
         } catch {
             throw .chatTemplate(error)
         }
@@ -59,19 +64,21 @@ extension Session {
 
         // The kept cache, if it still exists and is big enough; otherwise a bigger one with room to
         // grow (twice what this turn needs), so growing, which recomputes the prompt once, is rare.
+        // A backend that keeps no caches runs the whole transcript each turn.
+        let cache = model.kvCache
         let needed = planned.tokens.count + planned.maxTokens
         let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
-        let previous = env.caches.checkOut(id, reservingBytes: capacity * model.kvBytesPerToken)
-        let sequenceToUse: any PredictorSequence
+        let previous = cache.flatMap { env.caches.checkOut(id, reservingBytes: capacity * $0.kvBytesPerToken) }
+        let sequenceToUse: (any PredictorSequence)?
         if let previous, previous.capacity >= needed {
             sequenceToUse = previous
         } else {
-            sequenceToUse = model.makeSequence(capacity: capacity)
+            sequenceToUse = cache?.makeSequence(capacity: capacity)
         }
         // A cache this turn did not touch: what a discarded turn goes back to.
         let untouched = previous.flatMap { $0 === sequenceToUse ? nil : $0 }
         // What of the cache belongs to earlier turns: a discarded turn rolls back to this.
-        let shared = zip(sequenceToUse.tokens, planned.tokens).prefix { $0 == $1 }.count
+        let shared = zip(sequenceToUse?.tokens ?? [], planned.tokens).prefix { $0 == $1 }.count
         let rollback = min(shared, planned.tokens.count - 1)
 
         let gate = SnapshotGate(forward: turn.observer ?? { _ in })
@@ -88,7 +95,7 @@ extension Session {
         let result: Result<GenerationResult, GenerationError>
         do {
             result = .success(
-                try await model.generate(generation) { event in
+                try await model.generate(generation, sharing: true) { event in
                     switch event {
                     case .queued(let position): gate.publish(.queued(position: position))
                     case .promptProcessed(let p, let c): gate.publish(.started(promptTokens: p, cachedTokens: c))
@@ -130,7 +137,7 @@ extension Session {
                 if let untouched {
                     sequenceToKeep = untouched
                 } else {
-                    sequenceToUse.truncate(to: min(rollback, sequenceToUse.count))
+                    sequenceToUse?.truncate(to: min(rollback, sequenceToUse?.count ?? 0))
                 }
                 removeTurn(promptEntry.position, responseEntry.position)
             } else {
@@ -163,9 +170,9 @@ extension Session {
                 env.logger.error("session store write failed", ["session_id": id, "error": error.description])
             }
         }
-        if keepCache {
+        if keepCache, let cache, let sequenceToKeep {
             let dropped = env.caches.checkIn(
-                id, sequence: sequenceToKeep, bytes: sequenceToKeep.capacity * model.kvBytesPerToken)
+                id, sequence: sequenceToKeep, bytes: sequenceToKeep.capacity * cache.kvBytesPerToken)
             for owner in dropped {
                 count("inferd_kv_cache_evictions_total", [:])
                 env.logger.info("kv cache dropped", ["session_id": owner, "budget_bytes": "\(env.caches.budgetBytes)"])

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 
@@ -33,7 +34,7 @@ public actor Session {
 
     struct Turn {
         var request: TurnRequest
-        var model: any SessionModel
+        var model: any GenerationBackend
         var lifecycle = TurnLifecycle()
         var observer: (@Sendable (TurnEvent) -> Void)?
         var waiter: CheckedContinuation<Void, Never>?
@@ -78,7 +79,7 @@ public actor Session {
 
     /// Admits a request: it starts now, waits, replaces what runs, or is refused. Checks the
     /// context budget against the transcript as it is now (and again when the turn starts).
-    public func admit(_ request: TurnRequest, model: any SessionModel) throws(SessionError) {
+    public func admit(_ request: TurnRequest, backend model: any GenerationBackend) throws(SessionError) {
         guard !closed else { throw .sessionNotFound(id) }
         // A live id must be unique; an ended one may be reused (clients may send their own ids).
         guard turns[request.id] == nil else { throw .duplicateRequest(request.id) }
@@ -105,7 +106,7 @@ public actor Session {
         env.logger.debug("session request admitted", ["session_id": id, "request_id": request.id])
     }
 
-    private func register(_ request: TurnRequest, _ model: any SessionModel) {
+    private func register(_ request: TurnRequest, _ model: any GenerationBackend) {
         turns[request.id] = Turn(request: request, model: model)
         finished[request.id] = nil
     }

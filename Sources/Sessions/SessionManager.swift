@@ -1,3 +1,4 @@
+import Backend
 import Foundation
 import Telemetry
 
@@ -76,10 +77,12 @@ public final class SessionManager: Sendable {
 
     /// Admits a request to a session and remembers where it lives.
     /// Indexed before the session sees it, so a request that ends at once still leaves the index.
-    public func admit(_ request: TurnRequest, to session: Session, model: any SessionModel) async throws(SessionError) {
+    public func admit(_ request: TurnRequest, to session: Session, backend model: any GenerationBackend)
+        async throws(SessionError)
+    {
         let indexed = requestIndex.withLock { $0.admitted(request.id, session: session.id) }
         do {
-            try await session.admit(request, model: model)
+            try await session.admit(request, backend: model)
         } catch {
             if indexed { requestIndex.withLock { $0.refused(request.id) } }
             throw error

@@ -146,7 +146,7 @@ import Testing
                 c.close()
             }
             #expect(await eventually(timeout: .seconds(30)) { s.cancelledGenerations() == before + 1 })
-            #expect(await eventually(timeout: .seconds(30)) { (s.app.host.engine?.activeGenerations ?? 1) == 0 })
+            #expect(await eventually(timeout: .seconds(30)) { (s.app.host.backend?.activeGenerations ?? 1) == 0 })
         }
     }
 }

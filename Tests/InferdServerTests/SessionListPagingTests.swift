@@ -8,6 +8,10 @@ import Testing
 /// through `after`, exactly once each, in either order; bad or unknown query parameters are
 /// refused naming them.
 @Suite struct SessionListPagingTests {
+    /// The model is not the subject (nothing here generates): a scripted backend serves.
+    static let backend = ScriptedBackend(reply: "unused")
+    static var scripted: ModelHost.State { .ready(backend) }
+
     struct Page {
         var ids: [String]
         var firstID: String?
@@ -26,7 +30,7 @@ import Testing
     }
 
     @Test func everySessionIsReachableExactlyOnce() async throws {
-        try await RunningServer.with(configure: { $0.maxSessionsPerKey = 1000 }) { s in
+        try await RunningServer.with(state: Self.scripted, configure: { $0.maxSessionsPerKey = 1000 }) { s in
             let total = ListQuery.defaultLimit * 2 + 5
             var made: [(created: Int, id: String)] = []
             for _ in 0..<total {
@@ -63,7 +67,7 @@ import Testing
     }
 
     @Test func emptyListHasNullCursors() async throws {
-        try await RunningServer.with { s in
+        try await RunningServer.with(state: Self.scripted) { s in
             let r = try await offPool { try s.client().request("GET", "/v1/sessions") }
             let json = try #require(r.json)
             #expect(json["object"] as? String == "list" && json["has_more"] as? Bool == false)
@@ -77,7 +81,7 @@ import Testing
         ("?after=sess_nope", "after"), ("?bogus=1", "bogus"), ("?limit=5&page=2", "page"),
     ])
     func badQueriesAreRefusedNamingTheParameter(query: String, field: String) async throws {
-        try await RunningServer.with { s in
+        try await RunningServer.with(state: Self.scripted) { s in
             _ = try await offPool { try s.client().postJSON("/v1/sessions", "{}") }
             let e = WireError(try await offPool { try s.client().request("GET", "/v1/sessions\(query)") })
             #expect(e.status == 400 && e.param == field, "\(query) → \(e)")

@@ -11,6 +11,8 @@ import Testing
 @Suite(.serialized) struct SessionOwnershipTests {
     static let alpha = "alpha-key-0123456789"
     static let beta = "beta-key-0123456789x"
+    /// The model is not the subject: a scripted backend answers the turns.
+    static let backend = ScriptedBackend(reply: "Hello there.")
 
     func call(
         _ s: RunningServer, _ method: String, _ path: String, key: String, _ body: [String: Any]? = nil
@@ -24,7 +26,9 @@ import Testing
     }
 
     @Test func anotherKeyCannotSeeOrTouchASession() async throws {
-        try await RunningServer.with(configure: { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }) { s in
+        try await RunningServer.with(
+            state: .ready(Self.backend), configure: { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
+        ) { s in
             let created = try await call(s, "POST", "/v1/sessions", key: Self.alpha, ["options": ["temperature": 0]])
             #expect(created.status == 201, "\(created.text)")
             let id = try #require(created.json?["id"] as? String)
@@ -48,7 +52,7 @@ import Testing
                 #expect(!r.text.contains("forbidden"))
             }
             // The OpenAI route's session_id extension is the same lookup.
-            let model = try SharedModel.engine().modelName
+            let model = Self.backend.modelName
             let chat = try await call(
                 s, "POST", "/v1/chat/completions", key: Self.beta,
                 ["model": model, "session_id": id, "messages": [["role": "user", "content": "Hi"]], "max_tokens": 1])
@@ -67,12 +71,15 @@ import Testing
     }
 
     @Test func sessionsPerKeyAndTurnsPerSessionAreCapped() async throws {
-        try await RunningServer.with(configure: {
-            $0.apiKeys = "\(Self.alpha),\(Self.beta)"
-            $0.maxTokensLimit = 64
-            $0.maxSessionsPerKey = 2
-            $0.maxSessionTurns = 1
-        }) { s in
+        try await RunningServer.with(
+            state: .ready(Self.backend),
+            configure: {
+                $0.apiKeys = "\(Self.alpha),\(Self.beta)"
+                $0.maxTokensLimit = 64
+                $0.maxSessionsPerKey = 2
+                $0.maxSessionTurns = 1
+            }
+        ) { s in
             var ids: [String] = []
             for _ in 0..<2 {
                 let r = try await call(s, "POST", "/v1/sessions", key: Self.alpha, [:])

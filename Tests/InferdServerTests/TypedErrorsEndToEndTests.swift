@@ -7,7 +7,17 @@ import Testing
 /// Every refusal over a real socket names its field as a value (`param`), with the right code:
 /// wrong types and ranges are `invalid_value`, never "not valid JSON"; unknown fields are refused
 /// on every native and session route as on the OpenAI ones; policies are checked at the edge.
+/// The model is not the subject: a scripted backend serves (every case is refused before it
+/// would generate).
 @Suite struct TypedErrorsEndToEndTests {
+    static let backend = ScriptedBackend(reply: "unused")
+
+    func serve(_ body: (RunningServer) async throws -> Void) async throws {
+        try await RunningServer.with(state: .ready(Self.backend), body)
+        // Refused at the edge: nothing reached the backend.
+        #expect(Self.backend.requests.isEmpty)
+    }
+
     func post(_ s: RunningServer, _ path: String, _ body: String) async throws -> WireError {
         WireError(try await offPool { try s.client().postJSON(path, body) })
     }
@@ -24,7 +34,7 @@ import Testing
         (#"{"prompt":"hi","timeout_seconds":"soon"}"#, "timeout_seconds"),
     ])
     func wrongTypesAndRangesAreInvalidValues(body: String, field: String) async throws {
-        try await RunningServer.with { s in
+        try await serve { s in
             let e = try await post(s, "/v1/responses", body)
             #expect(e.status == 400 && e.code == "invalid_value" && e.param == field, "\(body) → \(e)")
             #expect(!e.message.contains("JSON"), "\(e)")
@@ -32,7 +42,7 @@ import Testing
     }
 
     @Test func unknownFieldsAreRefusedOnEveryNativeRoute() async throws {
-        try await RunningServer.with { s in
+        try await serve { s in
             let cases: [(String, String, String)] = [
                 ("/v1/responses", #"{"prompt":"hi","options":{"temprature":0}}"#, "options.temprature"),
                 ("/v1/responses", #"{"prompt":"hi","max_tokens":5}"#, "max_tokens"),
@@ -61,7 +71,7 @@ import Testing
     }
 
     @Test func rangeAndPolicyErrorsNameTheirField() async throws {
-        try await RunningServer.with { s in
+        try await serve { s in
             let cases: [(String, String, String, String)] = [
                 (
                     "/v1/responses", #"{"prompt":"hi","options":{"temperature":-1}}"#, "invalid_option",
@@ -95,8 +105,8 @@ import Testing
 
     /// The OpenAI routes get `param` from the same values, spelt as the caller spelt the field.
     @Test func openAIParamsComeFromValuesNotMessages() async throws {
-        try await RunningServer.with { s in
-            let model = try SharedModel.engine().modelName
+        try await serve { s in
+            let model = Self.backend.modelName
             func chat(_ extra: String) -> String {
                 #"{"model":"\#(model)","messages":[{"role":"user","content":"hi"}]"# + extra + "}"
             }

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import Sessions
@@ -69,7 +70,7 @@ struct ByteTextDecoder: IncrementalTextDecoder {
     }
 }
 
-final class FakeModel: SessionModel {
+final class FakeModel: GenerationBackend, KVCacheCapability {
     let predictor: FakePredictor
     let runner: GenerationRunner
 
@@ -85,32 +86,38 @@ final class FakeModel: SessionModel {
 
     deinit { runner.shutdown() }
 
+    let modelName = "fake"
+    var modelAliases: Set<String> { [modelName] }
+    let architecture = "fake"
+    let weightTypes = ["F32"]
+    var vocabularySize: Int { predictor.vocabularySize }
+    var activeGenerations: Int { runner.activeGenerations }
     var contextLength: Int { predictor.contextLength }
     var kvBytesPerToken: Int { 1024 }
+    var kvCache: (any KVCacheCapability)? { self }
 
-    func promptTokens(for messages: [ChatMessage]) -> [Int32] {
-        var out: [Int32] = []
-        for m in messages {
-            let open: Int32 =
-                switch m.role {
-                case .system: 1
-                case .user: 3
-                case .assistant: 255
-                }
-            out.append(open)
-            out += m.content.utf8.map { Int32($0) }
-            out.append(2)
-        }
-        return out + [255]
-    }
+    /// The same prompt spelling as the scripted backend's (bytes plus role markers).
+    func promptTokens(for input: PromptInput) -> [Int32] { ScriptedBackend.render(input) }
 
     func makeSequence(capacity: Int) -> any PredictorSequence { predictor.makeSequence(capacity: capacity) }
 
+    func checkCapacity() throws(GenerationError) { try runner.checkCapacity() }
+
+    func submit(
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(GenerationError) -> PendingGeneration {
+        let ticket = try runner.submit(request, onEvent: onEvent)
+        return PendingGeneration { () async throws(GenerationError) -> GenerationResult in try await ticket.result() }
+    }
+
+    /// Never shares: sessions' requests carry their own sequence, which single-flight never joins.
     func generate(
-        _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
         try await runner.generate(request, onEvent: onEvent)
     }
+
+    func shutdown() { runner.shutdown() }
 }
 
 /// Everything a requester was told, in order.
@@ -129,14 +136,18 @@ final class Recorder: Sendable {
 struct Harness {
     let manager: SessionManager
     let model: FakeModel
+    /// What the sessions generate with: `model` unless a test gives another backend.
+    let backend: any GenerationBackend
     let logs = LogCapture()
 
     init(
-        model: FakeModel = FakeModel(), maxQueue: Int = 16, budgetBytes: Int = 1 << 30,
+        model: FakeModel = FakeModel(), backend: (any GenerationBackend)? = nil, maxQueue: Int = 16,
+        budgetBytes: Int = 1 << 30,
         store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks(),
         recentRequests: Int = SessionManager.defaultRecentRequests
     ) throws {
         self.model = model
+        self.backend = backend ?? model
         let env = SessionEnvironment(
             store: store, caches: KVCacheBudget(budgetBytes: budgetBytes), maxQueue: maxQueue, defaultMaxTokens: 64,
             logger: logs.logger, metrics: Metrics(), hooks: hooks)
@@ -159,7 +170,7 @@ struct Harness {
     }
 
     func admit(_ r: TurnRequest, _ s: Session) async throws {
-        try await manager.admit(r, to: s, model: model)
+        try await manager.admit(r, to: s, backend: backend)
     }
 
     /// Admits, then runs in a Task of its own (the "HTTP request Task"); cancelling that Task is a disconnect.

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Sessions
@@ -41,7 +42,8 @@ import Testing
 
     /// Over real sessions: finished turns leave the live index, only the most recent stay findable.
     @Test func theManagersIndexIsBoundedOverRealTurns() async throws {
-        let h = try Harness(recentRequests: 2)
+        // The backend is not the subject: a scripted one answers at once.
+        let h = try Harness(backend: ScriptedBackend(reply: "ok"), recentRequests: 2)
         let s = try h.session()
         for i in 1...5 {
             let outcome = try await h.respond(Harness.request("r\(i)", "hi \(i)"), s)

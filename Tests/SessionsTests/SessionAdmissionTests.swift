@@ -42,7 +42,7 @@ import Testing
             Harness.request("b", "too late", deadline: .now + .milliseconds(40)), s, rec)
         let outcome = await late.value
         // It ended while the turn ahead still ran: at its deadline, not when its turn came.
-        #expect(await s.snapshot(model: nil).activeRequest == "a")
+        #expect(await s.snapshot(backend: nil).activeRequest == "a")
         #expect(outcome.status == .failed && outcome.error == .generation(.queueTimeout))
         #expect(outcome.content.isEmpty && !rec.started)
         #expect(await s.prompts().allSatisfy { $0.content != "too late" })

@@ -91,8 +91,8 @@ import Testing
         #expect(ob.status == .cancelled && ob.reason == .clientDisconnected)
         // Removed while a still runs, and c moved up.
         #expect(await eventually { recC.positions == [2, 1] })
-        #expect(await s.snapshot(model: nil).queued == 1)
-        #expect(await s.snapshot(model: nil).activeRequest == "a")
+        #expect(await s.snapshot(backend: nil).queued == 1)
+        #expect(await s.snapshot(backend: nil).activeRequest == "a")
         _ = await s.cancel(requestID: "a", reason: .cancelRequest)
         #expect(await a.value.status == .cancelled)
         #expect(await c.value.status == .completed)
@@ -305,7 +305,7 @@ import Testing
         }
         #expect(s.probe.maxConcurrent == 1)
         #expect(s.probe.generations > 0)
-        #expect(await s.snapshot(model: nil).responding == false)
+        #expect(await s.snapshot(backend: nil).responding == false)
     }
 }
 
@@ -320,7 +320,7 @@ import Testing
         #expect(try await h.manager.delete(s.id))
         // Both ended before delete returned: nothing runs for a deleted session.
         #expect(s.probe.maxConcurrent == 1)
-        #expect(await s.snapshot(model: nil).responding == false)
+        #expect(await s.snapshot(backend: nil).responding == false)
         #expect(await a.value.reason == .sessionDeleted)
         #expect(await b.value.reason == .sessionDeleted)
         #expect(h.manager.session(s.id) == nil)

@@ -26,6 +26,13 @@ public struct GenerationUsage: Sendable, Equatable, Codable {
     public var completionTokens: Int
     /// Prompt tokens taken from the sequence's cache instead of being computed.
     public var cachedTokens: Int
+
+    /// Public so a backend other than this engine (a remote or scripted one) can report usage.
+    public init(promptTokens: Int, completionTokens: Int, cachedTokens: Int) {
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.cachedTokens = cachedTokens
+    }
 }
 
 public struct GenerationTimings: Sendable, Equatable, Codable {
@@ -33,6 +40,16 @@ public struct GenerationTimings: Sendable, Equatable, Codable {
     public var generationMilliseconds: Double
     public var promptTokensPerSecond: Double
     public var generationTokensPerSecond: Double
+
+    public init(
+        promptMilliseconds: Double, generationMilliseconds: Double, promptTokensPerSecond: Double,
+        generationTokensPerSecond: Double
+    ) {
+        self.promptMilliseconds = promptMilliseconds
+        self.generationMilliseconds = generationMilliseconds
+        self.promptTokensPerSecond = promptTokensPerSecond
+        self.generationTokensPerSecond = generationTokensPerSecond
+    }
 }
 
 public struct GenerationResult: Sendable {
@@ -48,4 +65,18 @@ public struct GenerationResult: Sendable {
     /// the label (request id) of the request that started it. Usage and timings are then the
     /// shared run's.
     public var sharedFrom: String? = nil
+
+    /// Public so a backend other than this engine (a remote or scripted one) can return results.
+    public init(
+        content: String, finishReason: FinishReason, usage: GenerationUsage, timings: GenerationTimings,
+        tokens: [Int32], stepsAfterCancel: Int, sharedFrom: String? = nil
+    ) {
+        self.content = content
+        self.finishReason = finishReason
+        self.usage = usage
+        self.timings = timings
+        self.tokens = tokens
+        self.stepsAfterCancel = stepsAfterCancel
+        self.sharedFrom = sharedFrom
+    }
 }

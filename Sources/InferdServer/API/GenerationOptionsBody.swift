@@ -28,6 +28,11 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
 }
 
 extension GenerationOptionsBody {
+    /// Greedy options with a token budget (what `inferd bench --http` sends).
+    package static func greedy(maxTokens: Int, ignoreEos: Bool) -> GenerationOptionsBody {
+        GenerationOptionsBody(temperature: 0, maxTokens: maxTokens, ignoreEos: ignoreEos)
+    }
+
     /// The fields `options` accepts; any other is refused, naming it.
     static let fieldNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 

@@ -1,11 +1,12 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
 import Telemetry
 
 /// The one path every route's generation takes, whatever its wire format: validate options and
-/// limits against the configuration, submit (single-flight or the engine's queue, with priority
-/// and deadline), await, record the metrics and the `generation finished` line, and map engine
+/// limits against the configuration, submit to the `GenerationBackend` (single-flight or its
+/// queue, with priority and deadline), await, record the metrics and the `generation finished` line, and map engine
 /// errors to what a client is told. Routes translate their wire format to and from it; none of
 /// them repeats a limit check, a metric or an error mapping.
 final class GenerationService: Sendable {
@@ -22,12 +23,12 @@ final class GenerationService: Sendable {
     /// Validates options and the context budget before anything is computed or streamed. Every
     /// error names its field as `names` spells it for the caller's wire format.
     func makeGenerationRequest(
-        prompt: [Int32], options: GenerationOptionsBody?, engine: InferenceEngine, label: String,
+        prompt: [Int32], options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
         names: FieldNames = .native
     ) throws(HTTPError) -> GenerationRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
-        let context = engine.contextLength
+        let context = backend.contextLength
         let maxTokens: Int
         if let requested = o.maxTokens {
             guard requested >= 1 else {
@@ -65,26 +66,22 @@ final class GenerationService: Sendable {
 
     /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.
     func runGeneration(
-        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        _ generation: GenerationRequest, backend: any GenerationBackend, requestID: String,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(HTTPError) -> GenerationResult {
-        let ticket = try submitGeneration(generation, engine: engine, requestID: requestID, onEvent: onEvent)
+        let ticket = try submitGeneration(generation, backend: backend, requestID: requestID, onEvent: onEvent)
         return try await awaitGeneration(ticket, requestID: requestID)
     }
 
-    /// Hands a generation to the engine; a full queue is 503 `server_busy` with `Retry-After`.
+    /// Hands a generation to the backend; a full queue is 503 `server_busy` with `Retry-After`.
     /// A request that may share an identical generation in flight (single-flight) is only
     /// checked for capacity here: whether it joins or starts one is decided when it is awaited.
     func submitGeneration(
-        _ generation: GenerationRequest, engine: InferenceEngine, requestID: String,
+        _ generation: GenerationRequest, backend: any GenerationBackend, requestID: String,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(HTTPError) -> PendingGeneration {
         do {
-            if configuration.singleFlight && engine.isShareable(generation) {
-                try engine.runner.checkCapacity()
-                return .shared(generation, engine, onEvent)
-            }
-            return .ticket(try engine.submit(generation, onEvent: onEvent))
+            return try backend.submit(generation, sharing: configuration.singleFlight, onEvent: onEvent)
         } catch {
             throw recordFailure(error, requestID: requestID)
         }

@@ -1,6 +1,8 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
+import InferdServer
 import Telemetry
 
 /// `inferd bench --http`: starts the server in-process on a free port, streams one
@@ -126,7 +128,7 @@ enum HTTPBench {
         let logger = Logger(label: "bench", minimumLevel: .warning)
         let host = ModelHost()
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
-        defer { host.engine?.shutdown() }
+        defer { host.backend?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logger,
@@ -148,7 +150,7 @@ enum HTTPBench {
         InferdApp.json(
             BenchRequest(
                 prompt: reader.map { prompt + " Reader \($0)." } ?? prompt, stream: true,
-                options: GenerationOptionsBody(temperature: 0, maxTokens: maxTokens, ignoreEos: ignoreEOS)))
+                options: .greedy(maxTokens: maxTokens, ignoreEos: ignoreEOS)))
     }
 
     /// A `/v1/responses` request body, with the server's own options type.

@@ -1,4 +1,5 @@
 import CKernels
+import Engine
 import Foundation
 import Synchronization
 import Telemetry

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -10,7 +11,7 @@ import Sessions
 /// ignored: the session's transcript is the history.
 extension InferdApp {
     func sessionChatCompletion(
-        _ chat: OpenAIChatRequest, sessionID: String, engine: InferenceEngine, request: HTTPRequest,
+        _ chat: OpenAIChatRequest, sessionID: String, backend: any GenerationBackend, request: HTTPRequest,
         arrival: ContinuousClock.Instant
     ) async throws -> HTTPResponse {
         let session: Session
@@ -31,7 +32,7 @@ extension InferdApp {
             turn = try await admitSessionTurn(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
-                engine: engine, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
+                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
         } catch let e as HTTPError {
             var error = OpenAIError(e)
             switch e.code {
@@ -44,7 +45,7 @@ extension InferdApp {
         let reason = sessionCancelReason(request.context)
         let created = Int(Date().timeIntervalSince1970)
         let template = OpenAIStreamChunk(
-            kind: .chat, id: "chatcmpl-\(request.id)", created: created, model: engine.modelName,
+            kind: .chat, id: "chatcmpl-\(request.id)", created: created, model: backend.modelName,
             includeUsageField: chat.parameters.includeUsage)
         if chat.parameters.stream {
             return .eventStream { stream in
@@ -55,7 +56,7 @@ extension InferdApp {
         if let error = Self.openAIError(ending: outcome) { throw error }
         return .json(
             OpenAICompletionBody(
-                kind: .chat, id: template.id, created: created, model: engine.modelName, content: outcome.content,
+                kind: .chat, id: template.id, created: created, model: backend.modelName, content: outcome.content,
                 finishReason: (outcome.finishReason ?? .stop).rawValue, usage: OpenAIUsage(turn: outcome.usage)))
     }
 

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -27,30 +28,30 @@ extension InferdApp {
     }
 
     /// The names a request may use for the served model: its name, and the GGUF file's base name.
-    func servedModelNames(_ engine: InferenceEngine) -> Set<String> {
-        [engine.modelName, URL(fileURLWithPath: engine.path).deletingPathExtension().lastPathComponent]
+    func servedModelNames(_ backend: any GenerationBackend) -> Set<String> {
+        backend.modelAliases
     }
 
-    func checkModel(_ name: String, _ engine: InferenceEngine) throws(OpenAIError) {
-        guard servedModelNames(engine).contains(name) else { throw .modelNotFound(name, served: engine.modelName) }
+    func checkModel(_ name: String, _ backend: any GenerationBackend) throws(OpenAIError) {
+        guard servedModelNames(backend).contains(name) else { throw .modelNotFound(name, served: backend.modelName) }
     }
 
-    func modelEntry(_ engine: InferenceEngine) -> OpenAIModelList.Model {
+    func modelEntry(_ backend: any GenerationBackend) -> OpenAIModelList.Model {
         .init(
-            id: engine.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: engine.contextLength,
-            architecture: engine.architecture, weightTypes: engine.weightTypes)
+            id: backend.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: backend.contextLength,
+            architecture: backend.architecture, weightTypes: backend.weightTypes)
     }
 
     func models() throws -> HTTPResponse {
-        let engine = try requireEngine()
-        return .json(OpenAIModelList(data: [modelEntry(engine)]))
+        let backend = try requireBackend()
+        return .json(OpenAIModelList(data: [modelEntry(backend)]))
     }
 
     func model(_ request: HTTPRequest) throws -> HTTPResponse {
-        let engine = try requireEngine()
+        let backend = try requireBackend()
         let name = request.pathParameters["model"]?.removingPercentEncoding ?? ""
-        try checkModel(name, engine)
-        return .json(modelEntry(engine))
+        try checkModel(name, backend)
+        return .json(modelEntry(backend))
     }
 
     /// The body as a JSON object; malformed JSON is 400 `invalid_request_error` (code `invalid_json`).
@@ -65,34 +66,34 @@ extension InferdApp {
     /// `POST /v1/chat/completions`.
     func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
-        let engine = try requireEngine()
+        let backend = try requireBackend()
         let chat = try OpenAIChatRequest(try openAIFields(request))
-        try checkModel(chat.parameters.model, engine)
+        try checkModel(chat.parameters.model, backend)
         if let sessionID = chat.sessionID {
             return try await sessionChatCompletion(
-                chat, sessionID: sessionID, engine: engine, request: request, arrival: arrival)
+                chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
         }
-        let prompt = try chatPromptTokens(engine, chat.messages)
+        let prompt = try chatPromptTokens(backend, .conversation(instructions: nil, messages: chat.messages))
         let generation = try openAIGenerationRequest(
-            prompt: prompt, chat.parameters, engine: engine, requestID: request.id, promptParam: "messages",
+            prompt: prompt, chat.parameters, backend: backend, requestID: request.id, promptParam: "messages",
             arrival: arrival)
         return try await answer(
-            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, engine: engine, request: request)
+            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request)
     }
 
     /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
     /// caller can write its own template) or token ids; no chat template is applied.
     func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
-        let engine = try requireEngine()
+        let backend = try requireBackend()
         let completion = try OpenAICompletionRequest(try openAIFields(request))
-        try checkModel(completion.parameters.model, engine)
+        try checkModel(completion.parameters.model, backend)
         let prompt: [Int32]
         switch completion.prompt {
         case .text(let text):
-            prompt = engine.rawPromptTokens(text)
+            prompt = try chatPromptTokens(backend, .text(text))
         case .tokens(let ids):
-            let vocabulary = engine.tokenizer.vocabularySize
+            let vocabulary = backend.vocabularySize
             if let bad = ids.first(where: { Int($0) >= vocabulary }) {
                 throw OpenAIError.invalid(
                     "prompt token id \(bad) is outside the vocabulary of \(vocabulary) tokens", param: "prompt")
@@ -101,22 +102,22 @@ extension InferdApp {
         }
         guard !prompt.isEmpty else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
         let generation = try openAIGenerationRequest(
-            prompt: prompt, completion.parameters, engine: engine, requestID: request.id, promptParam: "prompt",
+            prompt: prompt, completion.parameters, backend: backend, requestID: request.id, promptParam: "prompt",
             arrival: arrival)
         return try await answer(
-            generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, engine: engine,
+            generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, backend: backend,
             request: request)
     }
 
     /// The native validation (`makeGenerationRequest`), with its errors naming OpenAI's parameters.
     func openAIGenerationRequest(
-        prompt: [Int32], _ p: OpenAIGenerationParameters, engine: InferenceEngine, requestID: String,
+        prompt: [Int32], _ p: OpenAIGenerationParameters, backend: any GenerationBackend, requestID: String,
         promptParam: String, arrival: ContinuousClock.Instant
     ) throws -> GenerationRequest {
         var generation: GenerationRequest
         do {
             generation = try generations.makeGenerationRequest(
-                prompt: prompt, options: p.options, engine: engine, label: requestID,
+                prompt: prompt, options: p.options, backend: backend, label: requestID,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
         } catch {
             throw OpenAIError(error)
@@ -129,21 +130,21 @@ extension InferdApp {
     /// Streams, or generates and answers once.
     func answer(
         _ generation: GenerationRequest, kind: OpenAICompletionBody.Kind, id: String,
-        _ p: OpenAIGenerationParameters, engine: InferenceEngine, request: HTTPRequest
+        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, request: HTTPRequest
     ) async throws -> HTTPResponse {
         let created = Int(Date().timeIntervalSince1970)
         let chunk = OpenAIStreamChunk(
-            kind: kind, id: id, created: created, model: engine.modelName, includeUsageField: p.includeUsage)
+            kind: kind, id: id, created: created, model: backend.modelName, includeUsageField: p.includeUsage)
         if p.stream {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, engine: engine, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, engine: engine, requestID: request.id)
+        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
         if result.finishReason == .cancelled {
             let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
             throw OpenAIError(
@@ -152,7 +153,7 @@ extension InferdApp {
         }
         return .json(
             OpenAICompletionBody(
-                kind: kind, id: id, created: created, model: engine.modelName, content: result.content,
+                kind: kind, id: id, created: created, model: backend.modelName, content: result.content,
                 finishReason: result.finishReason.rawValue, usage: OpenAIUsage(result.usage)))
     }
 }

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -7,38 +8,39 @@ extension InferdApp {
     /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
     func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
-        let engine = try requireEngine()
+        let backend = try requireBackend()
         let body = try ResponseRequestBody(request)
         guard !body.prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: "prompt")
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
-        var messages: [ChatMessage] = []
-        if let instructions = body.instructions { messages.append(ChatMessage(role: .system, content: instructions)) }
-        messages.append(ChatMessage(role: .user, content: body.prompt))
-        let prompt = try chatPromptTokens(engine, messages)
+        let prompt = try chatPromptTokens(
+            backend,
+            .conversation(
+                instructions: body.instructions, messages: [ChatMessage(role: .user, content: body.prompt)]))
         var generation = try generations.makeGenerationRequest(
-            prompt: prompt, options: body.options, engine: engine, label: request.id)
+            prompt: prompt, options: body.options, backend: backend, label: request.id)
         generation.priority = admission.priority
         generation.deadline = admission.deadline(from: arrival)
         if body.stream == true {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, engine: engine, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
-                await streamResponse(ticket, events: relay, engine: engine, stream: stream)
+                await streamResponse(ticket, events: relay, backend: backend, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, engine: engine, requestID: request.id)
+        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
         let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
-        return .json(responseBody(result, id: request.id, engine: engine, reason: reason))
+        return .json(responseBody(result, id: request.id, backend: backend, reason: reason))
     }
 
-    func responseBody(_ result: GenerationResult, id: String, engine: InferenceEngine, reason: String?) -> ResponseBody
+    func responseBody(_ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?)
+        -> ResponseBody
     {
         ResponseBody(
-            id: id, created: Int(Date().timeIntervalSince1970), model: engine.modelName,
+            id: id, created: Int(Date().timeIntervalSince1970), model: backend.modelName,
             status: result.finishReason == .cancelled ? "cancelled" : "completed", content: result.content,
             finishReason: result.finishReason.rawValue, usage: UsageBody(result.usage),
             timings: TimingsBody(result.timings), reason: reason)
@@ -48,7 +50,7 @@ extension InferdApp {
     /// `started`, `snapshot`s (conflated for slow readers), then exactly one of `completed`,
     /// `cancelled` or `error` (`timeout` when it waited past its `timeout_seconds`).
     func streamResponse(
-        _ ticket: PendingGeneration, events: GenerationEventRelay, engine: InferenceEngine, stream: EventStream
+        _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream
     ) async {
         let id = stream.requestID
         events.attach { event in
@@ -78,12 +80,13 @@ extension InferdApp {
         if result.finishReason == .cancelled {
             let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
             stream.send(
-                event: "cancelled", data: Self.json(responseBody(result, id: id, engine: engine, reason: reason)))
+                event: "cancelled", data: Self.json(responseBody(result, id: id, backend: backend, reason: reason)))
         } else {
-            stream.send(event: "completed", data: Self.json(responseBody(result, id: id, engine: engine, reason: nil)))
+            stream.send(
+                event: "completed", data: Self.json(responseBody(result, id: id, backend: backend, reason: nil)))
         }
     }
 
     /// An SSE payload or stored value, in the one wire encoding (sorted keys).
-    static func json<T: Encodable>(_ value: T) -> String { WireJSON.string(value) }
+    package static func json<T: Encodable>(_ value: T) -> String { WireJSON.string(value) }
 }

@@ -1,10 +1,11 @@
 import Engine
 import Foundation
+import InferdServer
 
 /// `inferd bench`: llama-bench-style table of prompt and generation speed, decode's weight
 /// bandwidth beside a memory-read probe from the same run, and (`--http`) time to first
 /// snapshot over a real socket.
-enum BenchCommand {
+public enum BenchCommand {
     struct Report: Encodable {
         struct Row: Encodable {
             var test: String
@@ -37,7 +38,7 @@ enum BenchCommand {
         }
     }
 
-    static func run(arguments: [String]) async -> Int32 {
+    public static func run(arguments: [String]) async -> Int32 {
         let options: CommandOptions
         let threadCounts: [Int]
         let tests: [EngineBenchmark.Test]

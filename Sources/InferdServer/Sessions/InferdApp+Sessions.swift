@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import Foundation
 import HTTPServer
@@ -61,7 +62,7 @@ extension InferdApp {
         } catch {
             throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
-        return .json(SessionBody(await session.snapshot(model: host.engine)), status: 201)
+        return .json(SessionBody(await session.snapshot(backend: host.backend)), status: 201)
     }
 
     /// One page of the caller's sessions (of every session when authentication is off), oldest
@@ -71,13 +72,13 @@ extension InferdApp {
         let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
         let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
-        for s in page.items { data.append(SessionBody(await s.snapshot(model: nil), withTranscript: false)) }
+        for s in page.items { data.append(SessionBody(await s.snapshot(backend: nil), withTranscript: false)) }
         return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
     }
 
     func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try requireSession(request)
-        return .json(SessionBody(await session.snapshot(model: host.engine)))
+        return .json(SessionBody(await session.snapshot(backend: host.backend)))
     }
 
     func deleteSession(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -92,13 +93,13 @@ extension InferdApp {
 
     func sessionRespond(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
-        let engine = try requireEngine()
+        let backend = try requireBackend()
         let session = try requireSession(request)
         let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
-            admission: admission, arrival: arrival, options: body.options, engine: engine)
+            admission: admission, arrival: arrival, options: body.options, backend: backend)
         let reason = sessionCancelReason(request.context)
         if body.stream == true {
             return .eventStream { stream in
@@ -133,19 +134,21 @@ extension InferdApp {
     func admitSessionTurn(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        engine: InferenceEngine, names: FieldNames = .native
+        backend: any GenerationBackend, names: FieldNames = .native
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
         }
-        let promptTokens = try chatPromptTokens(engine, [ChatMessage(role: .user, content: prompt)]).count
+        let promptTokens = try chatPromptTokens(
+            backend, .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: prompt)])
+        ).count
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
-        guard promptTokens <= configuration.maxPromptTokens || promptTokens > engine.contextLength else {
+        guard promptTokens <= configuration.maxPromptTokens || promptTokens > backend.contextLength else {
             throw HTTPError.badRequest(
                 "the prompt is \(promptTokens) tokens; this server accepts at most \(configuration.maxPromptTokens)",
                 code: "prompt_too_long", param: names.prompt)
         }
-        let turns = await session.snapshot(model: nil).entries.filter { $0.kind == .prompt }.count
+        let turns = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt }.count
         guard turns < configuration.maxSessionTurns else {
             throw HTTPError.conflict(
                 "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
@@ -161,12 +164,12 @@ extension InferdApp {
             parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base), names: names),
             deadline: admission.deadline(from: arrival))
         do {
-            try engine.runner.checkCapacity()
+            try backend.checkCapacity()
         } catch {
             throw generations.recordFailure(error, requestID: id)
         }
         do {
-            try await sessions.admit(turn, to: session, model: engine)
+            try await sessions.admit(turn, to: session, backend: backend)
         } catch {
             var e = Self.httpError(for: error)
             if case .generation(.contextOverflow) = error { e.param = names.prompt }
@@ -242,7 +245,7 @@ extension InferdApp {
                 "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)
         }
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
-        if let m = o.maxTokens, m > configuration.maxTokensLimit, m <= (host.engine?.contextLength ?? Int.max) {
+        if let m = o.maxTokens, m > configuration.maxTokensLimit, m <= (host.backend?.contextLength ?? Int.max) {
             throw .badRequest(
                 "\(names.maxTokens) is \(m); this server allows at most \(configuration.maxTokensLimit)",
                 code: "max_tokens_too_large", param: names.maxTokensParam)

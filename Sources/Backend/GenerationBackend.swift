@@ -1,0 +1,47 @@
+import Engine
+
+/// What answers a generation, seen from above the engine: a conversation (instructions and
+/// messages) or a raw prompt goes in, with options and limits, and events and a result come
+/// out. The routes, the generation service and sessions talk to this and nothing below it, so
+/// another backend (a remote engine, a scripted one in tests) replaces the local engine without
+/// touching them. `InferenceEngine` + its chat template + single-flight is the local one.
+public protocol GenerationBackend: Sendable {
+    /// The served model's name, and every other name a client may use for it.
+    var modelName: String { get }
+    var modelAliases: Set<String> { get }
+    var architecture: String { get }
+    var weightTypes: [String] { get }
+    /// Tokens a prompt and its answer may use together.
+    var contextLength: Int { get }
+    /// Token ids a client may send as a prompt are `0..<vocabularySize`.
+    var vocabularySize: Int { get }
+    /// Generations running or waiting (each counted once).
+    var activeGenerations: Int { get }
+
+    /// The prompt the backend will run for `input`. Throws when a conversation cannot be
+    /// rendered (no chat template, or the template refuses it).
+    func promptTokens(for input: PromptInput) throws(ChatTemplateError) -> [Int32]
+
+    /// Throws `serverBusy` when no further generation would be admitted now.
+    func checkCapacity() throws(GenerationError)
+
+    /// Hands a generation over and returns at once (a full queue throws `serverBusy`).
+    /// `sharing: true` lets a deterministic request share an identical generation in flight,
+    /// joined or started when the result is awaited.
+    func submit(
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(GenerationError) -> PendingGeneration
+
+    /// Runs a generation to its end; returns only once the backend has stopped working on it.
+    /// The awaiting Task's cancellation stops it.
+    func generate(
+        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult
+
+    /// Kept KV caches, when the backend can keep one between a session's turns; nil when it
+    /// cannot, and each turn then runs the whole transcript again.
+    var kvCache: (any KVCacheCapability)? { get }
+
+    /// Stops accepting work and ends what runs.
+    func shutdown()
+}
