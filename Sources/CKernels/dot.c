@@ -409,7 +409,7 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
-    if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q8_0_X8) {
+    if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8) {
         k.interleaved = 1;
         k.interleaved_fast = fast && ck_cpu_has_vnni();
         return k;

@@ -33,7 +33,17 @@ typedef struct {
     uint8_t qs[256];
 } ck_block_q8_0x8;
 
+// Q5_0 × 8 rows, one block (176 bytes, the same 22 per row as Q5_0): d[8] as fp16; hm[c], the
+// fifth bits of chunk c (elements 4c..4c+3) as a byte mask: bit 4r + j is that of element
+// 4c + j of row r; then the nibbles as in Q4_1 × 8 (vector c, lane r = row r's qs[4c..4c+3]).
+typedef struct {
+    uint16_t d[8];
+    uint32_t hm[8];
+    uint8_t qs[128];
+} ck_block_q5_0x8;
+
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
+_Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 
 size_t ck_interleaved_group_bytes(int type, int k) {
@@ -42,6 +52,7 @@ size_t ck_interleaved_group_bytes(int type, int k) {
     switch (type) {
     case CK_TYPE_Q4_1: return nb * sizeof(ck_block_q4_1x8);
     case CK_TYPE_Q8_0: return nb * sizeof(ck_block_q8_0x8);
+    case CK_TYPE_Q5_0: return nb * sizeof(ck_block_q5_0x8);
     default: return 0;
     }
 }
@@ -61,6 +72,18 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
                     out->m[r] = in->m;
                     for (int c = 0; c < 4; c++) memcpy(out->qs + 32 * c + 4 * r, in->qs + 4 * c, 4);
                 }
+            } else if (type == CK_TYPE_Q5_0) {
+                ck_block_q5_0x8 *out = (ck_block_q5_0x8 *)((char *)dst + (size_t)g * group_bytes) + b;
+                memset(out->hm, 0, sizeof(out->hm));
+                for (int r = 0; r < 8; r++) {
+                    const ck_block_q5_0 *in =
+                        (const ck_block_q5_0 *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
+                    uint32_t qh;
+                    memcpy(&qh, in->qh, 4);
+                    out->d[r] = in->d;
+                    for (int c = 0; c < 4; c++) memcpy(out->qs + 32 * c + 4 * r, in->qs + 4 * c, 4);
+                    for (int c = 0; c < 8; c++) out->hm[c] |= ((qh >> (4 * c)) & 0xfu) << (4 * r);
+                }
             } else {
                 ck_block_q8_0x8 *out = (ck_block_q8_0x8 *)((char *)dst + (size_t)g * group_bytes) + b;
                 for (int r = 0; r < 8; r++) {
@@ -74,7 +97,7 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
             }
         }
     }
-    return type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : CK_TYPE_Q8_0_X8;
+    return type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? CK_TYPE_Q5_0_X8 : CK_TYPE_Q8_0_X8;
 }
 
 // Sum of an activation block's 32 quantized values (the Q8_0 × 8 offset correction).
@@ -111,6 +134,32 @@ static void group_q4_1x8_portable(int nb, const ck_block_q4_1x8 *w, const ck_blo
     }
 }
 
+// Q5_0 × 8 in the order of the per-row kernels (dot_legacy.c): lane c of a row's accumulator
+// is chunk c (elements 4c..4c+3), one FMA of the block scale per chunk, ck_hsum8's order last.
+static void group_q5_0x8_portable(int nb, const ck_block_q5_0x8 *w, const ck_block_q8_0 *a, float *y) {
+    float acc[8][8] = {{0}};
+    for (int b = 0; b < nb; b++) {
+        const float da = ck_fp16_to_fp32(a[b].d);
+        for (int r = 0; r < 8; r++) {
+            const float d = ck_fp16_to_fp32(w[b].d[r]) * da;
+            for (int c = 0; c < 8; c++) {
+                int32_t sum = 0;
+                for (int j = 0; j < 4; j++) {
+                    const uint8_t byte = w[b].qs[32 * (c % 4) + 4 * r + j];
+                    const int nib = c < 4 ? byte & 0x0f : byte >> 4;
+                    const int q = nib | (int)(((w[b].hm[c] >> (4 * r + j)) & 1) << 4);
+                    sum += (q - 16) * a[b].qs[4 * c + j];
+                }
+                acc[r][c] = fmaf(d, (float)sum, acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        const float *v = acc[r];
+        y[r] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+    }
+}
+
 static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_block_q8_0 *a, float *y) {
     float acc[8] = {0};
     for (int b = 0; b < nb; b++) {
@@ -132,7 +181,8 @@ static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_blo
 #if CK_X86
 #define CK_Q41_AHEAD 16  // blocks of 160 bytes
 #define CK_Q80_AHEAD 9   // blocks of 272 bytes
-#define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define CK_Q50_AHEAD 14  // blocks of 176 bytes
+#define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 static inline __attribute__((always_inline)) CK_VNNI __m256i bcast4(const int8_t *p) {
     int32_t v;
@@ -223,6 +273,63 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
 }
 
+// Eight rows × T tokens of Q5_0 (T = 1 or 2 after inlining), each row's arithmetic that of
+// dot_q5_0_vnni (dot_legacy.c) bit for bit: chunk c (elements 4c..4c+3) has its own
+// accumulator vector (lane r = row r), its exact integer sum scaled in one FMA per block,
+// the chunks added in ck_hsum8's order at the end. Values q - 16 are made signed with the
+// fifth-bit mask; the sign trick (|x| times y with x's sign) feeds vpdpbusd's u8 x s8.
+static inline __attribute__((always_inline)) CK_VNNI void tile_q5_0x8(int nb, const ck_block_q5_0x8 *w,
+                                                                      const ck_block_q8_0 *const *x, float *const *y,
+                                                                      const int T) {
+    __m256 acc[2][8];
+    for (int t = 0; t < T; t++) {
+        for (int c = 0; c < 8; c++) acc[t][c] = _mm256_setzero_ps();
+    }
+    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m256i high = _mm256_set1_epi8((char)0xf0);
+    for (int b = 0; b < nb; b++) {
+        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD) + 128, _MM_HINT_T0);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        __m256i q[8];
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
+            const __m256i lo = _mm256_and_si256(v, mask);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+            q[c] = _mm256_mask_blend_epi8((__mmask32)w[b].hm[c], _mm256_or_si256(lo, high), lo);
+            q[4 + c] = _mm256_mask_blend_epi8((__mmask32)w[b].hm[4 + c], _mm256_or_si256(hi, high), hi);
+        }
+        for (int t = 0; t < T; t++) {
+            const ck_block_q8_0 *a = x[t] + b;
+            const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
+            for (int c = 0; c < 8; c++) {
+                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]),
+                                                      _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
+                acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        const __m256 sum =
+            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                          _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(y[t], sum);
+    }
+}
+
+CK_VNNI static void groups_q5_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                       const ck_block_q8_0 *const *x, float *const *y, int T) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_q5_0x8 *wg = (const ck_block_q5_0x8 *)(w + (size_t)g * group_bytes);
+        float *yg[4];
+        for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
+        int t = 0;
+        for (; t + 2 <= T; t += 2) tile_q5_0x8(nb, wg, x + t, yg + t, 2);
+        if (t < T) tile_q5_0x8(nb, wg, x + t, yg + t, 1);
+    }
+}
+
 CK_VNNI static void groups_q4_1x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
                                        const ck_block_q8_1 *const *x, float *const *y, int T) {
     for (int g = g0; g < g1; g++) {
@@ -254,13 +361,27 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 
 // MARK: - Matrix product over a range of rows
 
+#if CK_X86
+// The Q5_0 kernel's fifth-bit masks need AVX-512 BW besides VNNI.
+static int has_avx512bw(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512bw");
+    }
+    return cached;
+}
+#endif
+
 // Rows up to 8192 columns take the fast path; longer ones (no model here has them) the portable.
 #define CK_MAX_OFFSET_BLOCKS 256
 
 // Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token. Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
-    const int base_type = p->type == CK_TYPE_Q4_1_X8 ? CK_TYPE_Q4_1 : CK_TYPE_Q8_0;
+    const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1
+                          : p->type == CK_TYPE_Q5_0_X8 ? CK_TYPE_Q5_0
+                                                       : CK_TYPE_Q8_0;
     const int nb = p->k / CK_QK;
     const size_t group_bytes = p->w_row_bytes;
     const char *w = (const char *)p->w;
@@ -287,9 +408,11 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
             }
         }
 #if CK_X86
-        if (fast && nb <= CK_MAX_OFFSET_BLOCKS) {
+        if (fast && nb <= CK_MAX_OFFSET_BLOCKS && (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
             if (base_type == CK_TYPE_Q4_1) {
                 groups_q4_1x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
+            } else if (base_type == CK_TYPE_Q5_0) {
+                groups_q5_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, ys, T);
             } else {
                 groups_q8_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, offs, ys, T);
             }
@@ -302,6 +425,9 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
                 if (base_type == CK_TYPE_Q4_1) {
                     group_q4_1x8_portable(nb, (const ck_block_q4_1x8 *)(w + (size_t)g * group_bytes),
                                           (const ck_block_q8_1 *)xs[t], ys[t] + 8 * g);
+                } else if (base_type == CK_TYPE_Q5_0) {
+                    group_q5_0x8_portable(nb, (const ck_block_q5_0x8 *)(w + (size_t)g * group_bytes),
+                                          (const ck_block_q8_0 *)xs[t], ys[t] + 8 * g);
                 } else {
                     group_q8_0x8_portable(nb, (const ck_block_q8_0x8 *)(w + (size_t)g * group_bytes),
                                           (const ck_block_q8_0 *)xs[t], ys[t] + 8 * g);

@@ -1,7 +1,8 @@
 // Dequantization of the weight types beyond F32/F16/Q4_1/Q8_0 (ggml block layouts and element
 // orders) and Q8_K activation quantization with ggml's rounding. Plain scalar code: it runs for
 // embedding rows and norm vectors, and is the reference the dot-product kernels are tested
-// against (with the Swift dequantizers and PyPI gguf's numpy ones).
+// against (with the Swift dequantizers and PyPI gguf's numpy ones). Q8_K quantization, which
+// runs on every activation row before a K-quant product, also has an AVX2 path.
 #include <string.h>
 
 #include "internal.h"
@@ -175,7 +176,7 @@ int ck_dequantize_row_more(int type, const void *src, float *dst, int k) {
 // MARK: - Q8_K
 
 // ggml rounds with nearbyint semantics (its magic-number trick rounds half to even).
-void ck_quantize_row_q8_K(const float *x, ck_block_q8_K *y, int k) {
+static void quantize_row_q8_K_portable(const float *x, ck_block_q8_K *y, int k) {
     const int nb = k / CK_QK_K;
     for (int i = 0; i < nb; i++, x += CK_QK_K) {
         float max = 0.0f, amax = 0.0f;
@@ -202,4 +203,67 @@ void ck_quantize_row_q8_K(const float *x, ck_block_q8_K *y, int k) {
         }
         y[i].d = 1.0f / iscale;
     }
+}
+
+#if CK_X86
+// The same values as the portable code: the largest magnitude by vector max (NaNs ignored, as
+// the scalar comparison ignores them), its first occurrence found by a scan, the same product
+// iscale * x rounded half to even by vroundps (nearbyintf in the default rounding mode).
+CK_FAST static void quantize_row_q8_K_fast(const float *x, ck_block_q8_K *y, int k) {
+    const int nb = k / CK_QK_K;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < nb; i++, x += CK_QK_K) {
+        __m256 vmax = _mm256_setzero_ps();
+        for (int j = 0; j < CK_QK_K; j += 8) vmax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), vmax);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(vmax, 1), _mm256_castps256_ps128(vmax));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof(y[i]));
+            continue;
+        }
+        float max = amax;
+        for (int j = 0; j < CK_QK_K; j++) {
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        const __m256 top = _mm256_set1_ps(127.0f);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (int j = 0; j < CK_QK_K; j += 32) {
+            __m256i v[4];
+            for (int u = 0; u < 4; u++) {
+                const __m256 r = _mm256_round_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + j + 8 * u)),
+                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                v[u] = _mm256_cvtps_epi32(_mm256_min_ps(r, top));
+            }
+            // Packing interleaves 128-bit lanes; the permutation puts the 32 bytes back in order.
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + j), _mm256_permutevar8x32_epi32(p, order));
+        }
+        for (int g = 0; g < 16; g++) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(y[i].qs + 16 * g));
+            const __m128i s16 = _mm_add_epi16(_mm_cvtepi8_epi16(q), _mm_cvtepi8_epi16(_mm_srli_si128(q, 8)));
+            const __m128i s32 = _mm_madd_epi16(s16, _mm_set1_epi16(1));
+            const __m128i s2 = _mm_add_epi32(s32, _mm_shuffle_epi32(s32, 0x4e));
+            const __m128i s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xb1));
+            y[i].bsums[g] = (int16_t)_mm_cvtsi128_si32(s1);
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+#endif
+
+void ck_quantize_row_q8_K(const float *x, ck_block_q8_K *y, int k) {
+#if CK_X86
+    if (ck_fast_paths_enabled()) {
+        quantize_row_q8_K_fast(x, y, k);
+        return;
+    }
+#endif
+    quantize_row_q8_K_portable(x, y, k);
 }

@@ -4,12 +4,14 @@ import Testing
 @testable import Engine
 
 /// The interleaved weight forms (eight rows per block, made at load time) against the file
-/// layout they were made from: Q4_1 must give the per-row kernel's results bit for bit (the
-/// reference answers depend on its rounding), Q8_0 the same values within float rounding.
+/// layout they were made from: Q4_1 and Q5_0 must give the per-row kernel's results bit for bit
+/// (the reference answers depend on its rounding), Q8_0 the same values within float rounding.
 @Suite(.serialized)
 struct InterleavedKernelTests {
     /// `rows × k` random weights quantized to `type`, in the file layout.
     static func quantizedRows(_ type: GGMLType, rows: Int, k: Int, rng: inout SeededRandom) -> [UInt8] {
+        // Q5_0: random bytes with sized scales (every fifth-bit pattern), as the weight-type tests use.
+        if type == .q5_0 { return RandomWeights.matrix(.q5_0, rows: rows, columns: k, scale: 0.4, rng: &rng) }
         var bytes: [UInt8] = []
         for _ in 0..<rows {
             let row = rng.floats(k, 0.4)
@@ -35,7 +37,15 @@ struct InterleavedKernelTests {
         return y
     }
 
-    @Test(arguments: [GGMLType.q4_1, .q8_0])
+    static func interleavedType(_ type: GGMLType) -> Int32 {
+        switch type {
+        case .q4_1: Int32(CK_TYPE_Q4_1_X8)
+        case .q5_0: Int32(CK_TYPE_Q5_0_X8)
+        default: Int32(CK_TYPE_Q8_0_X8)
+        }
+    }
+
+    @Test(arguments: [GGMLType.q4_1, .q5_0, .q8_0])
     func interleavedProductsMatchTheFileLayout(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
         var rng = SeededRandom(seed: 4242 + UInt64(type.rawValue))
@@ -51,7 +61,7 @@ struct InterleavedKernelTests {
                         Int32(type.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
                 }
             }
-            #expect(packedType == (type == .q4_1 ? Int32(CK_TYPE_Q4_1_X8) : Int32(CK_TYPE_Q8_0_X8)))
+            #expect(packedType == Self.interleavedType(type))
             for n in [1, 2, 3, 5] {
                 var activations: [UInt8] = []
                 var reference = [Float](repeating: 0, count: n * rows)
@@ -61,9 +71,12 @@ struct InterleavedKernelTests {
                     activations += q
                     for r in 0..<rows {
                         let w = Array(file[r * rowBytes..<(r + 1) * rowBytes])
-                        reference[t * rows + r] =
-                            type == .q4_1
-                            ? ReferenceKernels.dotQ4_1Q8_1(w, q, k: k) : ReferenceKernels.dotQ8_0Q8_0(w, q, k: k)
+                        switch type {
+                        case .q4_1: reference[t * rows + r] = ReferenceKernels.dotQ4_1Q8_1(w, q, k: k)
+                        case .q8_0: reference[t * rows + r] = ReferenceKernels.dotQ8_0Q8_0(w, q, k: k)
+                        default:
+                            reference[t * rows + r] = ReferenceKernels.dot(weights: w, type: type, activations: q, k: k)
+                        }
                     }
                 }
                 // The per-row kernel on the file layout (fast path: llama.cpp's rounding).
@@ -81,7 +94,7 @@ struct InterleavedKernelTests {
                         }
                         let what = "\(type) \(path) rows=\(rows) k=\(k) n=\(n) pool=\(usePool)"
                         for i in got.indices {
-                            if type == .q4_1 {
+                            if type != .q8_0 {
                                 try #require(got[i] == perRow[i], "\(what): out \(i) \(got[i]) vs \(perRow[i])")
                             }
                             try #require(

@@ -120,12 +120,13 @@ void ck_matmul_many(ck_pool *pool, const ck_matmul_args *args, int count);
 /// `rows` must be a multiple of 8.
 enum {
     CK_TYPE_Q4_1_X8 = 1003,
+    CK_TYPE_Q5_0_X8 = 1006,
     CK_TYPE_Q8_0_X8 = 1008,
 };
 /// 1 when this CPU has the kernels that make interleaving pay (AVX-512 VNNI).
 int ck_interleaving_pays(void);
-/// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_1 or
-/// Q8_0), or 0 when that type or k (a multiple of 32) has none.
+/// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_1, Q5_0
+/// or Q8_0), or 0 when that type or k (a multiple of 32) has none.
 size_t ck_interleaved_group_bytes(int type, int k);
 /// Writes rows (a multiple of 8) × k weights of `type` from the file layout into `dst`
 /// (rows / 8 × ck_interleaved_group_bytes bytes); returns the interleaved type, or -1.
