@@ -176,7 +176,11 @@ public final class LlamaModel: @unchecked Sendable {
         let qBytes = b * GGMLType.activationScratchBytes(columns: maxColumns)
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
         allocations.append(quantized)
-        batchLogits = floats(Self.maxSequencesPerBatch * config.vocabularySize)
+        // Not zero-filled: every row is written before it is read, and untouched pages of a large
+        // allocation stay out of resident memory (16 rows × 262,144 logits are 16 MiB for Gemma 3,
+        // of which a pass with k sequences wanting logits touches k rows).
+        batchLogits = .allocate(capacity: Self.maxSequencesPerBatch * config.vocabularySize)
+        allocations.append(UnsafeMutableRawPointer(batchLogits))
         self.allocations = allocations
     }
 
