@@ -10,7 +10,7 @@ import Testing
 /// in every case and in full in 4 of 5. Measured (2026-11-30): top-10 within 0.036 (capital;
 /// 0.0042 and 0.017 in the other two), greedy identical in full in 3 of 5, the other two apart
 /// after 5 and 9 tokens at near-ties (our choice ahead by 0.040 and 0.0025 in logits). An exact
-/// float64 pass over the same dequantized weights (numpy) is itself 0.022 away from llama.cpp on
+/// float64 pass over the same dequantized weights (`scripts/float64-forward.py`) is itself 0.022 away from llama.cpp on
 /// the capital case, and emulating Q8 activations or flash attention's f16 accumulation there
 /// does not close it; the GELU table (ck_gelu) moves it most. So these checks hold what is
 /// reached, not the target: the same most likely token everywhere, |Δp| ≤ 0.04, and

@@ -9,7 +9,7 @@ import Testing
 /// next-token probabilities are the primary check; greedy runs must agree up to a near-tie.
 ///
 /// The tolerance is 0.01 on each top-10 probability, not the 0.002 of the real models: an exact
-/// float64 forward pass of these files (numpy over PyPI `gguf`'s dequantized tensors) differs
+/// float64 forward pass of these files (`scripts/float64-forward.py`: numpy over PyPI `gguf`'s dequantized tensors) differs
 /// from llama.cpp's answers by up to 0.0046 itself (its f16 KV cache and, in its 2026-10 build,
 /// flash attention's f16 accumulation), and inferd differs from llama.cpp by at most 0.006.
 /// What these cases cannot see (RoPE frequency factors at positions below 8) is checked by
