@@ -83,18 +83,7 @@ extension PreTokenizer {
                 position = lastLineBreakEnd
                 continue
             }
-            if whitespaceCount > 1 && position + whitespaceCount < end {
-                words.append(position..<(position + whitespaceCount - 1))
-                position += whitespaceCount - 1
-                continue
-            }
-            if whitespaceCount > 0 {
-                words.append(position..<(position + whitespaceCount))
-                position += whitespaceCount
-                continue
-            }
-            words.append(position..<(position + 1))
-            position += 1
+            position = Self.appendWhitespaceRun(at: position, count: whitespaceCount, end: end, into: &words)
         }
     }
 }

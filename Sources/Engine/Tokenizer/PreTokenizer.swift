@@ -102,20 +102,17 @@ enum PreTokenizer: Sendable, Equatable {
             }
             var whitespaceCount = 0
             while scalarClass(position + whitespaceCount) == .whitespace { whitespaceCount += 1 }
-            if whitespaceCount > 1 && position + whitespaceCount < end {
-                // \s+(?!\S): the last whitespace character stays for the word that follows.
-                words.append(position..<(position + whitespaceCount - 1))
-                position += whitespaceCount - 1
-                continue
-            }
-            if whitespaceCount > 0 {
-                words.append(position..<(position + whitespaceCount))
-                position += whitespaceCount
-                continue
-            }
-            // Nothing matched (not reached for valid scalars); the scalar stands alone.
-            words.append(position..<(position + 1))
-            position += 1
+            position = Self.appendWhitespaceRun(at: position, count: whitespaceCount, end: end, into: &words)
         }
+    }
+
+    /// The tail every pattern here shares, at a run of `count` whitespace scalars: `\s+(?!\S)`
+    /// (a run followed by more text leaves its last character to start the next word), else
+    /// `\s+`; with no whitespace (not reached for valid scalars) the scalar stands alone.
+    /// Returns the position after the word it appended.
+    static func appendWhitespaceRun(at position: Int, count: Int, end: Int, into words: inout [Range<Int>]) -> Int {
+        let length = count > 1 && position + count < end ? count - 1 : max(count, 1)
+        words.append(position..<(position + length))
+        return position + length
     }
 }
