@@ -1,4 +1,5 @@
 import Backend
+import Cancellation
 import Engine
 import Foundation
 import HTTPServer
@@ -63,7 +64,7 @@ extension InferdApp {
     /// The turn's snapshots as OpenAI deltas, as `streamOpenAI` sends a stateless generation's.
     static func streamSessionTurn(
         _ session: Session, _ id: String, template: OpenAIStreamChunk, stream: EventStream,
-        reason: @escaping @Sendable () -> CancelReason
+        reason: @escaping @Sendable () -> CancellationReason
     ) async {
         let tracker = OpenAIDeltaTracker()
         var first = template
@@ -73,7 +74,7 @@ extension InferdApp {
         let outcome = await session.run(
             id,
             observer: { event in
-                guard case .snapshot(let content) = event, let piece = tracker.delta(for: content) else { return }
+                guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
                 var chunk = template
                 chunk.content = piece
                 stream.send(data: json(chunk))
