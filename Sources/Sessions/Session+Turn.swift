@@ -107,6 +107,7 @@ extension Session {
             requestID: requestID, sessionID: id, status: .completed, content: "",
             finishReason: try? result.get().finishReason, usage: try? result.get().usage)
         outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
+        outcome.timings = try? result.get().timings
         var keepCache = true
         var sequenceToKeep = sequenceToUse
         switch resolution {

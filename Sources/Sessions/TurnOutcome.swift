@@ -17,6 +17,8 @@ public struct TurnOutcome: Sendable, Equatable {
     /// stop, length or cancelled; nil when the generation never ran or failed.
     public var finishReason: FinishReason?
     public var usage: GenerationUsage?
+    /// The generation's timings, when it ran.
+    public var timings: GenerationTimings?
     /// Set when failed.
     public var error: SessionError?
     /// Steps the engine computed after the stop was requested.

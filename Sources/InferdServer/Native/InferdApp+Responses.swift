@@ -26,12 +26,14 @@ extension InferdApp {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival,
+                onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamResponse(ticket, events: relay, backend: backend, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
+        let result = try await generations.runGeneration(
+            generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival)
         let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
         return .json(responseBody(result, id: request.id, backend: backend, reason: reason))
     }

@@ -78,7 +78,8 @@ extension InferdApp {
             prompt: prompt, chat.parameters, backend: backend, requestID: request.id, promptParam: "messages",
             arrival: arrival)
         return try await answer(
-            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request)
+            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request,
+            arrival: arrival)
     }
 
     /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
@@ -106,7 +107,7 @@ extension InferdApp {
             arrival: arrival)
         return try await answer(
             generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, backend: backend,
-            request: request)
+            request: request, arrival: arrival)
     }
 
     /// The native validation (`makeRequest`), with its errors naming OpenAI's parameters.
@@ -130,8 +131,10 @@ extension InferdApp {
     /// Streams, or generates and answers once.
     func answer(
         _ generation: BackendRequest, kind: OpenAICompletionBody.Kind, id: String,
-        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, request: HTTPRequest
+        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, request: HTTPRequest,
+        arrival: ContinuousClock.Instant
     ) async throws -> HTTPResponse {
+        let route = kind == .chat ? "chat_completions" : "completions"
         let created = Int(Date().timeIntervalSince1970)
         let chunk = OpenAIStreamChunk(
             kind: kind, id: id, created: created, model: backend.modelName, includeUsageField: p.includeUsage)
@@ -139,12 +142,14 @@ extension InferdApp {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, route: route, arrival: arrival,
+                onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
+        let result = try await generations.runGeneration(
+            generation, backend: backend, requestID: request.id, route: route, arrival: arrival)
         if result.finishReason == .cancelled {
             let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
             throw OpenAIError(

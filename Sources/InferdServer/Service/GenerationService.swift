@@ -65,25 +65,50 @@ final class GenerationService: Sendable {
 
     /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.
     func runGeneration(
-        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String,
-        onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
+        arrival: ContinuousClock.Instant, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(HTTPError) -> GenerationResult {
-        let ticket = try submitGeneration(generation, backend: backend, requestID: requestID, onEvent: onEvent)
+        let ticket = try submitGeneration(
+            generation, backend: backend, requestID: requestID, route: route, arrival: arrival, onEvent: onEvent)
         return try await awaitGeneration(ticket, requestID: requestID)
     }
 
     /// Hands a generation to the backend; a full queue is 503 `server_busy` with `Retry-After`.
     /// A request that may share an identical generation in flight (single-flight) is only
     /// checked for capacity here: whether it joins or starts one is decided when it is awaited.
+    /// `route` and `arrival` label and start the request's latency histograms (`RequestLatency`).
     func submitGeneration(
-        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String,
-        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
+        arrival: ContinuousClock.Instant, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(HTTPError) -> PendingGeneration {
+        let latency = latency(route: route, priority: generation.priority, arrival: arrival)
+        let pending: PendingGeneration
         do {
-            return try backend.submit(generation, sharing: configuration.singleFlight, onEvent: onEvent)
+            pending = try backend.submit(generation, sharing: configuration.singleFlight) { event in
+                latency.observe(event)
+                onEvent(event)
+            }
         } catch {
+            latency.finish(promptMilliseconds: nil)
             throw recordFailure(error, requestID: requestID)
         }
+        return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+            let result: GenerationResult
+            do throws(GenerationError) {
+                result = try await pending.result()
+            } catch {
+                latency.finish(promptMilliseconds: nil)
+                throw error
+            }
+            latency.finish(promptMilliseconds: result.timings.promptMilliseconds)
+            return result
+        }
+    }
+
+    /// A request's latency histograms; a route that runs its generation elsewhere (a session)
+    /// feeds it the events and ends it itself.
+    func latency(route: String, priority: GenerationPriority, arrival: ContinuousClock.Instant) -> RequestLatency {
+        RequestLatency(metrics: metrics, route: route, priority: priority, arrival: arrival)
     }
 
     /// Awaits a submitted generation (its Task's cancellation stops it), then records it.

@@ -102,9 +102,17 @@ extension InferdApp {
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
             admission: admission, arrival: arrival, options: body.options, backend: backend)
         let reason = sessionCancelReason(request.context)
+        let latency = generations.latency(route: "sessions", priority: admission.priority, arrival: arrival)
         if body.stream == true {
             return .eventStream { stream in
-                let outcome = await session.run(turn.id, observer: { event in stream.send(event) }) { reason() }
+                let outcome = await session.run(
+                    turn.id,
+                    observer: { event in
+                        latency.observe(event)
+                        stream.send(event)
+                    }
+                ) { reason() }
+                latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
                 switch outcome.status {
                 case .completed: stream.send(.completed, SessionTurnBody(outcome))
                 case .cancelled: stream.send(.cancelled, SessionTurnBody(outcome))
@@ -113,7 +121,8 @@ extension InferdApp {
                 }
             }
         }
-        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: reason)
+        let outcome = await session.run(turn.id, observer: latency.observe, cancelReason: reason)
+        latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
         if outcome.status == .failed {
             throw Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
         }
