@@ -22,6 +22,8 @@ public final class InferdApp: Sendable {
     /// Validation, submission, metrics and error mapping shared by every route's generations.
     let generations: GenerationService
     let startedAt = Date()
+    /// This replica's name (`replica_id`, else the host name), on every response and `started` event.
+    let replicaId: String
 
     public init(
         configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
@@ -31,6 +33,7 @@ public final class InferdApp: Sendable {
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        replicaId = configuration.effectiveReplicaId
         generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
         do {
             (keyring, metricsKeyring) = try configuration.keyrings()

@@ -104,6 +104,7 @@ extension HTTPServer.Configuration {
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,
             headerMemoryLimitBytes: c.headerMemoryLimitBytes, heartbeatSeconds: c.heartbeatSeconds,
             drainSeconds: c.drainSeconds, maxJSONDepth: c.maxJSONDepth)
+        responseHeaders = [("X-Inferd-Replica", c.effectiveReplicaId)]
         switch (c.tlsCert.isEmpty, c.tlsKey.isEmpty) {
         case (true, true): break
         case (false, true): throw ConfigurationError("tls_cert is set but tls_key is not: HTTPS needs both")

@@ -12,6 +12,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Most tokens one sequence may hold (prompt and answer); 0 keeps the model's own context.
     public var contextLength = 0
     public var dataDir = "data"
+    /// This server's name among replicas: every response carries it (`X-Inferd-Replica`), so a
+    /// load balancer's affinity can be seen and checked. "" uses the host name.
+    public var replicaId = ""
     public var logFormat = Logger.Format.text
     public var logLevel = Logger.Level.info
     public var maxBodyBytes = 1 << 20
@@ -108,6 +111,9 @@ extension ServerConfiguration {
             "Most tokens one sequence holds, prompt and answer (0: the model's own; Gemma 3 declares 32768).",
             \.contextLength, min: 0),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
+        str(
+            "replica_id", "This replica's name in the X-Inferd-Replica header (empty: the host name).", \.replicaId,
+            optional: true),
         choice("log_format", "Log line format.", \.logFormat),
         choice("log_level", "Lowest level logged.", \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
@@ -222,5 +228,12 @@ extension ServerConfiguration {
             key: key, kind: .double, help: help, minimum: 0,
             apply: { c, v in if case .double(let d) = v { c[keyPath: path] = d } },
             read: { .double($0[keyPath: path]) })
+    }
+}
+
+extension ServerConfiguration {
+    /// `replica_id`, or the host name when it is not set.
+    public var effectiveReplicaId: String {
+        replicaId.isEmpty ? ProcessInfo.processInfo.hostName : replicaId
     }
 }

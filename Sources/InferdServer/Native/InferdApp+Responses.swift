@@ -54,7 +54,7 @@ extension InferdApp {
     func streamResponse(
         _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream
     ) async {
-        events.attach { event in stream.send(event) }
+        events.attach { [replicaId] event in stream.send(event, replica: replicaId) }
         let result: GenerationResult
         do {
             result = try await generations.awaitGeneration(ticket, requestID: stream.requestID)
