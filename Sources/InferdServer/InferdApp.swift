@@ -49,7 +49,7 @@ public final class InferdApp: Sendable {
         router.use { [self] request, next in try await authenticate(request, next: next) }
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
-        router.post("/v1/responses") { [self] request in try await respond(request) }
+        router.post("/v1/generations") { [self] request in try await createGeneration(request) }
         registerSessionRoutes(router)
         addOpenAIRoutes(to: router)
         return router

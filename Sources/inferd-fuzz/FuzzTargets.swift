@@ -53,7 +53,7 @@ enum FuzzTarget: String, CaseIterable {
             id: "fuzz", method: .post, path: "/", headers: HTTPHeaders([("Content-Type", "application/json")]),
             body: Array(data.dropFirst()), maxJSONDepth: 32)
         switch selector % 7 {
-        case 0: _ = try? ResponseRequestBody(request)
+        case 0: _ = try? GenerationRequestBody(request)
         case 1: _ = try? request.decodeJSON(GenerationOptionsBody.self)
         case 2:
             guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
@@ -70,7 +70,7 @@ enum FuzzTarget: String, CaseIterable {
     static let router: Router = {
         let r = Router()
         for pattern in [
-            "/health", "/metrics", "/v1/responses", "/v1/models", "/v1/models/{model}", "/v1/sessions",
+            "/health", "/metrics", "/v1/generations", "/v1/models", "/v1/models/{model}", "/v1/sessions",
             "/v1/sessions/{id}", "/v1/sessions/{id}/responses", "/v1/requests/{id}/cancel",
         ] {
             r.get(pattern) { _ in .text("") }
