@@ -1,0 +1,257 @@
+import Backend
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+
+/// OpenAI's Responses API on `POST /v1/responses`: the same `GenerationService` path as the chat
+/// route (validation, submission, metrics, error mapping), answered as response objects and
+/// Responses stream events. Ownership follows the seeds: a foreground response is its request's
+/// Task's work (a client that leaves cancels it, and it is stored `cancelled`); a background one
+/// is a Task the app keeps (`ResponseRegistry`), which only the cancel route stops.
+extension InferdApp {
+    func addResponsesRoutes(to router: Router) {
+        router.post("/v1/responses", openAI { [self] request in try await createResponse(request) })
+        router.get("/v1/responses/{id}", openAI { [self] request in try await getResponse(request) })
+        router.delete("/v1/responses/{id}", openAI { [self] request in try deleteResponse(request) })
+        router.get("/v1/responses/{id}/input_items", openAI { [self] request in try responseInputItems(request) })
+        router.post("/v1/responses/{id}/cancel", openAI { [self] request in try await cancelResponse(request) })
+    }
+
+    /// A prepared response: its record, the generation to run and the KV cache it continues.
+    struct PreparedResponse {
+        var record: ResponseRecord
+        var generation: GenerationRequest
+        var cacheCapacity: Int
+    }
+
+    func createResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
+        let backend = try requireBackend()
+        let body = try ResponsesRequest(try openAIFields(request))
+        try checkModel(body.model, backend)
+        let prepared = try prepareResponse(body, backend: backend, request: request, arrival: arrival)
+        let id = prepared.record.response.id
+        let relay = GenerationEventRelay()
+        let ticket: PendingGeneration
+        do {
+            ticket = try generations.submitGeneration(
+                prepared.generation, backend: backend, requestID: request.id, onEvent: relay.forward)
+        } catch {
+            releaseCache(prepared.generation.sequence, capacity: 0, keepFor: nil, backend: backend)
+            throw OpenAIError(error)
+        }
+        let run = ResponseRun(prepared.record)
+        relay.attach { run.apply($0) }
+        persist(run.record)
+        liveResponses.add(run)
+        let finisher = ResponseFinisher(
+            app: self, run: run, backend: backend, sequence: prepared.generation.sequence,
+            capacity: prepared.cacheCapacity, requestID: request.id)
+
+        if body.background {
+            // Owned by the server, not the connection: the request's cancellation never reaches it.
+            let task = Task { [self] () -> Void in
+                _ = finisher.finish(await settle(ticket, requestID: request.id), cancelledBy: "cancel_request")
+            }
+            liveResponses.setTask(id, task)
+            return .json(run.record.response)
+        }
+        if body.stream {
+            return .eventStream { [self] stream in
+                run.subscribe(after: -1) { e in stream.send(event: e.type, data: Self.json(e)) }
+                let result = await settle(ticket, requestID: request.id)
+                finisher.finish(result, cancelledBy: stream.context.cancellationReason?.rawValue)
+            }
+        }
+        let result = await settle(ticket, requestID: request.id)
+        let final = finisher.finish(result, cancelledBy: request.context.cancellationReason?.rawValue)
+        if case .failure(let e) = result { throw OpenAIError(e) }
+        return .json(final.response)
+    }
+
+    /// Awaits a submitted generation (the awaiting Task's cancellation stops it) as a result.
+    func settle(_ ticket: PendingGeneration, requestID: String) async -> Result<GenerationResult, HTTPError> {
+        do {
+            return .success(try await generations.awaitGeneration(ticket, requestID: requestID))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Reads the chain, renders the prompt (dropping the oldest items with `truncation: auto`),
+    /// checks limits, and picks up the KV cache the previous response left.
+    func prepareResponse(
+        _ body: ResponsesRequest, backend: any GenerationBackend, request: HTTPRequest,
+        arrival: ContinuousClock.Instant
+    ) throws -> PreparedResponse {
+        var history: [HistoryMessage] = []
+        if let previous = body.previousResponseID {
+            let record = try loadResponse(previous, request, param: "previous_response_id")
+            guard record.response.isFinished else {
+                throw OpenAIError.invalid(
+                    "previous response \(previous) is still \(record.response.status); wait until it has finished",
+                    param: "previous_response_id", code: "response_in_progress")
+            }
+            history = record.history
+        }
+        let input = body.input.map { HistoryMessage(role: $0.role, content: $0.text) }
+        var messages = history + input
+        var prompt = try responsePrompt(body.instructions, messages, backend: backend)
+        if body.truncation == "auto" {
+            let room = backend.contextLength - (body.maxOutputTokens ?? 1)
+            while prompt.count > room, messages.count > 1 {
+                messages.removeFirst()
+                prompt = try responsePrompt(body.instructions, messages, backend: backend)
+            }
+        }
+        var generation: GenerationRequest
+        do {
+            generation = try generations.makeGenerationRequest(
+                prompt: prompt, options: body.options, backend: backend, label: request.id,
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
+        } catch {
+            throw OpenAIError(error)
+        }
+        generation.priority = body.admission.priority
+        generation.deadline = body.admission.deadline(from: arrival)
+
+        let id = ResponseObject.makeID("resp")
+        let object = ResponseObject(
+            id: id, createdAt: Int(Date().timeIntervalSince1970),
+            status: body.background ? "queued" : "in_progress", background: body.background,
+            instructions: body.instructions, maxOutputTokens: body.maxOutputTokens, metadata: body.metadata,
+            model: backend.modelName, output: [], previousResponseId: body.previousResponseID, store: body.store,
+            temperature: body.temperature, topP: body.topP, truncation: body.truncation)
+        let record = ResponseRecord(
+            response: object, input: body.input, history: history + input, owner: owner(of: request))
+
+        // A stored response may be continued, so it runs on a KV cache kept for its successor;
+        // the previous response's cache, when still kept, is continued (`cached_tokens`).
+        var capacity = 0
+        if body.store, let cache = backend.kvCache {
+            let needed = generation.promptTokens.count + generation.maxTokens
+            capacity = min(backend.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
+            let caches = sessions.environment.caches
+            var kept: (any PredictorSequence)?
+            if let previous = body.previousResponseID {
+                kept = caches.checkOut(Self.cacheOwner(previous), reservingBytes: 0)
+                caches.drop(Self.cacheOwner(previous))
+            }
+            if let kept, kept.capacity >= needed {
+                generation.sequence = kept
+                capacity = kept.capacity
+            } else {
+                generation.sequence = cache.makeSequence(capacity: capacity)
+            }
+        }
+        return PreparedResponse(record: record, generation: generation, cacheCapacity: capacity)
+    }
+
+    func responsePrompt(_ instructions: String?, _ messages: [HistoryMessage], backend: any GenerationBackend)
+        throws -> [Int32]
+    {
+        let chat = messages.map { m in
+            ChatMessage(
+                role: m.role == "assistant" ? .assistant : (m.role == "user" ? .user : .system), content: m.content)
+        }
+        do {
+            return try chatPromptTokens(backend, .conversation(instructions: instructions, messages: chat))
+        } catch {
+            throw OpenAIError(error, param: "input")
+        }
+    }
+
+    /// The KV-cache budget's name for the cache a response left for its successor.
+    static func cacheOwner(_ responseID: String) -> String { "response:" + responseID }
+
+    /// Keeps a finished response's cache for its successor (under the sessions' budget), or lets it go.
+    func releaseCache(
+        _ sequence: (any PredictorSequence)?, capacity: Int, keepFor id: String?, backend: any GenerationBackend
+    ) {
+        guard let sequence, let id, let cache = backend.kvCache else { return }
+        sessions.environment.caches.checkIn(
+            Self.cacheOwner(id), sequence: sequence, bytes: capacity * cache.kvBytesPerToken)
+    }
+
+    /// Writes a stored response (and applies retention); a failing database is logged, never fatal to the answer.
+    func persist(_ record: ResponseRecord) {
+        guard record.response.store else { return }
+        do {
+            try responseStore.save(
+                StoredResponse(
+                    id: record.response.id, owner: record.owner, createdAt: record.response.createdAt,
+                    status: record.response.status, payload: Self.json(record)))
+            if !record.response.isFinished {
+                let cutoff = Int(Date().timeIntervalSince1970) - configuration.responseMaxAgeDays * 86_400
+                for id in try responseStore.prune(olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses) {
+                    sessions.environment.caches.drop(Self.cacheOwner(id))
+                }
+            }
+        } catch {
+            logger.error("response store write failed", ["response_id": record.response.id, "error": "\(error)"])
+        }
+    }
+}
+
+/// Ends one response: final status and usage from the generation's result, the last events,
+/// the stored record, the kept KV cache, and its removal from the live registry, in that order
+/// (so whoever no longer finds it live finds it stored).
+struct ResponseFinisher: Sendable {
+    let app: InferdApp
+    let run: ResponseRun
+    let backend: any GenerationBackend
+    let sequence: (any PredictorSequence)?
+    let capacity: Int
+    let requestID: String
+
+    @discardableResult
+    func finish(_ result: Result<GenerationResult, HTTPError>, cancelledBy reason: String?) -> ResponseRecord {
+        let now = Int(Date().timeIntervalSince1970)
+        let record: ResponseRecord
+        var keep = false
+        switch result {
+        case .success(let r):
+            let usage = ResponseUsage(
+                input: r.usage.promptTokens, cached: r.usage.cachedTokens, output: r.usage.completionTokens)
+            switch r.finishReason {
+            case .cancelled:
+                record = run.finish(text: r.content) { o in
+                    o.status = "cancelled"
+                    o.usage = usage
+                }
+            case .length:
+                keep = true
+                record = run.finish(text: r.content) { o in
+                    o.status = "incomplete"
+                    o.incompleteDetails = .init(reason: "max_output_tokens")
+                    o.usage = usage
+                }
+            default:
+                keep = true
+                record = run.finish(text: r.content) { o in
+                    o.status = "completed"
+                    o.completedAt = now
+                    o.usage = usage
+                }
+            }
+        case .failure(let e):
+            record = run.finish(text: "") { o in
+                o.status = "failed"
+                o.error = .init(code: e.code, message: e.message)
+            }
+        }
+        var stored = record
+        stored.history.append(HistoryMessage(role: "assistant", content: record.text))
+        app.persist(stored)
+        app.releaseCache(
+            keep && record.response.store ? sequence : nil, capacity: capacity,
+            keepFor: record.response.id, backend: backend)
+        app.liveResponses.remove(run.id)
+        if record.response.status == "cancelled" {
+            app.logger.info(
+                "response cancelled", ["response_id": run.id, "request_id": requestID, "reason": reason ?? "cancelled"])
+        }
+        return record
+    }
+}
