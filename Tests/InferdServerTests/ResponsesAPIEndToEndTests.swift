@@ -77,6 +77,8 @@ import Testing
             #expect((usage["output_tokens_details"] as? [String: Any])?["reasoning_tokens"] as? Int == 0)
             #expect(json["max_output_tokens"] as? Int == 48)
             #expect(json["temperature"] as? Double == 0)
+            #expect((json["reasoning"] as? [String: Any]).map { Set($0.keys) } == ["effort", "summary"])
+            #expect(json["error"] is NSNull && json["incomplete_details"] is NSNull)
             // Stored by default: retrieve gives the same object.
             let id = try #require(json["id"] as? String)
             let got = try await Self.get(s, "/v1/responses/\(id)")
@@ -128,6 +130,9 @@ import Testing
             let final = try #require(objects.last?["response"] as? [String: Any])
             #expect(Self.outputText(final) == ref.generatedText)
             #expect((objects[0]["response"] as? [String: Any])?["status"] as? String == "in_progress")
+            #expect(objects[1]["output_index"] == nil)
+            #expect((objects[1]["response"] as? [String: Any])?["output"] as? [Any] != nil)
+            #expect(objects[4]["item_id"] as? String == added["id"] as? String)
         }
     }
 
@@ -194,6 +199,35 @@ import Testing
             // Turn 2 starts without the instructions, so only turn 3 continues a cache fully.
             #expect(cached[0] == 0)
             #expect(cached[2] > 0, "cached tokens \(cached)")
+        }
+    }
+
+    @Test func truncationAutoDropsTheOldestItemsAndDisabledRefuses() async throws {
+        try await RunningServer.with(configure: { $0.maxTokensLimit = 8192 }) { s in
+            let engine = try SharedModel.engine()
+            let texts = (1...3).map { i in "Item \(i): " + String(repeating: "word ", count: 60) }
+            let items = texts.map { ["role": "user", "content": $0] }
+            let all = try engine.promptTokens(
+                for: .conversation(instructions: nil, messages: texts.map { ChatMessage(role: .user, content: $0) }))
+            let lastTwo = try engine.promptTokens(
+                for: .conversation(
+                    instructions: nil, messages: texts.dropFirst().map { ChatMessage(role: .user, content: $0) }))
+            // Room for the prompt: the context less the output budget, between the two sizes.
+            let budget = 8192 - (all.count + lastTwo.count) / 2
+            let refused = try await Self.post(
+                s, "/v1/responses", try Self.body(items, ["max_output_tokens": budget]))
+            let e = WireError(refused)
+            #expect(e.status == 400 && e.param == "input" && e.message.contains("\(all.count)"), "\(e)")
+            // In the background, so the long budget is cut short once the prompt has been read.
+            let r = try await Self.post(
+                s, "/v1/responses",
+                try Self.body(items, ["max_output_tokens": budget, "truncation": "auto", "background": true]))
+            let id = try #require(r.json?["id"] as? String, "\(r.text)")
+            #expect(r.json?["truncation"] as? String == "auto")
+            #expect(await eventually(timeout: .seconds(30)) { s.app.liveResponses.run(id)?.record.started ?? true })
+            let cancelled = try await offPool { try s.client().postJSON("/v1/responses/\(id)/cancel", "") }
+            let usage = try #require(cancelled.json?["usage"] as? [String: Any], "\(cancelled.text)")
+            #expect(usage["input_tokens"] as? Int == lastTwo.count)
         }
     }
 

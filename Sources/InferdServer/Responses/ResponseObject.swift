@@ -16,6 +16,13 @@ struct ResponseObject: Codable, Sendable, Equatable {
     struct Reasoning: Codable, Sendable, Equatable {
         var effort: String?
         var summary: String?
+
+        /// `{"effort":null,"summary":null}`, as OpenAI answers for a model without reasoning.
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(effort, forKey: .effort)
+            try c.encode(summary, forKey: .summary)
+        }
     }
 
     struct TextFormat: Codable, Sendable, Equatable {

@@ -30,6 +30,7 @@ extension ResponseRecord {
             e.outputIndex = 0
             switch k {
             case 1:
+                e.outputIndex = nil
                 e.type = "response.in_progress"
                 e.response = initialObject(status: "in_progress")
                 return e
