@@ -1,7 +1,7 @@
 import Engine
 
 /// `POST /v1/responses`, read from its JSON object field by field: every error names its field.
-struct ResponsesRequest: Sendable {
+package struct ResponsesRequest: Sendable {
     static let metadataMaxPairs = 16
     static let metadataMaxKeyLength = 64
     static let metadataMaxValueLength = 512
@@ -23,7 +23,7 @@ struct ResponsesRequest: Sendable {
     var options: GenerationOptionsBody
     var admission: AdmissionFields
 
-    init(_ f: OpenAIFields) throws(OpenAIError) {
+    package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
         guard let model = try f.string("model") else {
             throw .invalid("you must provide a model parameter", param: "model", code: "missing_required_parameter")
