@@ -43,6 +43,7 @@ public final class ResponseStore: Sendable {
                     id TEXT PRIMARY KEY, owner TEXT, created INTEGER NOT NULL, status TEXT NOT NULL,
                     interrupted INTEGER NOT NULL DEFAULT 0, payload TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS responses_created ON responses(created);
+                CREATE TABLE IF NOT EXISTS conversation_metadata(id TEXT PRIMARY KEY, payload TEXT NOT NULL);
                 """)
             interruptedOnOpen = try db.transaction { t throws(StoreError) in
                 let ids = try t.query(
@@ -88,6 +89,21 @@ public final class ResponseStore: Sendable {
             try t.query("DELETE FROM responses WHERE id = ?", [.text(id)])
             return n > 0
         }
+    }
+
+    /// A conversation's metadata (the server's JSON), kept beside the session it names.
+    public func saveConversationMetadata(_ id: String, _ payload: String) throws(StoreError) {
+        try db.query(
+            "INSERT INTO conversation_metadata(id, payload) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET payload = excluded.payload",
+            [.text(id), .text(payload)])
+    }
+
+    public func conversationMetadata(_ id: String) throws(StoreError) -> String? {
+        try db.query("SELECT payload FROM conversation_metadata WHERE id = ?", [.text(id)]).first?.first?.text
+    }
+
+    public func deleteConversationMetadata(_ id: String) throws(StoreError) {
+        try db.query("DELETE FROM conversation_metadata WHERE id = ?", [.text(id)])
     }
 
     public var count: Int {

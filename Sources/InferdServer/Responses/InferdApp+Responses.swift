@@ -16,6 +16,7 @@ extension InferdApp {
         router.delete("/v1/responses/{id}", openAI { [self] request in try deleteResponse(request) })
         router.get("/v1/responses/{id}/input_items", openAI { [self] request in try responseInputItems(request) })
         router.post("/v1/responses/{id}/cancel", openAI { [self] request in try await cancelResponse(request) })
+        addConversationRoutes(to: router)
     }
 
     /// A prepared response: its record, the generation to run and the KV cache it continues.
@@ -30,6 +31,10 @@ extension InferdApp {
         let backend = try requireBackend()
         let body = try ResponsesRequest(try openAIFields(request))
         try checkModel(body.model, backend)
+        if let conversation = body.conversationID {
+            return try await createConversationResponse(
+                body, conversationID: conversation, backend: backend, request: request, arrival: arrival)
+        }
         let prepared = try prepareResponse(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let relay = GenerationEventRelay()
@@ -191,67 +196,5 @@ extension InferdApp {
         } catch {
             logger.error("response store write failed", ["response_id": record.response.id, "error": "\(error)"])
         }
-    }
-}
-
-/// Ends one response: final status and usage from the generation's result, the last events,
-/// the stored record, the kept KV cache, and its removal from the live registry, in that order
-/// (so whoever no longer finds it live finds it stored).
-struct ResponseFinisher: Sendable {
-    let app: InferdApp
-    let run: ResponseRun
-    let backend: any GenerationBackend
-    let sequence: (any PredictorSequence)?
-    let capacity: Int
-    let requestID: String
-
-    @discardableResult
-    func finish(_ result: Result<GenerationResult, HTTPError>, cancelledBy reason: String?) -> ResponseRecord {
-        let now = Int(Date().timeIntervalSince1970)
-        let record: ResponseRecord
-        var keep = false
-        switch result {
-        case .success(let r):
-            let usage = ResponseUsage(
-                input: r.usage.promptTokens, cached: r.usage.cachedTokens, output: r.usage.completionTokens)
-            switch r.finishReason {
-            case .cancelled:
-                record = run.finish(text: r.content) { o in
-                    o.status = "cancelled"
-                    o.usage = usage
-                }
-            case .length:
-                keep = true
-                record = run.finish(text: r.content) { o in
-                    o.status = "incomplete"
-                    o.incompleteDetails = .init(reason: "max_output_tokens")
-                    o.usage = usage
-                }
-            default:
-                keep = true
-                record = run.finish(text: r.content) { o in
-                    o.status = "completed"
-                    o.completedAt = now
-                    o.usage = usage
-                }
-            }
-        case .failure(let e):
-            record = run.finish(text: "") { o in
-                o.status = "failed"
-                o.error = .init(code: e.code, message: e.message)
-            }
-        }
-        var stored = record
-        stored.history.append(HistoryMessage(role: "assistant", content: record.text))
-        app.persist(stored)
-        app.releaseCache(
-            keep && record.response.store ? sequence : nil, capacity: capacity,
-            keepFor: record.response.id, backend: backend)
-        app.liveResponses.remove(run.id)
-        if record.response.status == "cancelled" {
-            app.logger.info(
-                "response cancelled", ["response_id": run.id, "request_id": requestID, "reason": reason ?? "cancelled"])
-        }
-        return record
     }
 }

@@ -13,6 +13,11 @@ struct ResponseObject: Codable, Sendable, Equatable {
         var reason: String
     }
 
+    /// `{"id": "conv_…"}`: the conversation a response belongs to.
+    struct ConversationRef: Codable, Sendable, Equatable {
+        var id: String
+    }
+
     struct Reasoning: Codable, Sendable, Equatable {
         var effort: String?
         var summary: String?
@@ -36,6 +41,7 @@ struct ResponseObject: Codable, Sendable, Equatable {
     var object = "response"
     var createdAt: Int
     var completedAt: Int?
+    var conversation: ConversationRef?
     /// `queued`, `in_progress`, `completed`, `incomplete`, `cancelled` or `failed`.
     var status: String
     var background: Bool
@@ -59,7 +65,8 @@ struct ResponseObject: Codable, Sendable, Equatable {
     var usage: ResponseUsage?
 
     enum CodingKeys: String, CodingKey {
-        case id, object, status, background, error, instructions, metadata, model, output, reasoning, store
+        case id, object, status, background, conversation, error, instructions, metadata, model, output, reasoning
+        case store
         case temperature, text, tools, truncation, usage
         case createdAt = "created_at"
         case completedAt = "completed_at"
@@ -78,6 +85,7 @@ struct ResponseObject: Codable, Sendable, Equatable {
         try c.encode(object, forKey: .object)
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(completedAt, forKey: .completedAt)
+        try c.encode(conversation, forKey: .conversation)
         try c.encode(status, forKey: .status)
         try c.encode(background, forKey: .background)
         try c.encode(error, forKey: .error)

@@ -1,4 +1,5 @@
 import Engine
+import Sessions
 import Telemetry
 
 /// A response while it is generated: its record, kept up to date from the generation's events
@@ -38,6 +39,15 @@ final class ResponseRun: Sendable {
                 Self.start(&r)
                 Self.extend(&r, to: content)
             }
+        }
+    }
+
+    /// For a conversation's turn (a session's events): the same, from the session.
+    func apply(turn event: TurnEvent) {
+        switch event {
+        case .queued: return
+        case .started(let p, let c): apply(.promptProcessed(promptTokens: p, cachedTokens: c))
+        case .snapshot(let content): apply(.snapshot(content: content, completionTokens: 0))
         }
     }
 

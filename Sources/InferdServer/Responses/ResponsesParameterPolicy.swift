@@ -6,7 +6,7 @@
 enum ResponsesParameterPolicy {
     static let supported: Set<String> = [
         "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "store", "metadata",
-        "truncation", "stream", "background", "previous_response_id", "text",
+        "truncation", "stream", "background", "previous_response_id", "conversation", "text",
         // inferd's extensions, as on the chat route.
         "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos",
     ]
@@ -33,7 +33,6 @@ enum ResponsesParameterPolicy {
             $0 == .object([:]) || $0 == .object(["include_obfuscation": .bool(false)])
         },
         "service_tier": Refusal(hint: "one service tier") { $0 == .string("auto") || $0 == .string("default") },
-        "conversation": Refusal(hint: "conversations are not supported yet; use previous_response_id"),
         "prompt": Refusal(hint: "prompt templates are not supported"),
         "context_management": Refusal(),
         "prompt_cache_retention": Refusal(),

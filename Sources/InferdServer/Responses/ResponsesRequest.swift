@@ -20,6 +20,8 @@ package struct ResponsesRequest: Sendable {
     /// `disabled` (overflow is a 400) or `auto` (the oldest items are dropped until it fits).
     var truncation: String
     var previousResponseID: String?
+    /// `conversation`: its id, given as a string or as `{"id": …}`.
+    var conversationID: String?
     var options: GenerationOptionsBody
     var admission: AdmissionFields
 
@@ -44,6 +46,11 @@ package struct ResponsesRequest: Sendable {
             throw .invalid("truncation must be disabled or auto, got '\(truncation)'", param: "truncation")
         }
         previousResponseID = try f.string("previous_response_id")
+        conversationID = try Self.conversation(f)
+        if conversationID != nil, previousResponseID != nil {
+            throw .invalid(
+                "conversation and previous_response_id cannot be used together", param: "previous_response_id")
+        }
         metadata = try Self.metadata(f)
         try Self.checkText(f)
         input = try Self.input(f)
@@ -59,6 +66,21 @@ package struct ResponsesRequest: Sendable {
         o.maxTokens = maxOutputTokens
         options = o
         admission = try OpenAIGenerationParameters.admission(f)
+    }
+
+    /// `conversation`: `"conv_…"` or `{"id": "conv_…"}`.
+    static func conversation(_ f: OpenAIFields) throws(OpenAIError) -> String? {
+        guard let raw = f["conversation"] else { return nil }
+        switch raw {
+        case .string(let s): return s
+        case .object(let o):
+            guard let id = try OpenAIFields(o, path: "conversation").string("id") else {
+                throw .invalid(
+                    "conversation.id is required", param: "conversation.id", code: "missing_required_parameter")
+            }
+            return id
+        default: throw f.typeError("conversation", "a string or an object with an id", raw)
+        }
     }
 
     /// `input`: a string (one user message) or a list of message items.
