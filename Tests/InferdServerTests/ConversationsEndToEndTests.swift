@@ -47,7 +47,7 @@ import Testing
                         ChatMessage(role: .user, content: "What is my name?"),
                     ]))
             #expect(usages[1]["input_tokens"] as? Int == expected.count)
-            let items = try #require(try await R.get(s, "/v1/conversations/\(id)/items").json)
+            let items = try #require(try await R.get(s, "/v1/conversations/\(id)/items?order=asc").json)
             let data = try #require(items["data"] as? [[String: Any]])
             #expect(data.map { $0["role"] as? String } == ["system", "user", "assistant", "user", "assistant"])
             #expect(
@@ -57,7 +57,7 @@ import Testing
             let itemID = try #require(data[2]["id"] as? String)
             let one = try await R.get(s, "/v1/conversations/\(id)/items/\(itemID)")
             #expect(R.outputText(["output": [one.json ?? [:]]]) == outputs[0])
-            let page = try #require(try await R.get(s, "/v1/conversations/\(id)/items?limit=2&order=desc").json)
+            let page = try #require(try await R.get(s, "/v1/conversations/\(id)/items?limit=2").json)
             #expect((page["data"] as? [[String: Any]])?.map { $0["role"] as? String } == ["assistant", "user"])
             #expect(page["has_more"] as? Bool == true)
             // Metadata update, refusals, delete.

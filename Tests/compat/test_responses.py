@@ -234,6 +234,32 @@ def test_refusals_name_the_field(client, model):
         client.responses.cancel(fg.id)
 
 
+def test_conversation_with_two_responses(client, model):
+    conv = client.conversations.create(metadata={"topic": "names"},
+                                       items=[{"role": "system", "content": "Answer in one sentence."}])
+    assert conv.id.startswith("conv_") and conv.metadata == {"topic": "names"}
+    first = client.responses.create(model=model, input="My name is Ada.", conversation=conv.id, max_output_tokens=16,
+                                    temperature=0)
+    second = client.responses.create(model=model, input="What is my name?", conversation={"id": conv.id},
+                                     max_output_tokens=16, temperature=0)
+    assert second.conversation.id == conv.id
+    assert second.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens
+    items = list(client.conversations.items.list(conv.id, order="asc", limit=2))
+    assert [i.role for i in items] == ["system", "user", "assistant", "user", "assistant"]
+    assert [i.content[0].text for i in items] == [
+        "Answer in one sentence.", "My name is Ada.", first.output_text, "What is my name?", second.output_text
+    ]
+    newest = client.conversations.items.list(conv.id, limit=1)
+    assert newest.data[0].content[0].text == second.output_text
+    assert client.conversations.items.retrieve(items[2].id, conversation_id=conv.id).content[0].text == first.output_text
+    assert client.conversations.update(conv.id, metadata={"topic": "ada"}).metadata == {"topic": "ada"}
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model=model, input="hi", conversation=conv.id, previous_response_id=first.id)
+    client.conversations.delete(conv.id)
+    with pytest.raises(openai.NotFoundError):
+        client.conversations.retrieve(conv.id)
+
+
 class Server:
     """An `inferd serve` of its own (same binary and model as the suite's), for restarts and keys."""
 
@@ -282,6 +308,10 @@ def test_ownership_and_restart(tmp_path, model):
                      lambda: cb.responses.create(model=model, input="hi", previous_response_id=done.id)):
             with pytest.raises(openai.NotFoundError):
                 call()
+        conv = ca.conversations.create(metadata={"k": "v"})
+        said = ca.responses.create(model=model, input="Say hi.", conversation=conv.id, max_output_tokens=8)
+        with pytest.raises(openai.NotFoundError):
+            cb.conversations.retrieve(conv.id)
         running = ca.responses.create(model=model, input=LONG_PROMPT, background=True, max_output_tokens=4000,
                                       extra_body={"ignore_eos": True})
         assert wait_for(lambda: ca.responses.retrieve(running.id).status == "in_progress")
@@ -301,6 +331,13 @@ def test_ownership_and_restart(tmp_path, model):
         time.sleep(0.5)
         assert ca.responses.retrieve(running.id).status == "failed"
         assert ca.responses.cancel(running.id).status == "failed"
+        # The conversation survives with its metadata and items, and goes on.
+        assert ca.conversations.retrieve(conv.id).metadata == {"k": "v"}
+        assert [i.content[0].text for i in ca.conversations.items.list(conv.id, order="asc")] == [
+            "Say hi.", said.output_text
+        ]
+        more = ca.responses.create(model=model, input="Again.", conversation=conv.id, max_output_tokens=4)
+        assert more.usage.input_tokens > said.usage.input_tokens + said.usage.output_tokens
         # A chain continues across the restart.
         follow = ca.responses.create(model=model, input="And again.", previous_response_id=done.id,
                                      max_output_tokens=4)

@@ -156,16 +156,17 @@ extension InferdApp {
         }
     }
 
-    /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (oldest first unless
-    /// `order=desc`).
+    /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
+    /// `order=asc`, as OpenAI's default).
     func conversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        let query: ListQuery
+        var query: ListQuery
         do {
             query = try ListQuery(request.query.filter { $0.key != "include" })
         } catch {
             throw OpenAIError(error)
         }
+        if request.query["order"] == nil { query.order = .desc }
         let items = await conversationItems(of: session)
         let page: (items: [ResponseItem], hasMore: Bool)
         do {
