@@ -98,6 +98,7 @@ enum ServeCommand {
             logger.error("shutdown started", ["reason": "model_load_failed"])
         }
         await server.shutdown()
+        await app.stopBackgroundResponses()
         host.backend?.shutdown()
         logger.info("shutdown complete")
         return reason == .modelLoadFailed ? 1 : 0

@@ -312,6 +312,20 @@ import Testing
         }
     }
 
+    @Test func shutdownFailsRunningBackgroundResponsesWithoutRerunningThem() async throws {
+        try await RunningServer.with { s in
+            let body = try Self.body(
+                "Count from one to a thousand.", ["background": true, "ignore_eos": true, "max_output_tokens": 4000])
+            let id = try #require(try await Self.post(s, "/v1/responses", body).json?["id"] as? String)
+            #expect(await eventually(timeout: .seconds(30)) { s.app.liveResponses.run(id)?.record.started ?? true })
+            await s.app.stopBackgroundResponses()
+            #expect(s.app.liveResponses.count == 0)
+            let stored = try #require(try await Self.get(s, "/v1/responses/\(id)").json)
+            #expect(stored["status"] as? String == "failed")
+            #expect((stored["error"] as? [String: Any])?["code"] as? String == "server_stopped")
+        }
+    }
+
     @Test func aForegroundClientThatLeavesCancelsItsResponse() async throws {
         try await RunningServer.with { s in
             let body = try Self.body(

@@ -327,7 +327,7 @@ def test_ownership_and_restart(tmp_path, model):
             cb.responses.retrieve(done.id)
         # Running when the server stopped: failed with a clear error, never run again.
         failed = ca.responses.retrieve(running.id)
-        assert failed.status == "failed" and failed.error.code == "server_restarted"
+        assert failed.status == "failed" and failed.error.code == "server_stopped"
         time.sleep(0.5)
         assert ca.responses.retrieve(running.id).status == "failed"
         assert ca.responses.cancel(running.id).status == "failed"

@@ -8,6 +8,16 @@ import Sessions
 extension InferdApp {
     static let interruptedMessage =
         "the server stopped while this response was running; it was not run again (no automatic retry)"
+    static let interruptedCode = "server_stopped"
+
+    /// At shutdown, after the HTTP server has drained: stops the background responses still
+    /// running and records each as `failed` (`server_stopped`), as a restart would find them.
+    public func stopBackgroundResponses() async {
+        for task in liveResponses.beginStopping() {
+            task.cancel()
+            await task.value
+        }
+    }
 
     /// The stored record of `id` as `request` may see it, else 404 naming `param`.
     func loadResponse(_ id: String, _ request: HTTPRequest, param: String) throws -> ResponseRecord {
@@ -26,7 +36,7 @@ extension InferdApp {
         }
         if stored.interrupted {
             record.response.status = "failed"
-            record.response.error = .init(code: "server_restarted", message: Self.interruptedMessage)
+            record.response.error = .init(code: Self.interruptedCode, message: Self.interruptedMessage)
             if record.started {
                 record.response.output = record.response.output.map { item in
                     var i = item

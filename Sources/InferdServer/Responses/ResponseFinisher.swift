@@ -49,6 +49,19 @@ struct ResponseFinisher: Sendable {
 
     @discardableResult
     func finish(_ ending: Ending, cancelledBy reason: String?, history: [HistoryMessage]? = nil) -> ResponseRecord {
+        var ending = ending
+        if run.record.response.background, app.liveResponses.isStopping {
+            // Stopped by the server's shutdown, not by its owner: failed, as after a crash, and never re-run.
+            switch ending {
+            case .finished(_, .cancelled, _), .failed:
+                ending = .failed(
+                    HTTPError(
+                        status: 503, message: InferdApp.interruptedMessage, type: "server_error",
+                        code: InferdApp.interruptedCode))
+            default:
+                break
+            }
+        }
         let now = Int(Date().timeIntervalSince1970)
         let record: ResponseRecord
         var keep = false

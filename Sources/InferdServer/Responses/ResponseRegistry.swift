@@ -10,6 +10,16 @@ final class ResponseRegistry: Sendable {
     }
 
     private let entries = Locked([String: Entry]())
+    private let stopping = Locked(false)
+
+    /// Set once the server stops: background responses that end from now on are failed, not cancelled.
+    var isStopping: Bool { stopping.withLock { $0 } }
+
+    /// Marks the server stopping and returns the background Tasks still running.
+    func beginStopping() -> [Task<Void, Never>] {
+        stopping.withLock { $0 = true }
+        return entries.withLock { $0.values.compactMap(\.task) }
+    }
 
     func add(_ run: ResponseRun) {
         entries.withLock { $0[run.id] = Entry(run: run) }
