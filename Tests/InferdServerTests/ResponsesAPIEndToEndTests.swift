@@ -199,6 +199,13 @@ import Testing
             // Turn 2 starts without the instructions, so only turn 3 continues a cache fully.
             #expect(cached[0] == 0)
             #expect(cached[2] > 0, "cached tokens \(cached)")
+            // One cache, moved along the chain to its newest response; deleting that lets it go.
+            let caches = s.app.sessions.environment.caches
+            let last = try #require(previous)
+            #expect(caches.hasCache("response:\(last)"))
+            #expect(caches.usedBytes > 0)
+            #expect(try await Self.get(s, "/v1/responses/\(last)", method: "DELETE").status == 200)
+            #expect(!caches.hasCache("response:\(last)") && caches.usedBytes == 0)
         }
     }
 

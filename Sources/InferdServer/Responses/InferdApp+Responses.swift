@@ -43,7 +43,7 @@ extension InferdApp {
             ticket = try generations.submitGeneration(
                 prepared.generation, backend: backend, requestID: request.id, onEvent: relay.forward)
         } catch {
-            releaseCache(prepared.generation.sequence, capacity: 0, keepFor: nil, backend: backend)
+            releaseCache(nil, capacity: 0, responseID: id, keep: false, backend: backend)
             throw OpenAIError(error)
         }
         let run = ResponseRun(prepared.record)
@@ -149,6 +149,8 @@ extension InferdApp {
             } else {
                 generation.sequence = cache.makeSequence(capacity: capacity)
             }
+            // Counted in the budget while it runs, as a session's turn is.
+            _ = caches.checkOut(Self.cacheOwner(id), reservingBytes: capacity * cache.kvBytesPerToken)
         }
         return PreparedResponse(record: record, generation: generation, cacheCapacity: capacity)
     }
@@ -170,13 +172,18 @@ extension InferdApp {
     /// The KV-cache budget's name for the cache a response left for its successor.
     static func cacheOwner(_ responseID: String) -> String { "response:" + responseID }
 
-    /// Keeps a finished response's cache for its successor (under the sessions' budget), or lets it go.
+    /// Keeps a finished response's cache for its successor (under the sessions' budget), or lets
+    /// it go and ends its reservation.
     func releaseCache(
-        _ sequence: (any PredictorSequence)?, capacity: Int, keepFor id: String?, backend: any GenerationBackend
+        _ sequence: (any PredictorSequence)?, capacity: Int, responseID id: String, keep: Bool,
+        backend: any GenerationBackend
     ) {
-        guard let sequence, let id, let cache = backend.kvCache else { return }
-        sessions.environment.caches.checkIn(
-            Self.cacheOwner(id), sequence: sequence, bytes: capacity * cache.kvBytesPerToken)
+        let caches = sessions.environment.caches
+        guard keep, let sequence, let cache = backend.kvCache else {
+            caches.drop(Self.cacheOwner(id))
+            return
+        }
+        caches.checkIn(Self.cacheOwner(id), sequence: sequence, bytes: capacity * cache.kvBytesPerToken)
     }
 
     /// Writes a stored response (and applies retention); a failing database is logged, never fatal to the answer.

@@ -103,8 +103,8 @@ struct ResponseFinisher: Sendable {
         }
         app.persist(stored)
         app.releaseCache(
-            keep && record.response.store ? sequence : nil, capacity: capacity,
-            keepFor: record.response.id, backend: backend)
+            sequence, capacity: capacity, responseID: record.response.id, keep: keep && record.response.store,
+            backend: backend)
         app.liveResponses.remove(run.id)
         if record.response.status == "cancelled" {
             app.logger.info(

@@ -46,12 +46,16 @@ extension ResponseRecord {
                 return e
             case _ where k >= 4 && k <= lastOpen:
                 let i = k - 4
-                let utf8 = Array(text.utf8)
-                let start = i == 0 ? 0 : deltaEnds[i - 1]
+                let utf8 = text.utf8
+                let start = min(i == 0 ? 0 : deltaEnds[i - 1], utf8.count)
+                let end = min(deltaEnds[i], utf8.count)
+                // Offsets into native UTF-8: no copy of the text per event.
+                let from = utf8.index(utf8.startIndex, offsetBy: start)
+                let to = utf8.index(utf8.startIndex, offsetBy: max(start, end))
                 e.type = "response.output_text.delta"
                 e.itemId = outputItemID
                 e.contentIndex = 0
-                e.delta = String(decoding: utf8[min(start, utf8.count)..<min(deltaEnds[i], utf8.count)], as: UTF8.self)
+                e.delta = String(decoding: utf8[from..<to], as: UTF8.self)
                 e.logprobs = []
                 return e
             case lastOpen + 1:
