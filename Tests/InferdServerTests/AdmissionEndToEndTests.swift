@@ -96,7 +96,21 @@ import Testing
             try s.client().postJSON("/v1/sessions/\(sessionID)/responses", jsonString(["prompt": "Hi"]))
         }
         #expect(turn.status == 503 && turn.errorCode == "server_busy")
-        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 4)
+        // The Responses API, foreground or background: refused before anything is stored.
+        for background in [false, true] {
+            let response = try await offPool {
+                try s.client().postJSON(
+                    "/v1/responses",
+                    jsonString([
+                        "model": "SmolLM2-135M-Instruct.Q4_1", "input": "Hi", "max_output_tokens": 4,
+                        "background": background,
+                    ]))
+            }
+            #expect(
+                response.status == 503 && response.errorCode == "server_busy" && response.header("Retry-After") != nil)
+        }
+        #expect(s.app.responseStore.count == 0 && s.app.liveResponses.count == 0)
+        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 6)
 
         let metricsText = try await offPool { try s.client().request("GET", "/metrics").text }
         for name in [
