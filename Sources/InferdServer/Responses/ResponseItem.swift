@@ -28,10 +28,3 @@ struct ResponseItem: Codable, Sendable, Equatable {
     /// All of the item's text, as the model sees it.
     var text: String { content.map(\.text).joined() }
 }
-
-/// One message of a chain's history (what `previous_response_id` continues): its role as the
-/// chat template knows it and its text. Instructions are never part of it.
-struct HistoryMessage: Codable, Sendable, Equatable {
-    var role: String
-    var content: String
-}
