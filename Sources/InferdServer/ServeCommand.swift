@@ -48,6 +48,16 @@ enum ServeCommand {
             logger.error("session store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
             return 1
         }
+        let responses: ResponseStore
+        do {
+            responses = try ResponseStore.open(dataDir: config.dataDir)
+            logger.info(
+                "responses restored",
+                ["count": "\(responses.count)", "interrupted": "\(responses.interruptedOnOpen.count)"])
+        } catch {
+            logger.error("response store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
+            return 1
+        }
         let chatTemplate: String?
         do {
             chatTemplate = try config.chatTemplateOverride()
@@ -56,7 +66,9 @@ enum ServeCommand {
             return 1
         }
         let host = ModelHost()
-        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions)
+        let app = InferdApp(
+            configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions,
+            responses: responses)
         let server = HTTPServer(
             configuration: httpConfiguration, router: app.makeRouter(), logger: logger,
             metrics: metrics)
@@ -86,6 +98,7 @@ enum ServeCommand {
             logger.error("shutdown started", ["reason": "model_load_failed"])
         }
         await server.shutdown()
+        await app.stopBackgroundResponses()
         host.backend?.shutdown()
         logger.info("shutdown complete")
         return reason == .modelLoadFailed ? 1 : 0

@@ -58,6 +58,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var singleFlight = true
     /// Chat template override: "" (the model's own), a built-in name, or "@/path/file.jinja".
     public var chatTemplate = ""
+    /// Stored responses (`/v1/responses`, `store: true`) older than this many days are deleted.
+    public var responseMaxAgeDays = 30
+    /// Most stored responses kept; past it the oldest finished ones are deleted first.
+    public var maxStoredResponses = 10_000
 
     public init() {}
 }
@@ -162,6 +166,12 @@ extension ServerConfiguration {
         int(
             "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
             \.kvCacheMiB, min: 0),
+        int(
+            "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
+            \.responseMaxAgeDays, min: 1),
+        int(
+            "max_stored_responses", "Most stored /v1/responses kept; past it the oldest finished are deleted.",
+            \.maxStoredResponses, min: 1),
         int(
             "max_active_sequences", "Generations the engine runs at once (one batched pass); the rest wait in a queue.",
             \.maxActiveSequences, min: 1),

@@ -13,12 +13,12 @@ import Testing
             #expect(health.status == 200 && health.header("X-Inferd-Replica") == "replica-a")
             let missing = try await offPool { try s.client().request("GET", "/v1/no-such-route") }
             #expect(missing.status == 404 && missing.header("X-Inferd-Replica") == "replica-a")
-            let refused = try await offPool { try s.client().postJSON("/v1/responses", #"{"prompt": 3}"#) }
+            let refused = try await offPool { try s.client().postJSON("/v1/generations", #"{"prompt": 3}"#) }
             #expect(refused.status == 400 && refused.header("X-Inferd-Replica") == "replica-a")
             let (headers, reader) = try await offPool { () -> ([(String, String)], SSEReader) in
                 let c = try s.client()
                 let (_, headers) = try c.startStream(
-                    "/v1/responses", #"{"prompt": "Hi", "stream": true, "options": {"max_tokens": 2}}"#)
+                    "/v1/generations", #"{"prompt": "Hi", "stream": true, "options": {"max_tokens": 2}}"#)
                 var reader = SSEReader()
                 _ = try c.readEvents(into: &reader) { $0.events.contains { $0.name == "completed" } }
                 return (headers, reader)
