@@ -1,0 +1,161 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `inferd serve --backend openai` in front of a second `inferd serve` (the release binary with
+/// the default model): answers, sessions and cancellation through the proxy hop, each checked
+/// against the upstream itself.
+@Suite(.serialized) struct RemoteProxyEndToEndTests {
+    typealias ServerProcess = SessionsRestartTests.ServerProcess
+
+    static func tempDir() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("inferd-remote-\(UUID().uuidString)").path
+    }
+
+    /// An upstream inferd and a proxy inferd over it.
+    static func withPair(_ body: (ServerProcess, ServerProcess, String) async throws -> Void) async throws {
+        let upstream = try ServerProcess(dataDir: tempDir())
+        defer { upstream.stop() }
+        let proxy = try ServerProcess(
+            dataDir: tempDir(), extra: ["--backend", "openai", "--upstream", "http://127.0.0.1:\(upstream.port)/v1"])
+        defer { proxy.stop() }
+        let models = try await offPool { try proxy.client().request("GET", "/v1/models") }
+        let model = try #require((models.json?["data"] as? [[String: Any]])?.first?["id"] as? String)
+        let direct = try await offPool { try upstream.client().request("GET", "/v1/models") }
+        #expect((direct.json?["data"] as? [[String: Any]])?.first?["id"] as? String == model)
+        try await body(upstream, proxy, model)
+    }
+
+    static func post(_ s: ServerProcess, _ path: String, _ body: [String: Any]) async throws -> RawResponse {
+        let json = jsonString(body)
+        return try await offPool { try s.client().postJSON(path, json) }
+    }
+
+    static func content(_ r: RawResponse) -> String? {
+        let choice = (r.json?["choices"] as? [[String: Any]])?.first
+        return (choice?["message"] as? [String: Any])?["content"] as? String ?? choice?["text"] as? String
+    }
+
+    @Test func greedyAnswersThroughTheProxyEqualDirectAnswers() async throws {
+        try await Self.withPair { upstream, proxy, model in
+            for question in ["What is the capital of France?", "Name three colours."] {
+                let body: [String: Any] = [
+                    "model": model, "temperature": 0, "max_tokens": 24,
+                    "messages": [
+                        ["role": "system", "content": "You are terse."], ["role": "user", "content": question],
+                    ],
+                ]
+                let viaProxy = try await Self.post(proxy, "/v1/chat/completions", body)
+                let direct = try await Self.post(upstream, "/v1/chat/completions", body)
+                #expect(viaProxy.status == 200, "\(viaProxy.text)")
+                let answer = try #require(Self.content(direct))
+                #expect(!answer.isEmpty)
+                #expect(Self.content(viaProxy) == answer)
+                // Usage is the upstream's own count, not the proxy's estimate.
+                let proxyUsage = viaProxy.json?["usage"] as? [String: Any]
+                let directUsage = direct.json?["usage"] as? [String: Any]
+                #expect(proxyUsage?["prompt_tokens"] as? Int == directUsage?["prompt_tokens"] as? Int)
+            }
+            let text: [String: Any] = [
+                "model": model, "prompt": "The three primary colours are", "temperature": 0, "max_tokens": 16,
+            ]
+            let viaProxy = try await Self.post(proxy, "/v1/completions", text)
+            let direct = try await Self.post(upstream, "/v1/completions", text)
+            #expect(viaProxy.status == 200, "\(viaProxy.text)")
+            #expect(Self.content(viaProxy) != nil && Self.content(viaProxy) == Self.content(direct))
+        }
+    }
+
+    @Test func aThreeTurnSessionThroughTheProxyMatchesOneOnTheUpstream() async throws {
+        try await Self.withPair { upstream, proxy, model in
+            func session(_ s: ServerProcess) async throws -> (String, [String]) {
+                let created = try await Self.post(
+                    s, "/v1/sessions", ["instructions": "You are terse.", "options": ["temperature": 0]])
+                #expect(created.status == 201, "\(created.text)")
+                let id = try #require(created.json?["id"] as? String)
+                var answers: [String] = []
+                for turn in ["My name is Ada.", "What is my name?", "Spell it backwards."] {
+                    let r = try await Self.post(
+                        s, "/v1/chat/completions",
+                        [
+                            "model": model, "session_id": id, "max_tokens": 20,
+                            "messages": [["role": "user", "content": turn]],
+                        ])
+                    #expect(r.status == 200, "\(r.text)")
+                    answers.append(Self.content(r) ?? "")
+                }
+                return (id, answers)
+            }
+            let (proxyID, viaProxy) = try await session(proxy)
+            let (_, direct) = try await session(upstream)
+            #expect(viaProxy == direct, "the proxy's session sent another transcript than the upstream's own")
+            #expect(!direct.contains(""))
+            let r = try await offPool { try proxy.client().request("GET", "/v1/sessions/\(proxyID)") }
+            let entries = try #require(r.json?["transcript"] as? [[String: Any]])
+            #expect(
+                entries.map { $0["type"] as? String ?? "" } == [
+                    "instructions", "prompt", "response", "prompt", "response", "prompt", "response",
+                ])
+        }
+    }
+
+    @Test func aClientDisconnectCancelsTheUpstreamGenerationWithin50ms() async throws {
+        try await Self.withPair { upstream, proxy, model in
+            let json = jsonString([
+                "model": model, "stream": true, "temperature": 0, "max_tokens": 1000, "ignore_eos": true,
+                "messages": [["role": "user", "content": "Tell a long story."]],
+            ])
+            let closedAt = try await offPool { () -> Date in
+                let c = try proxy.client()
+                let (status, _) = try c.startStream("/v1/chat/completions", json)
+                #expect(status == 200)
+                var reader = SSEReader()
+                try c.readEvents(into: &reader) { $0.events.count >= 3 }
+                let at = Date()
+                c.close()
+                return at
+            }
+            let line = await eventually(timeout: .seconds(5)) {
+                !upstream.log.matching("request cancelled").isEmpty
+            }
+            #expect(line, "the upstream never logged a cancellation")
+            let logged = try #require(upstream.log.matching("request cancelled").first)
+            #expect(logged.contains("reason=client_disconnected"))
+            let stamp = try #require(logged.split(separator: " ").first.map(String.init))
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let cancelledAt = try #require(formatter.date(from: stamp + "Z"))
+            // The log's stamp has millisecond resolution: 1 ms of slack for its rounding down.
+            #expect(
+                cancelledAt.timeIntervalSince(closedAt) < 0.051,
+                "upstream cancelled \(Int(cancelledAt.timeIntervalSince(closedAt) * 1000)) ms after the close")
+            let metrics = try await offPool { try upstream.client().request("GET", "/metrics") }
+            #expect(metrics.text.contains("inferd_cancellations_total{reason=\"client_disconnected\"} 1"))
+        }
+    }
+
+    @Test func anUnreachableUpstreamIs503WithRetryAfter() async throws {
+        // Port 1: nothing listens. Model and context are configured, so the proxy starts without asking.
+        let proxy = try ServerProcess(
+            dataDir: Self.tempDir(),
+            extra: [
+                "--backend", "openai", "--upstream", "http://127.0.0.1:1/v1", "--upstream-model", "m",
+                "--context-length", "2048",
+            ])
+        defer { proxy.stop() }
+        let r = try await Self.post(
+            proxy, "/v1/chat/completions",
+            ["model": "m", "max_tokens": 8, "messages": [["role": "user", "content": "Hi"]]])
+        #expect(r.status == 503, "\(r.text)")
+        #expect(r.header("retry-after") != nil)
+        #expect((r.json?["error"] as? [String: Any])?["code"] as? String == "upstream_unavailable")
+        // A prompt past the configured context is a 400 before anything is sent.
+        let long = String(repeating: "word ", count: 2000)
+        let overflow = try await Self.post(
+            proxy, "/v1/chat/completions",
+            ["model": "m", "max_tokens": 8, "messages": [["role": "user", "content": long]]])
+        #expect(overflow.status == 400, "\(overflow.text)")
+        #expect((overflow.json?["error"] as? [String: Any])?["code"] as? String == "context_length_exceeded")
+    }
+}
