@@ -158,4 +158,89 @@ import Testing
         #expect(overflow.status == 400, "\(overflow.text)")
         #expect((overflow.json?["error"] as? [String: Any])?["code"] as? String == "context_length_exceeded")
     }
+
+    /// `scripts/fake-upstream.py`, whose base URL's first segment picks a fault.
+    final class FakeUpstream: @unchecked Sendable {
+        let process = Process()
+        let port: Int
+
+        init() throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "python3", TestPaths.packageRoot.appendingPathComponent("scripts/fake-upstream.py").path, "0",
+            ]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+            guard line.hasPrefix("PORT "),
+                let port = Int(line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+            else {
+                kill(process.processIdentifier, SIGKILL)
+                throw ClientError(description: "fake upstream did not start: \(line)")
+            }
+            self.port = port
+        }
+
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    @Test func upstreamFaultsReachTheClientAsTheirStatusOrAnErrorEvent() async throws {
+        let fake = try FakeUpstream()
+        defer { fake.stop() }
+        func proxy(_ mode: String) throws -> ServerProcess {
+            try ServerProcess(
+                dataDir: Self.tempDir(),
+                extra: [
+                    "--backend", "openai", "--upstream", "http://127.0.0.1:\(fake.port)/\(mode)/v1", "--upstream-model",
+                    "fake", "--context-length", "2048",
+                ])
+        }
+        let chat: [String: Any] = ["model": "fake", "max_tokens": 8, "messages": [["role": "user", "content": "Hi"]]]
+
+        let busy = try proxy("busy")
+        defer { busy.stop() }
+        let refused = try await Self.post(busy, "/v1/chat/completions", chat)
+        #expect(refused.status == 503, "\(refused.text)")
+        #expect(refused.header("retry-after") == "7")
+        #expect((refused.json?["error"] as? [String: Any])?["code"] as? String == "upstream_unavailable")
+
+        let reject = try proxy("reject")
+        defer { reject.stop() }
+        let rejected = try await Self.post(reject, "/v1/chat/completions", chat)
+        #expect(rejected.status == 400, "\(rejected.text)")
+        let message = (rejected.json?["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("the upstream does not like this request"))
+
+        // Death after three deltas: the stream carried them, then ends with an error event.
+        let die = try proxy("die")
+        defer { die.stop() }
+        var body = chat
+        body["stream"] = true
+        let json = jsonString(body)
+        let reader = try await offPool { () -> SSEReader in
+            let c = try die.client()
+            let (status, _) = try c.startStream("/v1/chat/completions", json)
+            #expect(status == 200)
+            var reader = SSEReader()
+            try c.readEvents(into: &reader) { _ in false }
+            return reader
+        }
+        let data = reader.events.map(\.data)
+        #expect(data.contains { $0.contains("\"content\":\"a\"") }, "\(data)")
+        #expect(data.contains { $0.contains("upstream_failed") }, "no upstream_failed error event: \(data)")
+        #expect(try fakeRequests(fake) == 3, "a failed stream was retried")
+        let metrics = try await offPool { try die.client().request("GET", "/metrics") }
+        #expect(metrics.text.contains("inferd_generations_total{finish_reason=\"error\"} 1"))
+    }
+
+    func fakeRequests(_ fake: FakeUpstream) throws -> Int {
+        let c = try TestClient(port: fake.port, timeout: 5)
+        defer { c.close() }
+        return try c.request("GET", "/stats").json?["requests"] as? Int ?? -1
+    }
 }
