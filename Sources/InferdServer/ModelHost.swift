@@ -63,14 +63,15 @@ public final class ModelHost: Sendable {
     /// Starts the remote backend in the background (asking the upstreams' `/models` for the
     /// model name and context length unless both are configured) and returns at once.
     public func connect(
-        upstream settings: UpstreamSettings, logger: Logger, onFailure: @escaping @Sendable () -> Void = {}
+        upstream settings: UpstreamSettings, metrics: Metrics = Metrics(), logger: Logger,
+        onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
             logger.info(
                 "upstream connecting",
                 ["upstreams": settings.baseURLs.joined(separator: ","), "model": settings.model])
             do {
-                let backend = try OpenAIRemoteBackend.connect(settings: settings, logger: logger)
+                let backend = try OpenAIRemoteBackend.connect(settings: settings, logger: logger, metrics: metrics)
                 logger.info(
                     "model loaded",
                     [

@@ -81,7 +81,7 @@ enum ServeCommand {
         let trigger = ShutdownTrigger()
         trigger.installSignalHandlers()
         if let upstream {
-            host.connect(upstream: upstream, logger: logger) { trigger.fire(.modelLoadFailed) }
+            host.connect(upstream: upstream, metrics: metrics, logger: logger) { trigger.fire(.modelLoadFailed) }
         } else {
             host.load(
                 path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,

@@ -16,7 +16,7 @@ extension OpenAIRemoteBackend {
     /// or 503 while it loads) is asked again every second for up to `patience`. Blocks the
     /// calling thread.
     public static func connect(
-        settings: UpstreamSettings, logger: Logger, patience: Duration = .seconds(60)
+        settings: UpstreamSettings, logger: Logger, metrics: Metrics = Metrics(), patience: Duration = .seconds(60)
     ) throws(RemoteSetupError) -> OpenAIRemoteBackend {
         guard !settings.baseURLs.isEmpty else { throw RemoteSetupError(description: "no upstream is configured") }
         for url in settings.baseURLs {
@@ -26,12 +26,13 @@ extension OpenAIRemoteBackend {
         }
         if !settings.model.isEmpty, settings.contextLength > 0 {
             return OpenAIRemoteBackend(
-                settings: settings, modelName: settings.model, contextLength: settings.contextLength, logger: logger)
+                settings: settings, modelName: settings.model, contextLength: settings.contextLength, logger: logger,
+                metrics: metrics)
         }
         let giveUp = ContinuousClock.now + patience
         while true {
             do {
-                return try askModels(settings: settings, logger: logger)
+                return try askModels(settings: settings, logger: logger, metrics: metrics)
             } catch {
                 guard error.retryable, ContinuousClock.now < giveUp else { throw error }
                 logger.info("upstream not ready", ["error": error.description])
@@ -40,7 +41,9 @@ extension OpenAIRemoteBackend {
         }
     }
 
-    private static func askModels(settings: UpstreamSettings, logger: Logger) throws(RemoteSetupError)
+    private static func askModels(
+        settings: UpstreamSettings, logger: Logger, metrics: Metrics
+    ) throws(RemoteSetupError)
         -> OpenAIRemoteBackend
     {
         var problems: [String] = []
@@ -69,7 +72,8 @@ extension OpenAIRemoteBackend {
                         description: "\(base)/models reports no context length for \(id): set context_length")
                 }
                 logger.info("upstream model", ["upstream": base, "model": id, "context_length": "\(context)"])
-                return OpenAIRemoteBackend(settings: settings, modelName: id, contextLength: context, logger: logger)
+                return OpenAIRemoteBackend(
+                    settings: settings, modelName: id, contextLength: context, logger: logger, metrics: metrics)
             }
         }
         throw RemoteSetupError(

@@ -29,7 +29,7 @@ extension OpenAIRemoteBackend {
         var why = ""
         for attempt in 0..<attempts {
             let base = settings.baseURLs[(first + attempt) % settings.baseURLs.count]
-            switch try await attemptOnce(url: base + path, body: body, request: request, onEvent: onEvent) {
+            switch try await attemptOnce(base: base, path: path, body: body, request: request, onEvent: onEvent) {
             case .result(let result): return result
             case .unreachable(let message):
                 logger.warning(
@@ -41,6 +41,31 @@ extension OpenAIRemoteBackend {
     }
 
     private func attemptOnce(
+        base: String, path: String, body: Data, request: BackendRequest,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> Attempt {
+        let attempt: Attempt
+        do {
+            attempt = try await exchange(url: base + path, body: body, request: request, onEvent: onEvent)
+        } catch {
+            switch error {
+            case .upstreamUnavailable: count(base, "unavailable")
+            case .upstreamRejected: count(base, "rejected")
+            case .upstreamFailed: count(base, "failed")
+            default: break
+            }
+            throw error
+        }
+        switch attempt {
+        case .unreachable: count(base, "unreachable")
+        case .result(let r):
+            count(
+                base, r.finishReason == .cancelled ? "cancelled" : r.finishReason == .timeout ? "timeout" : "completed")
+        }
+        return attempt
+    }
+
+    private func exchange(
         url: String, body: Data, request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> Attempt {
         let stream = StreamState()

@@ -28,6 +28,7 @@ public final class OpenAIRemoteBackend: GenerationBackend {
 
     let settings: UpstreamSettings
     let logger: Logger
+    let metrics: Metrics
     private struct State {
         var active = 0
         var next = 0
@@ -42,8 +43,12 @@ public final class OpenAIRemoteBackend: GenerationBackend {
     public static let estimateTokensPerMessage = 8
 
     /// A backend over `settings` whose model and context are already known (see `connect`).
-    public init(settings: UpstreamSettings, modelName: String, contextLength: Int, logger: Logger) {
+    /// `metrics` receives `inferd_upstream_requests_total{upstream, outcome}`.
+    public init(
+        settings: UpstreamSettings, modelName: String, contextLength: Int, logger: Logger, metrics: Metrics = Metrics()
+    ) {
         self.settings = settings
+        self.metrics = metrics
         self.modelName = modelName
         self.modelAliases = [modelName]
         self.contextLength = contextLength
@@ -129,6 +134,15 @@ public final class OpenAIRemoteBackend: GenerationBackend {
 
     func untrack(_ transfer: HTTPTransfer) {
         _ = state.withLock { $0.transfers.removeValue(forKey: ObjectIdentifier(transfer)) }
+    }
+
+    /// Counts one exchange with `upstream` by how it ended: completed, cancelled, timeout,
+    /// unreachable, unavailable (429/503), rejected (another 4xx) or failed.
+    func count(_ upstream: String, _ outcome: String) {
+        metrics.counter(
+            "inferd_upstream_requests_total", help: "Requests sent to each upstream, by how they ended.",
+            labels: ["upstream": upstream, "outcome": outcome]
+        ).increment()
     }
 
     /// The upstream to try first: round robin over the configured ones.

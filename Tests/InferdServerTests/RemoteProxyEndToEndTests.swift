@@ -135,6 +135,37 @@ import Testing
         }
     }
 
+    @Test func sigtermOnTheProxyCancelsTheUpstreamGenerationAndExitsZero() async throws {
+        let upstream = try ServerProcess(dataDir: Self.tempDir())
+        defer { upstream.stop() }
+        let proxy = try ServerProcess(
+            dataDir: Self.tempDir(),
+            extra: [
+                "--backend", "openai", "--upstream", "http://127.0.0.1:\(upstream.port)/v1", "--drain-seconds", "0.2",
+            ])
+        defer { proxy.stop() }
+        let models = try await offPool { try proxy.client().request("GET", "/v1/models") }
+        let model = try #require((models.json?["data"] as? [[String: Any]])?.first?["id"] as? String)
+        let json = jsonString([
+            "model": model, "stream": true, "temperature": 0, "max_tokens": 2000, "ignore_eos": true,
+            "messages": [["role": "user", "content": "Tell a long story."]],
+        ])
+        let client = try proxy.client()
+        defer { client.close() }
+        let started = try await offPool { () -> Bool in
+            let (status, _) = try client.startStream("/v1/chat/completions", json)
+            var reader = SSEReader()
+            return try status == 200 && client.readEvents(into: &reader) { $0.events.count >= 2 }
+        }
+        #expect(started)
+        kill(proxy.process.processIdentifier, SIGTERM)
+        let exited = await eventually(timeout: .seconds(10)) { !proxy.process.isRunning }
+        #expect(exited)
+        #expect(proxy.process.terminationStatus == 0)
+        #expect(await eventually(timeout: .seconds(5)) { !upstream.log.matching("request cancelled").isEmpty })
+        #expect(!proxy.log.matching("reason=shutdown").isEmpty, "\(proxy.log.lines.withLock { $0 })")
+    }
+
     @Test func anUnreachableUpstreamIs503WithRetryAfter() async throws {
         // Port 1: nothing listens. Model and context are configured, so the proxy starts without asking.
         let proxy = try ServerProcess(
@@ -236,6 +267,9 @@ import Testing
         #expect(try fakeRequests(fake) == 3, "a failed stream was retried")
         let metrics = try await offPool { try die.client().request("GET", "/metrics") }
         #expect(metrics.text.contains("inferd_generations_total{finish_reason=\"error\"} 1"))
+        let upstreamSeries =
+            "inferd_upstream_requests_total{outcome=\"failed\",upstream=\"http://127.0.0.1:\(fake.port)/die/v1\"} 1"
+        #expect(metrics.text.contains(upstreamSeries), "\(metrics.text)")
     }
 
     func fakeRequests(_ fake: FakeUpstream) throws -> Int {
