@@ -92,12 +92,12 @@ CK_FAST static CK_INLINE void tile_scores_block(const float *qf, int nq, int hd,
 // or after nk[s] are not head s's and are skipped (not multiplied by 0: an f16 inf in V would
 // make a NaN).
 CK_FAST static CK_INLINE void tile_values_block(const uint16_t *vbase, int kv_stride, const float *w, int m_stride,
-                                                const int *nk, int nk_min, int nk_max, int c, float *acc,
+                                                const int *nk, int j0, int nk_min, int nk_max, int c, float *acc,
                                                 float *const *out, const int S) {
     for (int l = 0; l < 16; l++) {
         __m256 a[24];
         CK_UNROLL for (int s = 0; s < S; s++) a[s] = _mm256_setzero_ps();
-        int j = l, m = 0;
+        int j = j0 + l, m = j0 / 16;
         for (; j < nk_min; j += 16, m++) {
             const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vbase + (size_t)j * kv_stride + 8 * c)));
             CK_UNROLL for (int s = 0; s < S; s++) {
@@ -126,6 +126,12 @@ CK_FAST static CK_INLINE void tile_body(const ck_attention_args *p, int t0, int 
     const int nq = nt * R;  // query head s: token t0 + s / R, head g * R + s % R
     const int sstride = tile_row_floats(p);
     const int nk_min = p->pos0 + t0 + 1, nk_max = p->pos0 + t0 + nt;
+    // With a sliding window, the keys before the tile's first token's window weigh 0 for every
+    // head of the tile: they are neither scored nor summed, from the 16-key block holding that
+    // first visible key on (blocks stay where the softmax and the lanes put them, and a sum that
+    // skips weights of exactly 0 is the sum that adds them).
+    const int first = p->window > 0 && nk_min > p->window ? nk_min - p->window : 0;
+    const int j0 = first & ~15;
     const int m_stride = ((nk_max + 15) / 16) | 1;  // steps per lane, odd for the same reason
     const size_t nq_max = (size_t)ck_attention_tile_tokens(R) * R;
     float *qf = scratch;
@@ -149,7 +155,7 @@ CK_FAST static CK_INLINE void tile_body(const ck_attention_args *p, int t0, int 
     // valid keys convert as zeros; scores past a head's own keys are never read).
     const uint16_t *kbase = p->k_cache + (size_t)g * hd;
     const __m256 scale = _mm256_set1_ps(p->scale);
-    for (int jb = 0; jb < nk_max; jb += CK_TILE_KEYS) {
+    for (int jb = j0; jb < nk_max; jb += CK_TILE_KEYS) {
         for (int j = 0; j < CK_TILE_KEYS; j++) {
             const uint16_t *kj = kbase + (size_t)(jb + j) * p->kv_stride;
             for (int v = 0; v < nv; v++) {
@@ -170,10 +176,10 @@ CK_FAST static CK_INLINE void tile_body(const ck_attention_args *p, int t0, int 
     for (int s = 0; s < nq; s++) {
         float *row = scores + (size_t)s * sstride;
         ck_attention_mask_window(p, t0 + s / R, row);
-        softmax_weights_ggml(row, nk[s]);
+        softmax_weights_ggml(row + j0, nk[s] - j0);
         float *ws = lanes + (size_t)s * 16 * m_stride;
         for (int l = 0; l < 16; l++) {
-            for (int m = 0; m < m_stride; m++) {
+            for (int m = j0 / 16; m < m_stride; m++) {
                 const int j = 16 * m + l;
                 ws[l * m_stride + m] = j < nk[s] ? row[j] : 0.0f;
             }
@@ -190,22 +196,22 @@ CK_FAST static CK_INLINE void tile_body(const ck_attention_args *p, int t0, int 
         int S;
         if (S_MAX >= 24 && left >= 24) {
             S = 24;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 24);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 24);
         } else if (left >= 12) {
             S = 12;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 12);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 12);
         } else if (left >= 8) {
             S = 8;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 8);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 8);
         } else if (left >= 4) {
             S = 4;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 4);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 4);
         } else if (left >= 2) {
             S = 2;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 2);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 2);
         } else {
             S = 1;
-            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, nk_min, nk_max, c, acc, outs, 1);
+            for (int c = 0; c < nv; c++) tile_values_block(vbase, p->kv_stride, w, m_stride, nks, j0, nk_min, nk_max, c, acc, outs, 1);
         }
         s0 += S;
     }
