@@ -47,14 +47,24 @@ public enum BenchCommand {
         let httpTokens: Int
         do {
             options = try CommandOptions(
-                arguments, known: ["model", "threads", "tests", "repetitions", "load", "http-tokens"],
+                arguments,
+                known: ["model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens"],
                 booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
                 return t
             }
-            let testList = options.last("tests") ?? "pp512,pp64,tg128"
-            tests = testList == "none" ? [] : try testList.split(separator: ",").map(parseTest)
+            // --prompt-lengths 128,512,2048,4096: the prefill curve, one ppN per length (after
+            // --tests when both are given; alone, instead of the default tests).
+            let lengths = try (options.last("prompt-lengths")?.split(separator: ",") ?? []).map {
+                guard let n = Int($0), n >= 1 else {
+                    throw ConfigurationError("--prompt-lengths takes a list of token counts like 128,512,2048,4096")
+                }
+                return EngineBenchmark.Test.prompt(n)
+            }
+            let testList = options.last("tests") ?? (lengths.isEmpty ? "pp512,pp64,tg128" : "none")
+            let listed = testList == "none" ? [] : try testList.split(separator: ",").map(parseTest)
+            tests = listed + lengths.filter { !listed.contains($0) }
             repetitions = try options.int("repetitions") ?? 5
             guard repetitions >= 1 else { throw ConfigurationError("--repetitions must be at least 1") }
             loadStreams = try options.int("load")
@@ -118,6 +128,9 @@ public enum BenchCommand {
                     String(
                         format: "memory read bandwidth (probe, %d threads): %.1f GB/s", threadCounts.max() ?? 1, memory)
                 )
+                for line in summaryLines(rows: rows, tests: tests, weightBytes: weightBytes, memoryGBps: memory) {
+                    print(line)
+                }
                 if let d = decodeGBps, let best = bestDecode {
                     print(
                         String(

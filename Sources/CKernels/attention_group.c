@@ -58,24 +58,6 @@ CK_FAST static CK_INLINE void group_scores_64(const __m256 *q, const uint16_t *k
     }
 }
 
-// The softmax of attention_unit_fast_per_head on one head's scores, in place: exp per 16 keys of
-// the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
-// weights scaled by float(1 / sum), then rounded to f16 for the product with V.
-CK_FAST static void softmax_weights_ggml(float *scores, int nk) {
-    // The maximum 8 keys at a time. Like the scalar `s > max ? s : max`, vmaxps(s, max) never
-    // takes a NaN, so the maximum is the same but for the sign of a zero, which s - max and so
-    // the weights do not see (exp(+0) = exp(-0) = 1, s - (+0) = s - (-0) otherwise).
-    __m256 vm = _mm256_set1_ps(-INFINITY);
-    int j8 = 0;
-    for (; j8 + 8 <= nk; j8 += 8) vm = _mm256_max_ps(_mm256_loadu_ps(scores + j8), vm);
-    float lanes[8];
-    _mm256_storeu_ps(lanes, vm);
-    float max = -INFINITY;
-    for (int l = 0; l < 8; l++) max = lanes[l] > max ? lanes[l] : max;
-    for (int j = j8; j < nk; j++) max = scores[j] > max ? scores[j] : max;
-    softmax_weights_from_max(scores, nk, max);
-}
-
 // Output vectors v0..v0+C-1 of lane l of accumulate_lanes for R heads (head i's sums at
 // acc + i * acc_stride, its weights at w + i * w_stride): each V vector is converted once and
 // multiplied into every head's sum, keys in increasing order as there.

@@ -126,6 +126,14 @@ static inline void ck_attention_mask_window(const ck_attention_args *p, int t, f
 /// Token t with every query head of KV head g (at most CK_MAX_GROUP of them, head_dim as
 /// ck_attention_fast_shape wants), in one scratch row large enough for the group.
 void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch);
+/// Tokens per tile (attention_tile.c) for `ratio` query heads per KV head: about 24 query heads.
+int ck_attention_tile_tokens(int ratio);
+/// Floats of scratch a tile of p's shape needs.
+size_t ck_attention_tile_scratch_floats(const ck_attention_args *p);
+/// Tokens t0..<t0 + nt of a batch with every query head of KV head g (head_dim a multiple of 16),
+/// bit for bit the per-token kernel's outputs; avx512: the build for AVX-512VL's 32 registers.
+void ck_attention_tile_avx2(const ck_attention_args *p, int t0, int nt, int g, float *scratch);
+void ck_attention_tile_avx512(const ck_attention_args *p, int t0, int nt, int g, float *scratch);
 #endif
 
 static inline void ck_cpu_relax(void) {

@@ -11,7 +11,7 @@ public enum InferdCLI {
           inferd tokenize [--special] [--model PATH] "text"
                                                 Print token ids as a JSON array. Special-token
                                                 spellings are plain text unless --special.
-          inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--repetitions N] [--json] [--http] [--load N]
+          inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--prompt-lengths 128,512,2048,4096] [--repetitions N] [--json] [--http] [--load N]
                        [--http-tokens N] [--no-wait]
                                                 Measure prompt and generation speed. Tests: ppN (an
                                                 N-token prompt), tgN (N tokens decoded), tgNxS (S

@@ -241,6 +241,9 @@ float ck_dot_portable(int type, int k, const void *w, const void *x);
 /// Work is split in units of one token and one KV head: the n_head / n_kv_head query heads
 /// that share it are done together, each K and V row converted from f16 once for all of them,
 /// with every head's arithmetic (and so every bit of its output) that of one head on its own.
+/// A batch (n_tokens >= 2, head_dim a multiple of 16) goes in tiles of several tokens with the
+/// heads of one KV head instead when scratch_stride is ck_attention_scratch_floats' size: each
+/// K and V row is read once per tile, not once per token, with the same bits out.
 /// scratch: n_threads * scratch_stride floats. A unit needs, per query head of its group,
 /// 64 * head_dim + pos0 + n_tokens + 16 floats (grouping takes up to 8 heads per KV head); with
 /// a scratch_stride >= 64 * head_dim + pos0 + n_tokens + 16 but less, or more heads per group,
@@ -264,6 +267,13 @@ typedef struct {
     int window;  // > 0: token t attends only positions > pos0 + t - window (sliding window)
 } ck_attention_args;
 
+/// Floats of scratch per thread (scratch_stride) with which every unit runs its fastest kernel,
+/// for sequences of at most max_keys positions: a batch goes in tiles of about 24 query heads
+/// (their queries, all their scores and weights), one token in 64 lane sums per head.
+size_t ck_attention_scratch_floats(int n_head, int n_kv_head, int head_dim, int max_keys);
+/// Tokens per tile with which ck_attention would run these args on this thread (0: token by
+/// token). For tests and benchmarks.
+int ck_attention_tile_size(const ck_attention_args *args);
 /// Units u in u0..<u1 (u = t * n_kv_head + g: token t, KV head g) using scratch row `slot`.
 void ck_attention_units(const ck_attention_args *args, int u0, int u1, int slot);
 /// Units u in u0..<u1 (u = t * n_head + h) one query head at a time, the kernel before heads

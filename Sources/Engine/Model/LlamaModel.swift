@@ -168,10 +168,13 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
-        // An attention unit does the query heads of one KV head together: per head, 64 lane sums
-        // of headDim floats and a row of scores (ckernels.h).
-        attnScratchStride = config.headCount / config.headCountKV * (64 * config.headDim + config.contextLength + 32)
-        attnScratch = floats(self.threads * attnScratchStride)
+        // Per thread: a prompt tile's queries, scores and weights over the whole context, or a
+        // decode unit's lane sums (ckernels.h). Not zero-filled: the kernels write before they
+        // read, and a short context leaves most of a long one's pages untouched and not resident.
+        attnScratchStride = ck_attention_scratch_floats(
+            Int32(config.headCount), Int32(config.headCountKV), Int32(config.headDim), Int32(config.contextLength))
+        attnScratch = .allocate(capacity: self.threads * attnScratchStride)
+        allocations.append(UnsafeMutableRawPointer(attnScratch))
         let maxColumns = max(dim, ffn, qDim)
         let qBytes = b * GGMLType.activationScratchBytes(columns: maxColumns)
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
