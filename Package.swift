@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // libpq from Debian's libpq-dev: the PostgreSQL store (`store_url`), plus one thin shim header.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // glibc's allocator controls (mallopt), which Swift's Glibc module does not include.
         .systemLibrary(name: "CMalloc"),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
@@ -41,7 +47,7 @@ let package = Package(
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
         .target(name: "Backend", dependencies: ["Engine"]),
-        .target(name: "Sessions", dependencies: ["Backend", "Engine", "CSQLite", "Telemetry"]),
+        .target(name: "Sessions", dependencies: ["Backend", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",

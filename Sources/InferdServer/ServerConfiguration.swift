@@ -12,6 +12,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Most tokens one sequence may hold (prompt and answer); 0 keeps the model's own context.
     public var contextLength = 0
     public var dataDir = "data"
+    /// "" (sessions in SQLite under `data_dir`) or a `postgres://` URL: sessions in PostgreSQL,
+    /// shared by every server that names the same database. Never logged with its password.
+    public var storeURL = ""
+    /// A file holding the PostgreSQL password (overrides the URL's and `PGPASSWORD`).
+    public var storePasswordFile = ""
     public var logFormat = Logger.Format.text
     public var logLevel = Logger.Level.info
     public var maxBodyBytes = 1 << 20
@@ -108,6 +113,13 @@ extension ServerConfiguration {
             "Most tokens one sequence holds, prompt and answer (0: the model's own; Gemma 3 declares 32768).",
             \.contextLength, min: 0),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
+        str(
+            "store_url",
+            "postgres://user@host:port/db: sessions in PostgreSQL, shared by replicas. Empty: SQLite in data_dir.",
+            \.storeURL, optional: true, secret: true),
+        str(
+            "store_password_file", "File holding the PostgreSQL password (else the URL's or PGPASSWORD).",
+            \.storePasswordFile, optional: true),
         choice("log_format", "Log line format.", \.logFormat),
         choice("log_level", "Lowest level logged.", \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),

@@ -179,6 +179,10 @@ public actor Session {
         case .awaitStop:
             return await awaitActive(requestID)
         case .alreadyFinished:
+            // Its end is being recorded (a store write is under way): answer once it is.
+            if queue.active == requestID, turns[requestID] != nil, let task = activeTask {
+                return .alreadyFinished(await task.value)
+            }
             return .alreadyFinished(ended(requestID))
         }
     }

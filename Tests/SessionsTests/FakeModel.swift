@@ -154,8 +154,8 @@ struct Harness {
         manager = try SessionManager(environment: env, recentRequests: recentRequests)
     }
 
-    func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) throws -> Session {
-        try manager.create(instructions: instructions, onBusy: onBusy, options: nil)
+    func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) async throws -> Session {
+        try await manager.create(instructions: instructions, onBusy: onBusy, options: nil)
     }
 
     static func request(
