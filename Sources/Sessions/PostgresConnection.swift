@@ -53,9 +53,8 @@ final class PostgresConnection: @unchecked Sendable {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let lost = PQstatus(handle) != CONNECTION_OK
             let message = Self.trimmed(result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle))
-            throw StoreError("\(message) (in \(sql.prefix(60)))", unavailable: lost || result == nil)
+            throw StoreError("\(message) (in \(sql.prefix(60)))", unavailable: Self.connectionLost(handle, result))
         }
         var rows: [[String?]] = []
         let columns = PQnfields(result)
@@ -81,6 +80,16 @@ final class PostgresConnection: @unchecked Sendable {
             _ = try? query("ROLLBACK")
             throw error
         }
+    }
+
+    /// Whether a failure is the connection's (the database is down, restarting or unreachable)
+    /// rather than the statement's: libpq made no server error for it (no SQLSTATE: the socket
+    /// closed), or the server sent a connection exception (class 08) or a shutdown (57P01-57P03).
+    private static func connectionLost(_ handle: OpaquePointer, _ result: OpaquePointer?) -> Bool {
+        if PQstatus(handle) != CONNECTION_OK { return true }
+        guard let result, let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) else { return true }
+        let state = String(cString: field)
+        return state.isEmpty || state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
     }
 
     private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {

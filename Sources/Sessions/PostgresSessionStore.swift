@@ -111,6 +111,15 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    public func sessionOfRequest(_ requestID: String) async throws(StoreError) -> String? {
+        let c = main
+        return try await worker.run { () throws(StoreError) in
+            try c.query(
+                "SELECT session_id FROM entries WHERE request_id = $1 AND kind = 'response' LIMIT 1", [requestID]
+            ).first?.first ?? nil
+        }
+    }
+
     private static func assemble(_ sessionRows: [[String?]], _ entryRows: [[String?]]) -> [StoredSession] {
         var sessions: [StoredSession] = []
         var index: [String: Int] = [:]
@@ -210,14 +219,19 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
 
     public func tryTurnLease(session: String) async throws(StoreError) -> (any TurnLease)? {
         try await worker.run { () throws(StoreError) -> (any TurnLease)? in
-            let c: PostgresConnection
-            if let idle = self.idleLeaseConnections.popLast() {
-                c = idle
+            // On an error the connection is dropped, and closing it frees any lock it took. An idle
+            // one may have died with a database restart unnoticed: then a fresh one tries again.
+            var c: PostgresConnection
+            var locked: Bool
+            if let idle = self.idleLeaseConnections.popLast(),
+                let got = try? idle.query(Self.lockSQL("pg_try_advisory_lock"), [session])
+            {
+                (c, locked) = (idle, got.first?.first == "t")
             } else {
                 c = try PostgresConnection(conninfo: self.conninfo, password: self.password)
+                locked = try c.query(Self.lockSQL("pg_try_advisory_lock"), [session]).first?.first == "t"
             }
-            // On an error the connection is dropped, and closing it frees any lock it took.
-            guard try c.query(Self.lockSQL("pg_try_advisory_lock"), [session]).first?.first == "t" else {
+            guard locked else {
                 self.keepIdle(c)
                 return nil
             }

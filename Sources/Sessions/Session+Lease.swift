@@ -88,6 +88,15 @@ extension Session {
         refresh(from: stored)
     }
 
+    /// Whether the transcript shows a response in progress (of `requestID`, or any) that does
+    /// not run here: with a shared store, it runs on another server (or died with it).
+    public func runsElsewhere(_ requestID: String? = nil) -> Bool {
+        entries.contains { e in
+            e.kind == .response && e.status == .inProgress && (requestID == nil || e.requestID == requestID)
+                && (e.requestID.map { turns[$0] == nil } ?? true)
+        }
+    }
+
     /// A store failure as the request sees it: unreachable is `storeUnavailable` (503).
     static func storeFailure(_ error: StoreError) -> SessionError {
         error.unavailable ? .storeUnavailable(error.description) : .storage(error.description)

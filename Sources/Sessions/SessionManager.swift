@@ -113,6 +113,15 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// `session(forRequest:)`, and with a shared store also a request recorded by another server.
+    public func find(forRequest requestID: String) async throws(StoreError) -> Session? {
+        if let local = session(forRequest: requestID) { return local }
+        guard environment.store.isShared, let sid = try await environment.store.sessionOfRequest(requestID) else {
+            return nil
+        }
+        return try await find(sid)
+    }
+
     public func session(forRequest requestID: String) -> Session? {
         guard let sid = requestIndex.withLock({ $0.session(for: requestID) }) else { return nil }
         return session(sid)

@@ -7,6 +7,12 @@ extension TranscriptStore: SessionStore {
         try loadAll().first { $0.id == id }
     }
 
+    public func sessionOfRequest(_ requestID: String) throws(StoreError) -> String? {
+        try db.query(
+            "SELECT session_id FROM entries WHERE request_id = ? AND kind = 'response' LIMIT 1", [.text(requestID)]
+        ).first?.first?.text
+    }
+
     public func tryTurnLease(session: String) -> (any TurnLease)? { LocalTurnLease() }
 
     struct LocalTurnLease: TurnLease {

@@ -143,7 +143,7 @@ struct Harness {
     init(
         model: FakeModel = FakeModel(), backend: (any GenerationBackend)? = nil, maxQueue: Int = 16,
         budgetBytes: Int = 1 << 30,
-        store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks(),
+        store: any SessionStore = TranscriptStore.inMemory(), hooks: SessionHooks = SessionHooks(),
         recentRequests: Int = SessionManager.defaultRecentRequests
     ) throws {
         self.model = model

@@ -236,6 +236,7 @@ extension InferdApp {
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await requireSession(request)
         let body = try SessionCancelBody(request)
+        try await refuseIfRunningElsewhere(session, requestID: body.requestId)
         if let rid = body.requestId {
             guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
                 throw Self.httpError(for: SessionError.requestNotFound(rid))
@@ -248,10 +249,29 @@ extension InferdApp {
 
     func cancelRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
         let rid = request.pathParameters["request_id"] ?? ""
-        guard let session = sessions.session(forRequest: rid), mayAccess(ownedBy: session.owner, request),
-            let result = await session.cancel(requestID: rid, reason: .cancelRequest)
-        else { throw Self.httpError(for: SessionError.requestNotFound(rid)) }
+        let found: Session?
+        do {
+            found = try await sessions.find(forRequest: rid)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        guard let session = found, mayAccess(ownedBy: session.owner, request) else {
+            throw Self.httpError(for: SessionError.requestNotFound(rid))
+        }
+        try await refuseIfRunningElsewhere(session, requestID: rid)
+        guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
+            throw Self.httpError(for: SessionError.requestNotFound(rid))
+        }
         return .json(CancellationBody(result))
+    }
+
+    /// With a store shared by several servers, a turn running on another one cannot be stopped
+    /// from here: 409 `running_on_another_server` says where to send the cancel.
+    func refuseIfRunningElsewhere(_ session: Session, requestID: String?) async throws {
+        guard sessions.environment.store.isShared, await session.runsElsewhere(requestID) else { return }
+        throw HTTPError.conflict(
+            "\(requestID.map { "request \($0)" } ?? "a turn of session \(session.id)") runs on another server; send the cancel to the server that runs it (route by session id)",
+            code: "running_on_another_server")
     }
 
     func requireSession(_ request: HTTPRequest) async throws -> Session {
