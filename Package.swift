@@ -38,8 +38,10 @@ let package = Package(
         .target(name: "CKernels"),
         // Fixed-message, key=value structured logging shared by every layer.
         .target(name: "Telemetry"),
+        // Why a request's owner stopped it: the one cancellation vocabulary every layer shares.
+        .target(name: "Cancellation"),
         // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Telemetry"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Cancellation", "Telemetry"]),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
         .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
         // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
@@ -47,11 +49,13 @@ let package = Package(
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
         .target(name: "Backend", dependencies: ["Engine"]),
-        .target(name: "Sessions", dependencies: ["Backend", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
+        .target(name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
-            dependencies: ["HTTPServer", "Backend", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
+            dependencies: [
+                "HTTPServer", "Backend", "Cancellation", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc",
+            ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(
             name: "Benchmark",
@@ -61,16 +65,19 @@ let package = Package(
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.
         .target(name: "TestSupport", dependencies: ["Backend", "Engine", "Telemetry"], path: "Tests/TestSupport"),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["Cancellation", "HTTPServer", "TestSupport"]),
         // Counts the heap allocations of chosen threads (replaces malloc in the test executable only).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "SessionsTests", dependencies: ["Backend", "Sessions", "Engine", "Telemetry", "TestSupport"]),
+            name: "SessionsTests",
+            dependencies: ["Backend", "Cancellation", "Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",
-            dependencies: ["Backend", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
+            dependencies: [
+                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

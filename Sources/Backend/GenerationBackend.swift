@@ -18,9 +18,9 @@ public protocol GenerationBackend: Sendable {
     /// Generations running or waiting (each counted once).
     var activeGenerations: Int { get }
 
-    /// The prompt the backend will run for `input`. Throws when a conversation cannot be
-    /// rendered (no chat template, or the template refuses it).
-    func promptTokens(for input: PromptInput) throws(ChatTemplateError) -> [Int32]
+    /// The prompt the backend will run for `input`, with its length in tokens. Throws when a
+    /// conversation cannot be rendered (no chat template, or the template refuses it).
+    func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt
 
     /// Throws `serverBusy` when no further generation would be admitted now.
     func checkCapacity() throws(GenerationError)
@@ -29,13 +29,13 @@ public protocol GenerationBackend: Sendable {
     /// `sharing: true` lets a deterministic request share an identical generation in flight,
     /// joined or started when the result is awaited.
     func submit(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration
 
     /// Runs a generation to its end; returns only once the backend has stopped working on it.
     /// The awaiting Task's cancellation stops it.
     func generate(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult
 
     /// Kept KV caches, when the backend can keep one between a session's turns; nil when it

@@ -10,15 +10,15 @@ extension InferenceEngine: GenerationBackend {
 
     public var vocabularySize: Int { tokenizer.vocabularySize }
 
-    public func promptTokens(for input: PromptInput) throws(ChatTemplateError) -> [Int32] {
+    public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         switch input {
         case .conversation(let instructions, let messages):
             let system = instructions.map { [ChatMessage(role: .system, content: $0)] } ?? []
-            return try promptTokens(for: system + messages)
+            return PreparedPrompt(input: input, tokens: try promptTokens(for: system + messages))
         case .text(let text):
-            return rawPromptTokens(text)
+            return PreparedPrompt(input: input, tokens: rawPromptTokens(text))
         case .tokens(let ids):
-            return ids
+            return PreparedPrompt(input: input, tokens: ids)
         }
     }
 
@@ -27,8 +27,9 @@ extension InferenceEngine: GenerationBackend {
     }
 
     public func submit(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
+        let request = try generationRequest(request)
         if sharing && isShareable(request) {
             // Only capacity is checked now: whether it joins or starts one is decided when awaited.
             try runner.checkCapacity()
@@ -40,6 +41,34 @@ extension InferenceEngine: GenerationBackend {
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
             try await ticket.result()
         }
+    }
+
+    public func generate(
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        try await generate(try generationRequest(request), sharing: sharing, onEvent: onEvent)
+    }
+
+    /// The engine's token-level request: the prompt's ids as `prepare` rendered them.
+    func generationRequest(_ r: BackendRequest) throws(GenerationError) -> GenerationRequest {
+        let tokens: [Int32]
+        if let prepared = r.prompt.tokens {
+            tokens = prepared
+        } else {
+            // Prepared by another backend: rendered here, as this backend runs it.
+            do {
+                tokens = try prepare(r.prompt.input).tokens ?? []
+            } catch {
+                throw .computeFailed("the prompt cannot be rendered: \(error)")
+            }
+        }
+        var request = GenerationRequest(
+            promptTokens: tokens, maxTokens: r.maxTokens, sampling: r.sampling, stop: r.stop, sequence: r.sequence,
+            label: r.label)
+        request.ignoreEndOfGeneration = r.ignoreEndOfGeneration
+        request.priority = r.priority
+        request.deadline = r.deadline
+        return request
     }
 
     public var kvCache: (any KVCacheCapability)? { LocalKVCache(model: model) }

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Cancellation
 import Foundation
 import Telemetry
 

@@ -1,3 +1,4 @@
+import Cancellation
 import Foundation
 
 /// The lifecycle of one request on its connection, as pure state: each event returns the

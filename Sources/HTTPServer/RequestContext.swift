@@ -1,3 +1,4 @@
+import Cancellation
 import Telemetry
 
 /// Shared between a request's owner (its connection) and the code running in its Task.

@@ -9,9 +9,9 @@ extension InferdApp {
         .badRequest("\(error)", code: "invalid_request")
     }
 
-    func chatPromptTokens(_ backend: any GenerationBackend, _ input: PromptInput) throws(HTTPError) -> [Int32] {
+    func preparePrompt(_ backend: any GenerationBackend, _ input: PromptInput) throws(HTTPError) -> PreparedPrompt {
         do {
-            return try backend.promptTokens(for: input)
+            return try backend.prepare(input)
         } catch {
             throw Self.httpError(for: error)
         }

@@ -45,6 +45,13 @@ extension InferdApp {
             help:
                 "Generations the backend is working on (one shared by several requests counts once), stopping ones included."
         ).set(Double(host.backend?.activeGenerations ?? 0))
+        // What an inference gateway's endpoint picker reads besides the queue
+        // (`inferd_queue_length`) and the running generations (`inferd_active_sequences`).
+        let caches = sessions.environment.caches
+        metrics.gauge(
+            "inferd_kv_cache_utilization",
+            help: "Kept session KV caches as a fraction of kv_cache_mib (0 to 1; 0 when the budget is 0)."
+        ).set(caches.budgetBytes > 0 ? min(1, Double(caches.usedBytes) / Double(caches.budgetBytes)) : 0)
         // Registered before the first join, so scrapers see the series from the start.
         _ = generations.singleFlightJoins
         return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

@@ -1,4 +1,5 @@
 import Backend
+import Cancellation
 import Engine
 
 extension Session {
@@ -38,7 +39,7 @@ extension Session {
             id: id, created: created, onBusy: onBusy, options: options, responding: queue.active != nil,
             activeRequest: queue.active, queued: queue.waitingCount, entries: entries,
             contextTokens: model.flatMap {
-                try? $0.promptTokens(for: .conversation(instructions: nil, messages: conversationMessages())).count
+                try? $0.prepare(.conversation(instructions: nil, messages: conversationMessages())).tokenCount
             },
             contextLimit: model?.contextLength)
     }
@@ -55,7 +56,8 @@ extension Session {
             default: .failed
             }
         return TurnOutcome(
-            requestID: requestID, sessionID: id, status: status, reason: e.reason.map(CancelReason.init(rawValue:)),
+            requestID: requestID, sessionID: id, status: status,
+            reason: e.reason.flatMap(CancellationReason.init(rawValue:)),
             content: e.content, finishReason: e.finishReason.flatMap(FinishReason.init(rawValue:)))
     }
 }

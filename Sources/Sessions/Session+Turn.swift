@@ -5,27 +5,26 @@ import Foundation
 extension Session {
     /// The prompt and the completion budget of a request against the transcript as it is now.
     func plan(_ request: TurnRequest, model: any GenerationBackend) throws(SessionError) -> (
-        tokens: [Int32], maxTokens: Int
+        prompt: PreparedPrompt, maxTokens: Int
     ) {
-        let tokens: [Int32]
+        let prompt: PreparedPrompt
         do {
             // The instructions are the transcript's first entry, so they come as its system message.
-            tokens = try model.promptTokens(
-                for: .conversation(
+            prompt = try model.prepare(
+                .conversation(
                     instructions: nil,
                     messages: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)]))
         } catch {
             throw .chatTemplate(error)
         }
         let context = model.contextLength
-        let maxTokens =
-            request.parameters.maxTokens ?? max(1, min(env.defaultMaxTokens, context - tokens.count))
-        guard tokens.count + maxTokens <= context else {
+        let length = prompt.tokenCount
+        let maxTokens = request.parameters.maxTokens ?? max(1, min(env.defaultMaxTokens, context - length))
+        guard length + maxTokens <= context else {
             count("inferd_session_errors_total", ["code": "context_length_exceeded"])
-            throw .generation(
-                .contextOverflow(promptTokens: tokens.count, maxTokens: maxTokens, contextLength: context))
+            throw .generation(.contextOverflow(promptTokens: length, maxTokens: maxTokens, contextLength: context))
         }
-        return (tokens, maxTokens)
+        return (prompt, maxTokens)
     }
 
     /// Runs the active request's generation (inside the Task this actor owns) and records its end
@@ -40,7 +39,7 @@ extension Session {
             count("inferd_session_errors_total", ["code": "timeout"])
             return endFailed(requestID, .generation(.queueTimeout))
         }
-        let planned: (tokens: [Int32], maxTokens: Int)
+        let planned: (prompt: PreparedPrompt, maxTokens: Int)
         do {
             planned = try plan(request, model: model)
         } catch {
@@ -67,7 +66,7 @@ extension Session {
         // grow (twice what this turn needs), so growing, which recomputes the prompt once, is rare.
         // A backend that keeps no caches runs the whole transcript each turn.
         let cache = model.kvCache
-        let needed = planned.tokens.count + planned.maxTokens
+        let needed = planned.prompt.tokenCount + planned.maxTokens
         let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
         let previous = cache.flatMap { env.caches.checkOut(id, reservingBytes: capacity * $0.kvBytesPerToken) }
         let sequenceToUse: (any PredictorSequence)?
@@ -79,14 +78,14 @@ extension Session {
         // A cache this turn did not touch: what a discarded turn goes back to.
         let untouched = previous.flatMap { $0 === sequenceToUse ? nil : $0 }
         // What of the cache belongs to earlier turns: a discarded turn rolls back to this.
-        let shared = zip(sequenceToUse?.tokens ?? [], planned.tokens).prefix { $0 == $1 }.count
-        let rollback = min(shared, planned.tokens.count - 1)
+        let shared = zip(sequenceToUse?.tokens ?? [], planned.prompt.tokens ?? []).prefix { $0 == $1 }.count
+        let rollback = min(shared, planned.prompt.tokenCount - 1)
 
         let gate = SnapshotGate(forward: turn.observer ?? { _ in })
         turns[requestID]!.gate = gate
         if turns[requestID]!.lifecycle.stopReason != nil { gate.close() }
-        var generation = GenerationRequest(
-            promptTokens: planned.tokens, maxTokens: planned.maxTokens, sampling: request.parameters.sampling,
+        var generation = BackendRequest(
+            prompt: planned.prompt, maxTokens: planned.maxTokens, sampling: request.parameters.sampling,
             stop: request.parameters.stop, sequence: sequenceToUse, label: requestID)
         generation.ignoreEndOfGeneration = request.parameters.ignoreEndOfGeneration
         generation.priority = request.priority
@@ -96,13 +95,7 @@ extension Session {
         let result: Result<GenerationResult, GenerationError>
         do {
             result = .success(
-                try await model.generate(generation, sharing: true) { event in
-                    switch event {
-                    case .queued(let position): gate.publish(.queued(position: position))
-                    case .promptProcessed(let p, let c): gate.publish(.started(promptTokens: p, cachedTokens: c))
-                    case .snapshot(let content, _): gate.publish(.snapshot(content: content))
-                    }
-                })
+                try await model.generate(generation, sharing: true) { event in gate.publish(event) })
         } catch {
             result = .failure(error)
         }
@@ -115,6 +108,7 @@ extension Session {
             requestID: requestID, sessionID: id, status: .completed, content: "",
             finishReason: try? result.get().finishReason, usage: try? result.get().usage)
         outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
+        outcome.timings = try? result.get().timings
         var keepCache = true
         var sequenceToKeep = sequenceToUse
         switch resolution {

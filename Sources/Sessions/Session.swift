@@ -1,4 +1,5 @@
 import Backend
+import Cancellation
 import Engine
 import Foundation
 
@@ -36,7 +37,7 @@ public actor Session {
         var request: TurnRequest
         var model: any GenerationBackend
         var lifecycle = TurnLifecycle()
-        var observer: (@Sendable (TurnEvent) -> Void)?
+        var observer: (@Sendable (GenerationEvent) -> Void)?
         var waiter: CheckedContinuation<Void, Never>?
         var lastPosition: Int?
         var gate: SnapshotGate?
@@ -117,8 +118,8 @@ public actor Session {
     /// stopped and the transcript and KV cache reflect it. Cancelling the calling Task is a stop
     /// request with `cancelReason()` (a client disconnect), never an abandoned generation.
     public nonisolated func run(
-        _ requestID: String, observer: @escaping @Sendable (TurnEvent) -> Void,
-        cancelReason: @escaping @Sendable () -> CancelReason
+        _ requestID: String, observer: @escaping @Sendable (GenerationEvent) -> Void,
+        cancelReason: @escaping @Sendable () -> CancellationReason
     ) async -> TurnOutcome {
         await withTaskCancellationHandler {
             await self.runIsolated(requestID, observer: observer)
@@ -128,7 +129,7 @@ public actor Session {
         }
     }
 
-    private func runIsolated(_ requestID: String, observer: @escaping @Sendable (TurnEvent) -> Void) async
+    private func runIsolated(_ requestID: String, observer: @escaping @Sendable (GenerationEvent) -> Void) async
         -> TurnOutcome
     {
         guard turns[requestID] != nil else { return ended(requestID) }
@@ -159,7 +160,7 @@ public actor Session {
 
     /// Stops a request and, when it was generating, awaits the engine's stop and the record of
     /// it. Nil when the request is unknown here.
-    public func cancel(requestID: String, reason: CancelReason) async -> CancelResult? {
+    public func cancel(requestID: String, reason: CancellationReason) async -> CancelResult? {
         if let outcome = finished[requestID] { return .alreadyFinished(outcome) }
         guard turns[requestID] != nil else { return recordedOutcome(requestID).map { .alreadyFinished($0) } }
         switch turns[requestID]!.lifecycle.cancel(reason) {
@@ -193,7 +194,7 @@ public actor Session {
     }
 
     /// Cancels the active request and everything waiting; returns what each became.
-    public func cancelAll(reason: CancelReason) async -> [CancelResult] {
+    public func cancelAll(reason: CancellationReason) async -> [CancelResult] {
         var results: [CancelResult] = []
         for waiting in queue.ordered {
             if let r = await cancel(requestID: waiting.id, reason: reason) { results.append(r) }
@@ -212,7 +213,7 @@ public actor Session {
     }
 
     /// Stops a request without awaiting it (a `replace` does the awaiting by waiting its turn).
-    func requestStop(_ requestID: String, reason: CancelReason) {
+    func requestStop(_ requestID: String, reason: CancellationReason) {
         guard turns[requestID] != nil else { return }
         switch turns[requestID]!.lifecycle.cancel(reason) {
         case .removeFromQueue:
@@ -230,7 +231,7 @@ public actor Session {
     }
 
     /// Ends a waiting request that never ran (superseded).
-    private func endUnstarted(_ requestID: String, reason: CancelReason) {
+    private func endUnstarted(_ requestID: String, reason: CancellationReason) {
         _ = turns[requestID]?.lifecycle.cancel(reason)
         finish(requestID, .cancelledUnstarted(requestID, session: id, reason: reason))
     }

@@ -1,3 +1,4 @@
+import Engine
 import Telemetry
 
 /// Forwards a turn's snapshots until the session records a stop, and remembers the last one
@@ -11,15 +12,15 @@ final class SnapshotGate: Sendable {
     }
 
     private let state = Locked(State())
-    private let forward: @Sendable (TurnEvent) -> Void
+    private let forward: @Sendable (GenerationEvent) -> Void
 
-    init(forward: @escaping @Sendable (TurnEvent) -> Void) { self.forward = forward }
+    init(forward: @escaping @Sendable (GenerationEvent) -> Void) { self.forward = forward }
 
     /// Passes an event on unless closed. Called on the engine's thread; `forward` must not block.
-    func publish(_ event: TurnEvent) {
+    func publish(_ event: GenerationEvent) {
         state.withLock { s in
             guard s.open else { return }
-            if case .snapshot(let content) = event {
+            if case .snapshot(let content, _) = event {
                 s.last = content
                 s.published += 1
             }

@@ -1,3 +1,4 @@
+import Cancellation
 import Engine
 
 /// The life of one request in a session, as pure state:
@@ -12,7 +13,7 @@ struct TurnLifecycle: Sendable, Equatable {
         case waiting
         case admitted
         case generating
-        case stopping(CancelReason)
+        case stopping(CancellationReason)
         case finished(TurnOutcome.Status)
     }
 
@@ -32,18 +33,18 @@ struct TurnLifecycle: Sendable, Equatable {
     /// How a finished generation is recorded.
     enum Resolution: Sendable, Equatable {
         case completed
-        case cancelled(CancelReason)
+        case cancelled(CancellationReason)
         case failed
     }
 
     private(set) var phase: Phase = .waiting
 
-    var stopReason: CancelReason? {
+    var stopReason: CancellationReason? {
         if case .stopping(let r) = phase { return r }
         return nil
     }
 
-    mutating func cancel(_ reason: CancelReason) -> CancelAction {
+    mutating func cancel(_ reason: CancellationReason) -> CancelAction {
         switch phase {
         case .waiting:
             phase = .finished(.cancelled)

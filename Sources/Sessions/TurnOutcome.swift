@@ -1,3 +1,4 @@
+import Cancellation
 import Engine
 
 /// How a request ended, exactly as the transcript records it.
@@ -10,18 +11,20 @@ public struct TurnOutcome: Sendable, Equatable {
     public var sessionID: String
     public var status: Status
     /// Set when cancelled.
-    public var reason: CancelReason?
+    public var reason: CancellationReason?
     /// Completed: the whole answer. Cancelled: the last snapshot published ("" when nothing was).
     public var content: String
     /// stop, length or cancelled; nil when the generation never ran or failed.
     public var finishReason: FinishReason?
     public var usage: GenerationUsage?
+    /// The generation's timings, when it ran.
+    public var timings: GenerationTimings?
     /// Set when failed.
     public var error: SessionError?
     /// Steps the engine computed after the stop was requested.
     public var stepsAfterCancel: Int = 0
 
-    static func cancelledUnstarted(_ id: String, session: String, reason: CancelReason) -> TurnOutcome {
+    static func cancelledUnstarted(_ id: String, session: String, reason: CancellationReason) -> TurnOutcome {
         TurnOutcome(
             requestID: id, sessionID: session, status: .cancelled, reason: reason, content: "",
             finishReason: .cancelled)

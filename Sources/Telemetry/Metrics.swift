@@ -1,16 +1,18 @@
-/// A registry of counters and gauges with labels, rendered in the Prometheus text format.
+/// A registry of counters, gauges and histograms with labels, rendered in the Prometheus text format.
 ///
 /// Every layer registers its own series on the one shared instance. Registering the same
 /// name and labels twice returns the same series. Handles are cheap to keep and thread-safe.
 public final class Metrics: Sendable {
     public enum Kind: String, Sendable {
-        case counter, gauge
+        case counter, gauge, histogram
     }
 
     struct Family {
         var help: String
         var kind: Kind
         var series: [String: Series]  // keyed by rendered label set
+        /// A histogram family's series, keyed the same way, with their labels.
+        var histograms: [String: (labels: [String: String], storage: HistogramStorage)] = [:]
     }
 
     private let families = Locked<[String: Family]>([:])
@@ -25,6 +27,23 @@ public final class Metrics: Sendable {
     /// A value that goes up and down.
     public func gauge(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
         Gauge(series: series(name, help: help, kind: .gauge, labels: labels))
+    }
+
+    /// A distribution in `buckets` (upper bounds, ascending). Registering the same name and
+    /// labels again returns the same series (with its first buckets).
+    public func histogram(
+        _ name: String, help: String, labels: [String: String] = [:], buckets: [Double] = latencyBuckets
+    ) -> Histogram {
+        let key = Self.renderLabels(labels)
+        return families.withLock { families in
+            if let existing = families[name]?.histograms[key] { return Histogram(storage: existing.storage) }
+            let created = HistogramStorage(bounds: buckets.sorted())
+            if families[name] == nil {
+                families[name] = Family(help: help, kind: .histogram, series: [:])
+            }
+            families[name]!.histograms[key] = (labels, created)
+            return Histogram(storage: created)
+        }
     }
 
     /// The current value of a series, or nil if it was never registered (handy in tests).
@@ -43,6 +62,10 @@ public final class Metrics: Sendable {
             out += "# TYPE \(name) \(family.kind.rawValue)\n"
             for key in family.series.keys.sorted() {
                 out += "\(name)\(key) \(Self.format(family.series[key]!.value))\n"
+            }
+            for key in family.histograms.keys.sorted() {
+                let h = family.histograms[key]!
+                out += h.storage.render(name: name, labels: h.labels)
             }
         }
         return out

@@ -15,7 +15,7 @@ import Testing
             switch e {
             case .queued(let p): positions.withLock { $0.append(p) }
             case .snapshot(let content, _): snapshots.withLock { $0.append(content) }
-            case .promptProcessed(let p, let c): prompts.withLock { $0.append((p, c)) }
+            case .started(let p, let c): prompts.withLock { $0.append((p, c)) }
             }
         }
     }

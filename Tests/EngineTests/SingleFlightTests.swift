@@ -8,14 +8,14 @@ import Testing
 /// Identical deterministic requests share one generation. Every test holds the first
 /// generation at a gate in the predictor, so "while it is in flight" is a fact, not a race.
 @Suite(.timeLimit(.minutes(2))) struct SingleFlightTests {
-    /// What one request saw, in order: "prompt" for `promptProcessed`, else the snapshot text.
+    /// What one request saw, in order: "prompt" for `started`, else the snapshot text.
     final class Seen: Sendable {
         let events = Locked<[String]>([])
         var all: [String] { events.withLock { $0 } }
         var snapshots: [String] { all.filter { $0 != "prompt" } }
         func record(_ event: GenerationEvent) {
             switch event {
-            case .promptProcessed: events.withLock { $0.append("prompt") }
+            case .started: events.withLock { $0.append("prompt") }
             case .snapshot(let content, _): events.withLock { $0.append(content) }
             case .queued: break
             }

@@ -1,3 +1,4 @@
+import Cancellation
 import Foundation
 import Glibc
 import Telemetry

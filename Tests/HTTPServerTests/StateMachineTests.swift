@@ -329,6 +329,30 @@ struct UnitTests {
         #expect(m.value("inferd_x_total", labels: ["a": "q\"uote", "b": "2"]) == 4)
     }
 
+    @Test func histogramsRenderCumulativeBucketsSumAndCount() {
+        let m = Metrics()
+        let h = m.histogram("inferd_h_seconds", help: "Waits.", labels: ["route": "r"], buckets: [0.5, 0.1, 1])
+        h.observe(0.1)  // on a bound: counted in that bucket (`le` is inclusive)
+        h.observe(0.3)
+        h.observe(0.2, count: 2)
+        h.observe(7)  // above every bound: only +Inf
+        h.observe(.nan)  // not a value: not counted
+        #expect(m.histogram("inferd_h_seconds", help: "Waits.", labels: ["route": "r"]).count == 5)
+        #expect(
+            m.render()
+                == """
+                # HELP inferd_h_seconds Waits.
+                # TYPE inferd_h_seconds histogram
+                inferd_h_seconds_bucket{le="0.1",route="r"} 1
+                inferd_h_seconds_bucket{le="0.5",route="r"} 4
+                inferd_h_seconds_bucket{le="1",route="r"} 4
+                inferd_h_seconds_bucket{le="+Inf",route="r"} 5
+                inferd_h_seconds_sum{route="r"} 7.8
+                inferd_h_seconds_count{route="r"} 5
+
+                """)
+    }
+
     @Test func metricsAreThreadSafe() async {
         let m = Metrics()
         await withTaskGroup(of: Void.self) { group in

@@ -40,7 +40,7 @@ import Testing
         #expect(try APIKeyring.parse("") == [])
         #expect(try APIKeyring.parse(" \(alpha) , \(beta),") == [alpha, beta])
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("keys-\(UUID().uuidString)").path
-        try "# staging\n\(alpha)\n\n  \(beta)  \n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "# staging\n\(alpha)\n\n  \(beta)  \n".write(toFile: path, atomically: false, encoding: .utf8)
         #expect(try APIKeyring.parse("@" + path) == [alpha, beta])
         #expect(throws: ConfigurationError.self) { try APIKeyring.parse("@/nonexistent/keys") }
         #expect(throws: ConfigurationError.self) { try APIKeyring.parse("short") }

@@ -76,7 +76,7 @@ import Testing
     @Test func theSettingReadsATemplateFile() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-template-\(getpid()).jinja")
             .path
-        try "{{ messages[0].content }}".write(toFile: path, atomically: true, encoding: .utf8)
+        try "{{ messages[0].content }}".write(toFile: path, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var config = ServerConfiguration()
         #expect(try config.chatTemplateOverride() == nil)

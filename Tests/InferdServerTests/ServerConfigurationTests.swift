@@ -8,7 +8,7 @@ import Testing
     func file(_ json: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-\(UUID().uuidString).json")
             .path
-        try json.write(toFile: path, atomically: true, encoding: .utf8)
+        try json.write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 

@@ -80,6 +80,11 @@ import Testing
             #expect(cached < prompt)
             let snaps = Self.snapshots(reader)
             for (x, y) in zip(snaps, snaps.dropFirst()) { #expect(y.hasPrefix(x)) }
+            // The one snapshot shape every native stream uses: the answer so far and its token count.
+            let counts = reader.events.filter { $0.name == "snapshot" }.map {
+                jsonObject($0.data)["completion_tokens"] as? Int ?? 0
+            }
+            #expect(!counts.isEmpty && counts.allSatisfy { $0 >= 1 } && counts == counts.sorted(), "\(counts)")
             let done = jsonObject(reader.events.last?.data ?? "")
             let got = try await get(s, "/v1/sessions/\(id)")
             let session = try #require(got.json)

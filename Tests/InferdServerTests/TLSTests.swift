@@ -112,7 +112,7 @@ import Testing
         // PEM-looking but broken: GnuTLS refuses it, and the error says so.
         let broken = dir.appendingPathComponent("broken.pem").path
         try "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".write(
-            toFile: broken, atomically: true, encoding: .utf8)
+            toFile: broken, atomically: false, encoding: .utf8)
         #expect(
             error {
                 $0.tlsCert = broken; $0.tlsKey = key

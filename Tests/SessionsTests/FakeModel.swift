@@ -97,24 +97,37 @@ final class FakeModel: GenerationBackend, KVCacheCapability {
     var kvCache: (any KVCacheCapability)? { self }
 
     /// The same prompt spelling as the scripted backend's (bytes plus role markers).
-    func promptTokens(for input: PromptInput) -> [Int32] { ScriptedBackend.render(input) }
+    func prepare(_ input: PromptInput) -> PreparedPrompt {
+        PreparedPrompt(input: input, tokens: ScriptedBackend.render(input))
+    }
 
     func makeSequence(capacity: Int) -> any PredictorSequence { predictor.makeSequence(capacity: capacity) }
 
     func checkCapacity() throws(GenerationError) { try runner.checkCapacity() }
 
     func submit(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
-        let ticket = try runner.submit(request, onEvent: onEvent)
+        let ticket = try runner.submit(Self.tokenLevel(request), onEvent: onEvent)
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in try await ticket.result() }
     }
 
     /// Never shares: sessions' requests carry their own sequence, which single-flight never joins.
     func generate(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
-        try await runner.generate(request, onEvent: onEvent)
+        try await runner.generate(Self.tokenLevel(request), onEvent: onEvent)
+    }
+
+    /// The runner's request: the ids `prepare` rendered.
+    static func tokenLevel(_ r: BackendRequest) -> GenerationRequest {
+        var request = GenerationRequest(
+            promptTokens: r.prompt.tokens ?? [], maxTokens: r.maxTokens, sampling: r.sampling, stop: r.stop,
+            sequence: r.sequence, label: r.label)
+        request.ignoreEndOfGeneration = r.ignoreEndOfGeneration
+        request.priority = r.priority
+        request.deadline = r.deadline
+        return request
     }
 
     func shutdown() { runner.shutdown() }
@@ -122,10 +135,10 @@ final class FakeModel: GenerationBackend, KVCacheCapability {
 
 /// Everything a requester was told, in order.
 final class Recorder: Sendable {
-    let events = Locked<[TurnEvent]>([])
-    func record(_ e: TurnEvent) { events.withLock { $0.append(e) } }
+    let events = Locked<[GenerationEvent]>([])
+    func record(_ e: GenerationEvent) { events.withLock { $0.append(e) } }
     var snapshots: [String] {
-        events.withLock { $0.compactMap { if case .snapshot(let c) = $0 { c } else { nil } } }
+        events.withLock { $0.compactMap { if case .snapshot(let c, _) = $0 { c } else { nil } } }
     }
     var positions: [Int] {
         events.withLock { $0.compactMap { if case .queued(let p) = $0 { p } else { nil } } }

@@ -26,7 +26,16 @@ import Testing
                     ChatMessage(role: .user, content: "hello"), ChatMessage(role: .assistant, content: "Sure."),
                     ChatMessage(role: .user, content: "again"),
                 ]))
-        #expect(requests.last?.promptTokens == expected)
+        #expect(requests.last?.prompt.tokens == expected)
+        // Message-level: the backend is handed the conversation itself, instructions first.
+        #expect(
+            requests.last?.prompt.input
+                == .conversation(
+                    instructions: nil,
+                    messages: [
+                        ChatMessage(role: .system, content: "Be brief."), ChatMessage(role: .user, content: "hello"),
+                        ChatMessage(role: .assistant, content: "Sure."), ChatMessage(role: .user, content: "again"),
+                    ]))
         #expect(second.usage?.promptTokens == expected.count)
         #expect(second.usage?.cachedTokens == 0)
         #expect(await s.responses().map(\.content) == ["Sure.", "Sure."])
@@ -50,7 +59,7 @@ import Testing
         #expect(b.status == .completed && b.content == "done")
         let expected = ScriptedBackend.render(
             .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: "second")]))
-        #expect(backend.requests.last?.promptTokens == expected)
+        #expect(backend.requests.last?.prompt.tokens == expected)
         #expect(await s.prompts().map(\.content) == ["second"])
     }
 
@@ -73,6 +82,6 @@ import Testing
         #expect(await s.responses().map(\.status) == [.failed, .completed])
         let expected = ScriptedBackend.render(
             .conversation(instructions: "Be brief.", messages: [ChatMessage(role: .user, content: "hello")]))
-        #expect(backend.requests.last?.promptTokens == expected)
+        #expect(backend.requests.last?.prompt.tokens == expected)
     }
 }

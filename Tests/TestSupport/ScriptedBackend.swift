@@ -31,13 +31,13 @@ public final class ScriptedBackend: GenerationBackend {
     public let vocabularySize = 256
     public var kvCache: (any KVCacheCapability)? { nil }
 
-    private let script: @Sendable (GenerationRequest) -> [Step]
+    private let script: @Sendable (BackendRequest) -> [Step]
     private let maxActive: Int
     private let state = Locked(State())
 
     private struct State {
         var active = 0
-        var requests: [GenerationRequest] = []
+        var requests: [BackendRequest] = []
         var shutDown = false
     }
 
@@ -45,7 +45,7 @@ public final class ScriptedBackend: GenerationBackend {
     /// `serverBusy`.
     public init(
         modelName: String = "scripted", contextLength: Int = 8192, maxActive: Int = 64,
-        script: @escaping @Sendable (GenerationRequest) -> [Step]
+        script: @escaping @Sendable (BackendRequest) -> [Step]
     ) {
         self.modelName = modelName
         self.contextLength = contextLength
@@ -63,7 +63,7 @@ public final class ScriptedBackend: GenerationBackend {
     }
 
     /// Every request generated so far, in the order they started.
-    public var requests: [GenerationRequest] { state.withLock { $0.requests } }
+    public var requests: [BackendRequest] { state.withLock { $0.requests } }
     public var activeGenerations: Int { state.withLock { $0.active } }
 
     public static func render(_ input: PromptInput) -> [Int32] {
@@ -90,7 +90,9 @@ public final class ScriptedBackend: GenerationBackend {
         }
     }
 
-    public func promptTokens(for input: PromptInput) -> [Int32] { Self.render(input) }
+    public func prepare(_ input: PromptInput) -> PreparedPrompt {
+        PreparedPrompt(input: input, tokens: Self.render(input))
+    }
 
     public func checkCapacity() throws(GenerationError) {
         let (active, shutDown) = state.withLock { ($0.active, $0.shutDown) }
@@ -99,7 +101,7 @@ public final class ScriptedBackend: GenerationBackend {
     }
 
     public func submit(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         try checkCapacity()
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
@@ -108,7 +110,7 @@ public final class ScriptedBackend: GenerationBackend {
     }
 
     public func generate(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
         try checkCapacity()
         state.withLock {
@@ -116,14 +118,14 @@ public final class ScriptedBackend: GenerationBackend {
             $0.requests.append(request)
         }
         defer { state.withLock { $0.active -= 1 } }
-        onEvent(.promptProcessed(promptTokens: request.promptTokens.count, cachedTokens: 0))
+        onEvent(.started(promptTokens: request.prompt.tokenCount, cachedTokens: 0))
         var content = ""
         var produced = 0
         func result(_ reason: FinishReason) -> GenerationResult {
             GenerationResult(
                 content: content, finishReason: reason,
                 usage: GenerationUsage(
-                    promptTokens: request.promptTokens.count, completionTokens: produced, cachedTokens: 0),
+                    promptTokens: request.prompt.tokenCount, completionTokens: produced, cachedTokens: 0),
                 timings: GenerationTimings(
                     promptMilliseconds: 0, generationMilliseconds: 0, promptTokensPerSecond: 0,
                     generationTokensPerSecond: 0),

@@ -1,13 +1,42 @@
 /// What generation reports while it runs. Text events carry the whole answer so far
-/// (a snapshot), never a piece to append.
-public enum GenerationEvent: Sendable {
+/// (a snapshot), never a piece to append. The one event vocabulary from the engine through
+/// sessions to the wire: each case's `name` is its wire name.
+public enum GenerationEvent: Sendable, Equatable {
     /// Waiting for a place in the engine; `position` 1 is next. Sent again whenever the
     /// position changes (also when a running background generation is parked).
     case queued(position: Int)
     /// The prompt is in the cache; the first token comes next.
-    case promptProcessed(promptTokens: Int, cachedTokens: Int)
+    case started(promptTokens: Int, cachedTokens: Int)
     /// The visible answer grew. `content` is all of it so far.
     case snapshot(content: String, completionTokens: Int)
+
+    public var name: GenerationEventName {
+        switch self {
+        case .queued: .queued
+        case .started: .started
+        case .snapshot: .snapshot
+        }
+    }
+}
+
+/// The names of a generation's events, in the order a stream carries them, as the wire spells
+/// them (the raw values are SSE `event:` names): the engine's `queued`, `started` and
+/// `snapshot`, then exactly one of the terminal events, chosen from the result or the error.
+public enum GenerationEventName: String, Sendable, CaseIterable {
+    case queued
+    case started
+    case snapshot
+    /// It ended by a stop, its length or its deadline (`finish_reason` says which).
+    case completed
+    /// Its owner stopped it (the result's `reason` says why); not an error.
+    case cancelled
+    /// It ended without a result.
+    case error
+}
+
+extension FinishReason {
+    /// The terminal event of a generation that ended this way.
+    public var terminalEvent: GenerationEventName { self == .cancelled ? .cancelled : .completed }
 }
 
 public enum FinishReason: String, Sendable, Codable {

@@ -170,7 +170,7 @@ final class GenerationJob: @unchecked Sendable {
             phase = .prompt(next: end)
         } else {
             promptDoneAt = .now
-            onEvent(.promptProcessed(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
+            onEvent(.started(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
             accept(sampleNext(logits: logits))
         }
     }

@@ -105,7 +105,7 @@ final class SharedGeneration: Sendable {
         }
         let (progress, subscribers) = state.withLock { s in
             switch event {
-            case .promptProcessed:
+            case .started:
                 s.progress.prompt = event
             case .snapshot(let content, let completionTokens):
                 let number = (s.progress.snapshot?.number ?? 0) + 1

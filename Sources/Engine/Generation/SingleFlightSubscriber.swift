@@ -6,7 +6,7 @@ import Foundation
 /// Events reach a subscriber from two threads: the engine's (each new event) and the joining
 /// request's (the replay of what it missed). Each delivery carries the whole progress so far, and
 /// the subscriber forwards only what is newer than what it already sent, so whichever comes
-/// first, the request sees `promptProcessed` once, before any snapshot, and never an older
+/// first, the request sees `started` once, before any snapshot, and never an older
 /// snapshot after a newer one. Forwarding and finishing share one lock, so after `finish`
 /// nothing more is forwarded and a cancelled subscriber's result is exactly what it was shown.
 /// The lock is recursive because `onEvent` may cancel the very request it serves (the

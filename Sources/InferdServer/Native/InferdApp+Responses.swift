@@ -14,11 +14,11 @@ extension InferdApp {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: "prompt")
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
-        let prompt = try chatPromptTokens(
+        let prompt = try preparePrompt(
             backend,
             .conversation(
                 instructions: body.instructions, messages: [ChatMessage(role: .user, content: body.prompt)]))
-        var generation = try generations.makeGenerationRequest(
+        var generation = try generations.makeRequest(
             prompt: prompt, options: body.options, backend: backend, label: request.id)
         generation.priority = admission.priority
         generation.deadline = admission.deadline(from: arrival)
@@ -26,12 +26,14 @@ extension InferdApp {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival,
+                onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamResponse(ticket, events: relay, backend: backend, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
+        let result = try await generations.runGeneration(
+            generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival)
         let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
         return .json(responseBody(result, id: request.id, backend: backend, reason: reason))
     }
@@ -52,39 +54,19 @@ extension InferdApp {
     func streamResponse(
         _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream
     ) async {
-        let id = stream.requestID
-        events.attach { event in
-            switch event {
-            case .queued(let position):
-                stream.send(event: "queued", data: Self.json(QueuedEvent(requestId: id, position: position)))
-            case .promptProcessed(let p, let c):
-                stream.send(
-                    event: "started", data: Self.json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c)))
-            case .snapshot(let content, let n):
-                stream.sendSnapshot(
-                    event: "snapshot",
-                    data: Self.json(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
-            }
-        }
+        events.attach { event in stream.send(event) }
         let result: GenerationResult
         do {
-            result = try await generations.awaitGeneration(ticket, requestID: id)
+            result = try await generations.awaitGeneration(ticket, requestID: stream.requestID)
         } catch {
-            stream.send(
-                event: "error",
-                data: Self.json(
-                    ErrorEvent(
-                        requestId: id, error: .init(message: error.message, type: error.type, code: error.code))))
+            stream.sendError(error)
             return
         }
-        if result.finishReason == .cancelled {
-            let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
-            stream.send(
-                event: "cancelled", data: Self.json(responseBody(result, id: id, backend: backend, reason: reason)))
-        } else {
-            stream.send(
-                event: "completed", data: Self.json(responseBody(result, id: id, backend: backend, reason: nil)))
-        }
+        let reason =
+            result.finishReason == .cancelled ? stream.context.cancellationReason?.rawValue ?? "cancelled" : nil
+        stream.send(
+            result.finishReason.terminalEvent,
+            responseBody(result, id: stream.requestID, backend: backend, reason: reason))
     }
 
     /// An SSE payload or stored value, in the one wire encoding (sorted keys).

@@ -73,12 +73,13 @@ extension InferdApp {
             return try await sessionChatCompletion(
                 chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
         }
-        let prompt = try chatPromptTokens(backend, .conversation(instructions: nil, messages: chat.messages))
-        let generation = try openAIGenerationRequest(
+        let prompt = try preparePrompt(backend, .conversation(instructions: nil, messages: chat.messages))
+        let generation = try openAIRequest(
             prompt: prompt, chat.parameters, backend: backend, requestID: request.id, promptParam: "messages",
             arrival: arrival)
         return try await answer(
-            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request)
+            generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request,
+            arrival: arrival)
     }
 
     /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
@@ -88,35 +89,35 @@ extension InferdApp {
         let backend = try requireBackend()
         let completion = try OpenAICompletionRequest(try openAIFields(request))
         try checkModel(completion.parameters.model, backend)
-        let prompt: [Int32]
+        let prompt: PreparedPrompt
         switch completion.prompt {
         case .text(let text):
-            prompt = try chatPromptTokens(backend, .text(text))
+            prompt = try preparePrompt(backend, .text(text))
         case .tokens(let ids):
             let vocabulary = backend.vocabularySize
             if let bad = ids.first(where: { Int($0) >= vocabulary }) {
                 throw OpenAIError.invalid(
                     "prompt token id \(bad) is outside the vocabulary of \(vocabulary) tokens", param: "prompt")
             }
-            prompt = ids
+            prompt = try preparePrompt(backend, .tokens(ids))
         }
-        guard !prompt.isEmpty else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
-        let generation = try openAIGenerationRequest(
+        guard prompt.tokenCount > 0 else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
+        let generation = try openAIRequest(
             prompt: prompt, completion.parameters, backend: backend, requestID: request.id, promptParam: "prompt",
             arrival: arrival)
         return try await answer(
             generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, backend: backend,
-            request: request)
+            request: request, arrival: arrival)
     }
 
-    /// The native validation (`makeGenerationRequest`), with its errors naming OpenAI's parameters.
-    func openAIGenerationRequest(
-        prompt: [Int32], _ p: OpenAIGenerationParameters, backend: any GenerationBackend, requestID: String,
+    /// The native validation (`makeRequest`), with its errors naming OpenAI's parameters.
+    func openAIRequest(
+        prompt: PreparedPrompt, _ p: OpenAIGenerationParameters, backend: any GenerationBackend, requestID: String,
         promptParam: String, arrival: ContinuousClock.Instant
-    ) throws -> GenerationRequest {
-        var generation: GenerationRequest
+    ) throws -> BackendRequest {
+        var generation: BackendRequest
         do {
-            generation = try generations.makeGenerationRequest(
+            generation = try generations.makeRequest(
                 prompt: prompt, options: p.options, backend: backend, label: requestID,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
         } catch {
@@ -129,9 +130,11 @@ extension InferdApp {
 
     /// Streams, or generates and answers once.
     func answer(
-        _ generation: GenerationRequest, kind: OpenAICompletionBody.Kind, id: String,
-        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, request: HTTPRequest
+        _ generation: BackendRequest, kind: OpenAICompletionBody.Kind, id: String,
+        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, request: HTTPRequest,
+        arrival: ContinuousClock.Instant
     ) async throws -> HTTPResponse {
+        let route = kind == .chat ? "chat_completions" : "completions"
         let created = Int(Date().timeIntervalSince1970)
         let chunk = OpenAIStreamChunk(
             kind: kind, id: id, created: created, model: backend.modelName, includeUsageField: p.includeUsage)
@@ -139,12 +142,14 @@ extension InferdApp {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
-                generation, backend: backend, requestID: request.id, onEvent: relay.forward)
+                generation, backend: backend, requestID: request.id, route: route, arrival: arrival,
+                onEvent: relay.forward)
             return .eventStream { [self] stream in
                 await streamOpenAI(ticket, events: relay, template: chunk, stream: stream)
             }
         }
-        let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
+        let result = try await generations.runGeneration(
+            generation, backend: backend, requestID: request.id, route: route, arrival: arrival)
         if result.finishReason == .cancelled {
             let reason = request.context.cancellationReason?.rawValue ?? "cancelled"
             throw OpenAIError(

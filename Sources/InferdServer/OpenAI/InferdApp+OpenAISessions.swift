@@ -1,4 +1,5 @@
 import Backend
+import Cancellation
 import Engine
 import Foundation
 import HTTPServer
@@ -47,12 +48,16 @@ extension InferdApp {
         let template = OpenAIStreamChunk(
             kind: .chat, id: "chatcmpl-\(request.id)", created: created, model: backend.modelName,
             includeUsageField: chat.parameters.includeUsage)
+        let latency = generations.latency(
+            route: "chat_completions", priority: chat.parameters.admission.priority, arrival: arrival)
         if chat.parameters.stream {
             return .eventStream { stream in
-                await Self.streamSessionTurn(session, turn.id, template: template, stream: stream, reason: reason)
+                await Self.streamSessionTurn(
+                    session, turn.id, template: template, stream: stream, latency: latency, reason: reason)
             }
         }
-        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: reason)
+        let outcome = await session.run(turn.id, observer: latency.observe, cancelReason: reason)
+        latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
         if let error = Self.openAIError(ending: outcome) { throw error }
         return .json(
             OpenAICompletionBody(
@@ -62,8 +67,8 @@ extension InferdApp {
 
     /// The turn's snapshots as OpenAI deltas, as `streamOpenAI` sends a stateless generation's.
     static func streamSessionTurn(
-        _ session: Session, _ id: String, template: OpenAIStreamChunk, stream: EventStream,
-        reason: @escaping @Sendable () -> CancelReason
+        _ session: Session, _ id: String, template: OpenAIStreamChunk, stream: EventStream, latency: RequestLatency,
+        reason: @escaping @Sendable () -> CancellationReason
     ) async {
         let tracker = OpenAIDeltaTracker()
         var first = template
@@ -73,11 +78,13 @@ extension InferdApp {
         let outcome = await session.run(
             id,
             observer: { event in
-                guard case .snapshot(let content) = event, let piece = tracker.delta(for: content) else { return }
+                latency.observe(event)
+                guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
                 var chunk = template
                 chunk.content = piece
                 stream.send(data: json(chunk))
             }, cancelReason: reason)
+        latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
         if let error = openAIError(ending: outcome) {
             stream.send(data: json(OpenAIStreamError(error: error)))
             return

@@ -22,10 +22,10 @@ final class GenerationService: Sendable {
 
     /// Validates options and the context budget before anything is computed or streamed. Every
     /// error names its field as `names` spells it for the caller's wire format.
-    func makeGenerationRequest(
-        prompt: [Int32], options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
+    func makeRequest(
+        prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
         names: FieldNames = .native
-    ) throws(HTTPError) -> GenerationRequest {
+    ) throws(HTTPError) -> BackendRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
         let context = backend.contextLength
@@ -39,18 +39,18 @@ final class GenerationService: Sendable {
         } else {
             // Without an explicit budget, answer as much as fits (up to the configured default and limit).
             let budget = min(configuration.defaultMaxTokens, configuration.maxTokensLimit)
-            maxTokens = max(1, min(budget, context - prompt.count))
+            maxTokens = max(1, min(budget, context - prompt.tokenCount))
         }
-        guard prompt.count + maxTokens <= context else {
+        guard prompt.tokenCount + maxTokens <= context else {
             var e = Self.httpError(
-                for: .contextOverflow(promptTokens: prompt.count, maxTokens: maxTokens, contextLength: context))
+                for: .contextOverflow(promptTokens: prompt.tokenCount, maxTokens: maxTokens, contextLength: context))
             e.param = names.prompt
             throw e
         }
         // After the context check, so a request that could never fit is told so first.
-        guard prompt.count <= configuration.maxPromptTokens else {
+        guard prompt.tokenCount <= configuration.maxPromptTokens else {
             throw .badRequest(
-                "the prompt is \(prompt.count) tokens; this server accepts at most \(configuration.maxPromptTokens)",
+                "the prompt is \(prompt.tokenCount) tokens; this server accepts at most \(configuration.maxPromptTokens)",
                 code: "prompt_too_long", param: names.prompt)
         }
         guard maxTokens <= configuration.maxTokensLimit else {
@@ -58,33 +58,57 @@ final class GenerationService: Sendable {
                 "\(names.maxTokens) is \(maxTokens); this server allows at most \(configuration.maxTokensLimit)",
                 code: "max_tokens_too_large", param: names.maxTokensParam)
         }
-        var request = GenerationRequest(
-            promptTokens: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
+        var request = BackendRequest(prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
         request.ignoreEndOfGeneration = o.ignoreEos ?? false
         return request
     }
 
     /// Runs a generation, maps engine errors to HTTP errors, and records metrics and a log line.
     func runGeneration(
-        _ generation: GenerationRequest, backend: any GenerationBackend, requestID: String,
-        onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
+        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
+        arrival: ContinuousClock.Instant, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(HTTPError) -> GenerationResult {
-        let ticket = try submitGeneration(generation, backend: backend, requestID: requestID, onEvent: onEvent)
+        let ticket = try submitGeneration(
+            generation, backend: backend, requestID: requestID, route: route, arrival: arrival, onEvent: onEvent)
         return try await awaitGeneration(ticket, requestID: requestID)
     }
 
     /// Hands a generation to the backend; a full queue is 503 `server_busy` with `Retry-After`.
     /// A request that may share an identical generation in flight (single-flight) is only
     /// checked for capacity here: whether it joins or starts one is decided when it is awaited.
+    /// `route` and `arrival` label and start the request's latency histograms (`RequestLatency`).
     func submitGeneration(
-        _ generation: GenerationRequest, backend: any GenerationBackend, requestID: String,
-        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
+        arrival: ContinuousClock.Instant, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(HTTPError) -> PendingGeneration {
+        let latency = latency(route: route, priority: generation.priority, arrival: arrival)
+        let pending: PendingGeneration
         do {
-            return try backend.submit(generation, sharing: configuration.singleFlight, onEvent: onEvent)
+            pending = try backend.submit(generation, sharing: configuration.singleFlight) { event in
+                latency.observe(event)
+                onEvent(event)
+            }
         } catch {
+            latency.finish(promptMilliseconds: nil)
             throw recordFailure(error, requestID: requestID)
         }
+        return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+            let result: GenerationResult
+            do throws(GenerationError) {
+                result = try await pending.result()
+            } catch {
+                latency.finish(promptMilliseconds: nil)
+                throw error
+            }
+            latency.finish(promptMilliseconds: result.timings.promptMilliseconds)
+            return result
+        }
+    }
+
+    /// A request's latency histograms; a route that runs its generation elsewhere (a session)
+    /// feeds it the events and ends it itself.
+    func latency(route: String, priority: GenerationPriority, arrival: ContinuousClock.Instant) -> RequestLatency {
+        RequestLatency(metrics: metrics, route: route, priority: priority, arrival: arrival)
     }
 
     /// Awaits a submitted generation (its Task's cancellation stops it), then records it.

@@ -1,4 +1,5 @@
 import Backend
+import Cancellation
 import Engine
 import Foundation
 import HTTPServer
@@ -131,25 +132,27 @@ extension InferdApp {
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
             admission: admission, arrival: arrival, options: body.options, backend: backend)
         let reason = sessionCancelReason(request.context)
+        let latency = generations.latency(route: "sessions", priority: admission.priority, arrival: arrival)
         if body.stream == true {
             return .eventStream { stream in
-                let id = turn.id
-                let outcome = await session.run(id, observer: { event in Self.send(event, id: id, to: stream) }) {
-                    reason()
-                }
+                let outcome = await session.run(
+                    turn.id,
+                    observer: { event in
+                        latency.observe(event)
+                        stream.send(event)
+                    }
+                ) { reason() }
+                latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
                 switch outcome.status {
-                case .completed: stream.send(event: "completed", data: Self.json(SessionTurnBody(outcome)))
-                case .cancelled: stream.send(event: "cancelled", data: Self.json(SessionTurnBody(outcome)))
+                case .completed: stream.send(.completed, SessionTurnBody(outcome))
+                case .cancelled: stream.send(.cancelled, SessionTurnBody(outcome))
                 case .failed:
-                    let e = Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
-                    stream.send(
-                        event: "error",
-                        data: Self.json(
-                            ErrorEvent(requestId: id, error: .init(message: e.message, type: e.type, code: e.code))))
+                    stream.sendError(Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown"))))
                 }
             }
         }
-        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: reason)
+        let outcome = await session.run(turn.id, observer: latency.observe, cancelReason: reason)
+        latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
         if outcome.status == .failed {
             throw Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
         }
@@ -169,9 +172,9 @@ extension InferdApp {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
         }
-        let promptTokens = try chatPromptTokens(
+        let promptTokens = try preparePrompt(
             backend, .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: prompt)])
-        ).count
+        ).tokenCount
         // Beyond the context, the session's own check answers (context_length_exceeded) first.
         guard promptTokens <= configuration.maxPromptTokens || promptTokens > backend.contextLength else {
             throw HTTPError.badRequest(
@@ -210,27 +213,8 @@ extension InferdApp {
 
     /// Why a turn stops when its request's Task is cancelled: the HTTP layer's reason (a client
     /// disconnect, a shutdown), else an explicit cancel request.
-    func sessionCancelReason(_ context: RequestContext) -> @Sendable () -> CancelReason {
-        {
-            switch context.cancellationReason {
-            case .clientDisconnected: .clientDisconnected
-            case .shutdown: .shutdown
-            case .some(let other): CancelReason(rawValue: other.rawValue)
-            case nil: .cancelRequest
-            }
-        }
-    }
-
-    static func send(_ event: TurnEvent, id: String, to stream: EventStream) {
-        switch event {
-        case .queued(let position):
-            stream.send(event: "queued", data: json(QueuedEvent(requestId: id, position: position)))
-        case .started(let p, let c):
-            stream.send(event: "started", data: json(StartedEvent(requestId: id, promptTokens: p, cachedTokens: c)))
-        case .snapshot(let content):
-            stream.sendSnapshot(
-                event: "snapshot", data: json(SessionSnapshotEvent(requestId: id, content: content)))
-        }
+    func sessionCancelReason(_ context: RequestContext) -> @Sendable () -> CancellationReason {
+        { context.cancellationReason ?? .cancelRequest }
     }
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -336,14 +320,5 @@ extension InferdApp {
             HTTPError(status: 503, message: "\(error)", type: "server_error", code: "store_unavailable")
         case .chatTemplate(let e): httpError(for: e)
         }
-    }
-}
-
-struct SessionSnapshotEvent: Encodable, Sendable {
-    var requestId: String
-    var content: String
-    enum CodingKeys: String, CodingKey {
-        case requestId = "request_id"
-        case content
     }
 }

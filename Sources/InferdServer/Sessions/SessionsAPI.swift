@@ -145,15 +145,6 @@ struct SessionTurnBody: Encodable, Sendable {
     }
 }
 
-struct QueuedEvent: Encodable, Sendable {
-    var requestId: String
-    var position: Int
-    enum CodingKeys: String, CodingKey {
-        case requestId = "request_id"
-        case position
-    }
-}
-
 /// What a cancel endpoint did to one request.
 struct CancellationBody: Encodable, Sendable {
     var object = "cancellation"

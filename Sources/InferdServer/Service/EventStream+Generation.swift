@@ -1,0 +1,82 @@
+import Engine
+import HTTPServer
+
+/// A generation's running events and its error, in the one wire shape every native and session
+/// stream uses: the SSE name is the event's `GenerationEventName`, the payload a sorted-key JSON
+/// object that names the request. The terminal `completed`/`cancelled` bodies are each surface's
+/// own (a response, a turn).
+extension EventStream {
+    /// `queued` and `started` are sent as they come; snapshots are conflated for a slow reader
+    /// (a newer one replaces an unsent one, which loses nothing: each holds the whole answer).
+    func send(_ event: GenerationEvent) {
+        let id = requestID
+        switch event {
+        case .queued(let position):
+            send(.queued, QueuedEvent(requestId: id, position: position))
+        case .started(let p, let c):
+            send(.started, StartedEvent(requestId: id, promptTokens: p, cachedTokens: c))
+        case .snapshot(let content, let n):
+            sendSnapshot(
+                event: GenerationEventName.snapshot.rawValue,
+                data: WireJSON.string(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
+        }
+    }
+
+    /// The `error` event: the stream ends without a result.
+    func sendError(_ error: HTTPError) {
+        send(
+            .error,
+            ErrorEvent(
+                requestId: requestID, error: .init(message: error.message, type: error.type, code: error.code)))
+    }
+
+    /// One event by its name, with its payload in the wire encoding.
+    func send<T: Encodable>(_ name: GenerationEventName, _ payload: T) {
+        send(event: name.rawValue, data: WireJSON.string(payload))
+    }
+}
+
+struct QueuedEvent: Encodable, Sendable {
+    var requestId: String
+    var position: Int
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case position
+    }
+}
+
+struct StartedEvent: Codable, Sendable {
+    var requestId: String
+    var promptTokens: Int?
+    var cachedTokens: Int?
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case promptTokens = "prompt_tokens"
+        case cachedTokens = "cached_tokens"
+    }
+}
+
+struct SnapshotEvent: Codable, Sendable {
+    var requestId: String
+    var content: String
+    var completionTokens: Int
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case content
+        case completionTokens = "completion_tokens"
+    }
+}
+
+struct ErrorEvent: Encodable, Sendable {
+    struct Detail: Encodable, Sendable {
+        var message: String
+        var type: String
+        var code: String
+    }
+    var requestId: String
+    var error: Detail
+    enum CodingKeys: String, CodingKey {
+        case requestId = "request_id"
+        case error
+    }
+}
