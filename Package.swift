@@ -49,7 +49,8 @@ let package = Package(
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
         .target(name: "Backend", dependencies: ["Engine"]),
-        .target(name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
+        .target(
+            name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
