@@ -69,6 +69,13 @@ extension Session {
         let needed = planned.prompt.tokenCount + planned.maxTokens
         let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
         let previous = cache.flatMap { env.caches.checkOut(id, reservingBytes: capacity * $0.kvBytesPerToken) }
+        // Earlier turns but no cache here (dropped under kv_cache_mib, gone with a restart, or the
+        // session's turns ran on another server): the whole prompt is computed from the transcript.
+        if cache != nil, previous == nil,
+            entries.contains(where: { $0.kind == .response && [.completed, .cancelled].contains($0.status) })
+        {
+            count("inferd_session_cache_rebuilds_total", [:])
+        }
         let sequenceToUse: (any PredictorSequence)?
         if let previous, previous.capacity >= needed {
             sequenceToUse = previous

@@ -117,13 +117,23 @@ enum StoreKind: String, CustomTestStringConvertible, Sendable {
             let s = try await h.session(instructions: "Remember me.")
             sid = s.id
             #expect(try await h.respond(Harness.request("r1", "hi"), s).status == .completed)
+            #expect(
+                h.manager.environment.metrics.value("inferd_session_cache_rebuilds_total") == nil,
+                "a first turn is no rebuild")
         }
         let h = try Harness(store: try kind.open(place))
         let s = try #require(h.manager.session(sid))
         #expect(await s.transcript.map(\.kind) == [.instructions, .prompt, .response])
-        #expect(try await h.respond(Harness.request("r2", "again"), s).status == .completed)
+        let again = try await h.respond(Harness.request("r2", "again"), s)
+        #expect(again.status == .completed && again.usage?.cachedTokens == 0)
+        // No cache survived the restart: this turn was rebuilt from the transcript, and counted.
+        #expect(h.manager.environment.metrics.value("inferd_session_cache_rebuilds_total") == 1)
+        #expect(try await h.respond(Harness.request("r3", "more"), s).usage?.cachedTokens ?? 0 > 0)
+        #expect(h.manager.environment.metrics.value("inferd_session_cache_rebuilds_total") == 1)
         #expect(
-            await s.conversationMessages().map(\.content) == ["Remember me.", "hi", "The quic", "again", "The quic"])
+            await s.conversationMessages().map(\.content) == [
+                "Remember me.", "hi", "The quic", "again", "The quic", "more", "The quic",
+            ])
         #expect(try await h.manager.find(sid) === s)
         #expect(try await h.manager.find("sess_nope") == nil)
     }

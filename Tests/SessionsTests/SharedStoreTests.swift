@@ -75,6 +75,11 @@ struct SharedStoreTests {
         #expect(try await b.respond(Harness.request("r1", "hi"), onB).status == .completed)
         #expect(try await a.respond(Harness.request("r2", "again"), onA).status == .completed)
         #expect(try await b.respond(Harness.request("r3", "more"), onB).status == .completed)
+        // a met the session with earlier turns and no cache of its own: rebuilt from the transcript.
+        // b kept its cache from r1 and only extended it.
+        let rebuilds = "inferd_session_cache_rebuilds_total"
+        #expect(a.manager.environment.metrics.value(rebuilds) == 1)
+        #expect(b.manager.environment.metrics.value(rebuilds) == nil)
         // Each server saw the other's turns: one transcript, positions in order, nothing lost.
         let stored = try #require(try await a.manager.environment.store.loadSession(onA.id))
         #expect(stored.entries.map(\.position) == Array(0..<7))
