@@ -111,6 +111,14 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    public func listSessions() async throws(StoreError) -> [StoredSession] {
+        let c = main
+        return try await worker.run { () throws(StoreError) in
+            Self.assemble(
+                try c.query("SELECT id, created, on_busy, options, owner FROM sessions ORDER BY created, id"), [])
+        }
+    }
+
     public func sessionOfRequest(_ requestID: String) async throws(StoreError) -> String? {
         let c = main
         return try await worker.run { () throws(StoreError) in

@@ -113,6 +113,28 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// With a store shared by several servers: takes in the sessions other servers created and
+    /// lets go of those they deleted, so the list and the per-owner counts are the store's. A
+    /// session taken in this way has no transcript yet: every use reads it first (`find`, or the
+    /// turn's lease). Nothing to do with a store of this server's own.
+    public func synchronize() async throws(StoreError) {
+        guard environment.store.isShared else { return }
+        // A session created here while the list was read is missing from it, yet not deleted:
+        // only sessions older than the read (creation times are whole seconds) may be let go.
+        let readStart = Int(Date().timeIntervalSince1970) - 1
+        let stored = try await environment.store.listSessions()
+        let ids = Set(stored.map(\.id))
+        let gone = sessions.withLock { all in
+            for s in stored where all[s.id] == nil { all[s.id] = makeSession(s) }
+            let gone = all.filter { !ids.contains($0.key) && $0.value.created < readStart }.map(\.key)
+            return gone.compactMap { all.removeValue(forKey: $0) }
+        }
+        for session in gone {
+            await session.close()
+            requestIndex.withLock { $0.removeSession(session.id) }
+        }
+    }
+
     /// `session(forRequest:)`, and with a shared store also a request recorded by another server.
     public func find(forRequest requestID: String) async throws(StoreError) -> Session? {
         if let local = session(forRequest: requestID) { return local }

@@ -17,6 +17,8 @@ public protocol SessionStore: Sendable {
     /// Every stored session with its transcript, oldest first. Start-up only: it blocks the
     /// calling thread.
     func loadAll() throws(StoreError) -> [StoredSession]
+    /// Every session's settings and owner, without transcripts (entries empty), oldest first.
+    func listSessions() async throws(StoreError) -> [StoredSession]
     /// One session with its transcript; nil when there is none (never created, or deleted).
     func loadSession(_ id: String) async throws(StoreError) -> StoredSession?
     func createSession(_ session: StoredSession) async throws(StoreError)

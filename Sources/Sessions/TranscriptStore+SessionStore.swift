@@ -7,6 +7,15 @@ extension TranscriptStore: SessionStore {
         try loadAll().first { $0.id == id }
     }
 
+    public func listSessions() throws(StoreError) -> [StoredSession] {
+        try db.query("SELECT id, created, on_busy, options, owner FROM sessions ORDER BY created, id").map { row in
+            StoredSession(
+                id: row[0].text ?? "", created: row[1].int ?? 0,
+                onBusy: BusyPolicy(rawValue: row[2].text ?? "") ?? .queue, options: row[3].text, entries: [],
+                owner: row[4].text)
+        }
+    }
+
     public func sessionOfRequest(_ requestID: String) throws(StoreError) -> String? {
         try db.query(
             "SELECT session_id FROM entries WHERE request_id = ? AND kind = 'response' LIMIT 1", [.text(requestID)]

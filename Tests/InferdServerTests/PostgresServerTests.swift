@@ -33,6 +33,10 @@ struct PostgresServerTests {
             #expect(
                 try b.client().request("GET", "/v1/sessions/\(id)", headers: Self.auth("k2-0123456789abcdef")).status
                     == 404)
+            let listed = try b.client().request("GET", "/v1/sessions", headers: Self.auth("k1-0123456789abcdef"))
+            #expect((listed.json?["data"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
+            let otherKey = try b.client().request("GET", "/v1/sessions", headers: Self.auth("k2-0123456789abcdef"))
+            #expect((otherKey.json?["data"] as? [[String: Any]])?.isEmpty == true)
             let seen = try b.client().request("GET", "/v1/sessions/\(id)", headers: Self.auth("k1-0123456789abcdef"))
             #expect(seen.status == 200)
             #expect((seen.json?["transcript"] as? [[String: Any]])?.first?["content"] as? String == "You are terse.")

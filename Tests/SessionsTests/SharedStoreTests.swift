@@ -91,10 +91,22 @@ struct SharedStoreTests {
             ])
         _ = try await a.manager.find(onA.id)
         #expect(await onA.transcript == stored.entries, "a re-reads it")
+        // b's list and per-owner count follow the store: a session a creates shows up there.
+        let second = try await a.manager.create(instructions: nil, onBusy: .queue, options: nil, owner: "k1")
+        #expect(b.manager.count(ownedBy: "k1") == 1)
+        try await b.manager.synchronize()
+        #expect(b.manager.count(ownedBy: "k1") == 2)
+        #expect(Set(b.manager.all.map(\.id)) == [onA.id, second.id])
         // Deleted through a: gone on b too.
         #expect(try await a.manager.delete(onA.id))
         #expect(try await b.manager.find(onA.id) == nil)
         #expect(b.manager.session(onA.id) == nil)
+        #expect(try await a.manager.delete(second.id))
+        try await b.manager.synchronize()
+        #expect(b.manager.count == 1, "a session younger than the list read is kept (it may be new here)")
+        try await Task.sleep(for: .seconds(2))
+        try await b.manager.synchronize()
+        #expect(b.manager.count == 0)
     }
 
     @Test func concurrentTurnsOfOneSessionOnTwoServersNeverOverlap() async throws {

@@ -81,6 +81,11 @@ extension InferdApp {
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
         let owner = owner(of: request)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw Self.httpError(for: error)
+        }
         guard sessions.count(ownedBy: owner) < configuration.maxSessionsPerKey else {
             throw HTTPError.tooManyRequests(
                 "this API key already has \(configuration.maxSessionsPerKey) sessions, the most allowed; delete one first",
@@ -100,6 +105,11 @@ extension InferdApp {
     /// first unless `order=desc`; see `ListQuery`.
     func listSessions(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try ListQuery(request.query)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw Self.httpError(for: error)
+        }
         let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
         let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
