@@ -6,7 +6,8 @@
 #   pg-cluster.sh resume DIR   start it again
 #   pg-cluster.sh stop DIR     stop it and remove DIR
 # initdb refuses root, so as root the cluster runs as the `postgres` user that Debian's
-# postgresql package creates.
+# postgresql package creates. With PG_PASSWORD set at start, the user `inferd` needs that
+# password (scram-sha-256); otherwise no password is asked (trust).
 set -euo pipefail
 cmd=${1:?usage: pg-cluster.sh start|pause|resume|stop DIR}
 dir=${2:?usage: pg-cluster.sh start|pause|resume|stop DIR}
@@ -35,8 +36,15 @@ case "$cmd" in
   start)
     mkdir -p "$dir"
     [ ${#as_owner[@]} -gt 0 ] && chown postgres "$dir"
-    "${as_owner[@]}" "$bin/initdb" -D "$dir/data" -U inferd -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
+    auth=(-A trust)
+    if [ -n "${PG_PASSWORD:-}" ]; then
+      printf '%s\n' "$PG_PASSWORD" >"$dir/pwfile"
+      [ ${#as_owner[@]} -gt 0 ] && chown postgres "$dir/pwfile"
+      auth=(-A scram-sha-256 --pwfile="$dir/pwfile")
+    fi
+    "${as_owner[@]}" "$bin/initdb" -D "$dir/data" -U inferd "${auth[@]}" -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
       || { cat "$dir/initdb.log" >&2; exit 1; }
+    rm -f "$dir/pwfile"
     run_server
     echo "postgresql://inferd@/postgres?host=$dir"
     ;;

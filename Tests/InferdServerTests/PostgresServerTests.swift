@@ -226,4 +226,42 @@ struct PostgresServerTests {
             #expect(again.status == 200, "\(again.text)")
         }
     }
+
+    @Test func thePasswordComesFromStorePasswordFileAndIsNeverLogged() async throws {
+        let secret = "pw-\(UUID().uuidString.prefix(8))"
+        let cluster = try TestPostgres.startCluster(password: secret)
+        defer { TestPostgres.stopCluster(cluster.dir) }
+        let dir = Self.tempDir()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wrong = dir + "/wrong"
+        let right = dir + "/right"
+        try Data("not-\(secret)\n".utf8).write(to: URL(fileURLWithPath: wrong))
+        try Data("\(secret)\n".utf8).write(to: URL(fileURLWithPath: right))
+        let binary = TestPaths.packageRoot.appendingPathComponent(".build/release/inferd").path
+        let refused = try await offPool { () -> (Int32, String) in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: binary)
+            p.arguments = [
+                "serve", "--port", "0", "--data-dir", dir, "--model", SharedModel.path, "--store-url", cluster.url,
+                "--store-password-file", wrong,
+            ]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let data = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        #expect(refused.0 == 1)
+        #expect(refused.1.contains("password authentication failed"), "\(refused.1)")
+        #expect(!refused.1.contains(secret))
+        try await offPool {
+            let server = try Self.server(cluster.url, ["--store-password-file", right])
+            defer { server.stop() }
+            #expect(try server.client().postJSON("/v1/sessions", "{}").status == 201)
+            #expect(server.log.lines.withLock { $0 }.allSatisfy { !$0.contains(secret) })
+        }
+    }
 }

@@ -38,9 +38,13 @@ public enum TestPostgres {
     }
 
     /// A cluster of the test's own (to stop mid-run): its URL and folder. `stopCluster` removes it.
-    public static func startCluster() throws -> (url: String, dir: String) {
+    /// With `password`, the cluster's user needs it (scram-sha-256).
+    public static func startCluster(password: String? = nil) throws -> (url: String, dir: String) {
         let dir = "/tmp/inferd-pgt-" + UUID().uuidString.prefix(8)
-        let out = try run(packageRoot.appendingPathComponent("scripts/pg-cluster.sh").path, ["start", dir])
+        let script = packageRoot.appendingPathComponent("scripts/pg-cluster.sh").path
+        let out =
+            try password.map { try run("/usr/bin/env", ["PG_PASSWORD=\($0)", script, "start", dir]) }
+            ?? run(script, ["start", dir])
         return (out.trimmingCharacters(in: .whitespacesAndNewlines), dir)
     }
 
