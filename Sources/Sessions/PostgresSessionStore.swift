@@ -179,7 +179,7 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
 
     public func finishTurn(session: String, response: TranscriptEntry) async throws(StoreError) {
         let c = main
-        try await worker.run { () throws(StoreError) in
+        _ = try await worker.run { () throws(StoreError) in
             try c.query(
                 """
                 UPDATE entries SET content = $1, status = $2, finish_reason = $3, reason = $4
@@ -194,7 +194,7 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
 
     public func removeEntries(session: String, positions: [Int]) async throws(StoreError) {
         let c = main
-        try await worker.run { () throws(StoreError) in
+        _ = try await worker.run { () throws(StoreError) in
             try c.query(
                 "DELETE FROM entries WHERE session_id = $1 AND position = ANY($2::integer[])",
                 [session, "{" + positions.map(String.init).joined(separator: ",") + "}"])

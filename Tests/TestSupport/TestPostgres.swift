@@ -68,8 +68,8 @@ public enum TestPostgres {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-run-\(UUID().uuidString)")
         let outURL = base.appendingPathExtension("out")
         let errURL = base.appendingPathExtension("err")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
