@@ -7,7 +7,7 @@ memory back within 10 % of its level before the run.
 Starts `inferd serve` on port 0 (JSON logs into a file), waits for /health, runs the churn once
 as a warm-up (not counted), waits until the server is idle and takes its threads, fds and RSS as
 the baseline, then runs CLIENTS threads for SECONDS. Each client loops: open a streaming request
-(native /v1/responses stream, OpenAI /v1/chat/completions stream, or a turn of its own session),
+(native /v1/generations stream, OpenAI /v1/chat/completions stream, or a turn of its own session),
 read for a random 0.1-3 s, then close the socket abruptly (half of them with an RST: SO_LINGER 0);
 about one request in six asks for a short answer and reads it to the end instead. Greedy
 requests use a few fixed prompts, so identical ones often share one generation (single-flight)
@@ -94,7 +94,7 @@ def one_stream(port, run, rng, rid, kind, session_id):
     greedy = rng.random() < 0.6
     prompt = rng.choice(PROMPTS)
     if kind == "native":
-        path = "/v1/responses"
+        path = "/v1/generations"
         options = {"max_tokens": max_tokens, "ignore_eos": not short, "temperature": 0 if greedy else 0.7}
         body = {"prompt": prompt, "stream": True, "options": options}
     elif kind == "chat":

@@ -4,7 +4,7 @@
 Starts `inferd serve` on port 0 (with API keys, so auth is exercised), waits for /health, and runs
 CLIENTS threads until SECONDS pass. Each request is one of: a session's life (create, turns
 some of them abandoned mid-stream, a read by another key which must get 404, a transcript
-check, delete), a one-shot /v1/responses, a full
+check, delete), a one-shot /v1/generations, a full
 stream, a stream or one-shot the client abandons part-way (a cancel: the server must notice the
 disconnect and stop), or a bad request (bad JSON, too deep, max_tokens over the limit, no key,
 wrong key, unknown path, oversized body). Every request sent is classified by the client as
@@ -79,14 +79,14 @@ def client(port, deadline, counts, rng):
         counts.sent()
         try:
             if kind == "oneshot":
-                s = raw_request(port, "POST", "/v1/responses", json.dumps(body).encode(), auth)
+                s = raw_request(port, "POST", "/v1/generations", json.dumps(body).encode(), auth)
                 data = read_all(s)
                 s.close()
                 ok = status_of(data) == 200 and b'"status":"completed"' in data
                 counts.add("completed" if ok else "failed", kind, data[:200])
             elif kind == "stream":
                 body["stream"] = True
-                s = raw_request(port, "POST", "/v1/responses", json.dumps(body).encode(), auth)
+                s = raw_request(port, "POST", "/v1/generations", json.dumps(body).encode(), auth)
                 data = read_all(s)
                 s.close()
                 ok = status_of(data) == 200 and data.count(b"event: completed") == 1 and b"event: error" not in data
@@ -95,7 +95,7 @@ def client(port, deadline, counts, rng):
                 body["stream"] = True
                 body["options"]["max_tokens"] = 200
                 body["options"]["ignore_eos"] = True
-                s = raw_request(port, "POST", "/v1/responses", json.dumps(body).encode(), auth)
+                s = raw_request(port, "POST", "/v1/generations", json.dumps(body).encode(), auth)
                 wanted = rng.choice([b"event: started", b"event: snapshot", b"HTTP/1.1"])
                 data = read_all(s, stop=lambda d: wanted in d)
                 s.close()  # a disconnect mid-stream: the server must cancel the generation
@@ -103,7 +103,7 @@ def client(port, deadline, counts, rng):
             elif kind == "oneshot_abandon":
                 body["options"]["max_tokens"] = 200
                 body["options"]["ignore_eos"] = True
-                s = raw_request(port, "POST", "/v1/responses", json.dumps(body).encode(), auth)
+                s = raw_request(port, "POST", "/v1/generations", json.dumps(body).encode(), auth)
                 time.sleep(rng.uniform(0.0, 0.3))
                 s.close()
                 counts.add("cancelled", kind)
@@ -113,7 +113,7 @@ def client(port, deadline, counts, rng):
                           "path": 404, "big": 413}[which]
                 headers = dict(auth)
                 payload = json.dumps(body).encode()
-                path = "/v1/responses"
+                path = "/v1/generations"
                 if which == "json":
                     payload = b'{"prompt": "Hi"'
                 elif which == "deep":

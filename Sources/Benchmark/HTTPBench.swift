@@ -6,7 +6,7 @@ import InferdServer
 import Telemetry
 
 /// `inferd bench --http`: starts the server in-process on a free port, streams one
-/// `/v1/responses` request with a ~60-token prompt over a real socket, and measures what a
+/// `/v1/generations` request with a ~60-token prompt over a real socket, and measures what a
 /// client sees: time to the first `snapshot` event and tokens per second.
 enum HTTPBench {
     struct Result: Encodable {
@@ -153,7 +153,7 @@ enum HTTPBench {
                 options: .greedy(maxTokens: maxTokens, ignoreEos: ignoreEOS)))
     }
 
-    /// A `/v1/responses` request body, with the server's own options type.
+    /// A `/v1/generations` request body, with the server's own options type.
     struct BenchRequest: Encodable {
         var prompt: String
         var stream: Bool
@@ -164,7 +164,7 @@ enum HTTPBench {
     static func measure(port: Int, body: String, onFirstSnapshot: (() -> Void)? = nil) throws -> Result {
         let start = ContinuousClock.now
         let fd = try LoopbackClient(host: "127.0.0.1", port: port, timeoutSeconds: 120)
-            .open("POST", "/v1/responses", json: body)
+            .open("POST", "/v1/generations", json: body)
         defer { close(fd) }
         var received = ""
         var firstSnapshot: ContinuousClock.Instant?

@@ -148,6 +148,9 @@ extension HTTPServer {
             _ = MHD_add_response_header(response, name, value)
         }
         _ = MHD_add_response_header(response, "X-Request-Id", exchange.requestID)
+        for (name, value) in configuration.responseHeaders {
+            _ = MHD_add_response_header(response, name, value)
+        }
         return MHD_queue_response(connection, UInt32(clamping: head.status), response)
     }
 

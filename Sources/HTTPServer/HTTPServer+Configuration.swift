@@ -16,6 +16,8 @@ extension HTTPServer {
         public var heartbeatSeconds: Double = 10
         /// How long `shutdown()` lets in-flight requests finish before cancelling them.
         public var drainSeconds: Double = 10
+        /// Headers every response carries besides `X-Request-Id` (a replica's name).
+        public var responseHeaders: [(String, String)] = []
         /// Kernel send buffer per connection (SO_SNDBUF; 0 = system default, which autotunes to
         /// megabytes). Small keeps a slow SSE client from sitting on stale snapshots in the kernel:
         /// once it fills, snapshots are conflated in the server instead.

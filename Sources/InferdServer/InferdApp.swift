@@ -21,16 +21,23 @@ public final class InferdApp: Sendable {
     public let sessions: SessionManager
     /// Validation, submission, metrics and error mapping shared by every route's generations.
     let generations: GenerationService
+    /// Stored Responses-API responses (in-memory unless one is given) and the ones generating now.
+    let responseStore: ResponseStore
+    let liveResponses = ResponseRegistry()
     let startedAt = Date()
+    /// This replica's name (`replica_id`, else the host name), on every response and `started` event.
+    let replicaId: String
 
     public init(
         configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
-        sessions: SessionManager? = nil
+        sessions: SessionManager? = nil, responses: ResponseStore? = nil
     ) {
         self.configuration = configuration
         self.host = host
         self.logger = logger
         self.metrics = metrics
+        replicaId = configuration.effectiveReplicaId
+        responseStore = responses ?? .inMemory()
         generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
         do {
             (keyring, metricsKeyring) = try configuration.keyrings()
@@ -50,7 +57,8 @@ public final class InferdApp: Sendable {
         router.use { [self] request, next in try await authenticate(request, next: next) }
         router.get("/health") { [self] request in health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
-        router.post("/v1/responses") { [self] request in try await respond(request) }
+        router.post("/v1/generations") { [self] request in try await createGeneration(request) }
+        addResponsesRoutes(to: router)
         registerSessionRoutes(router)
         addOpenAIRoutes(to: router)
         return router

@@ -49,6 +49,16 @@ enum ServeCommand {
                 "session store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
             return 1
         }
+        let responses: ResponseStore
+        do {
+            responses = try ResponseStore.open(dataDir: config.dataDir)
+            logger.info(
+                "responses restored",
+                ["count": "\(responses.count)", "interrupted": "\(responses.interruptedOnOpen.count)"])
+        } catch {
+            logger.error("response store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
+            return 1
+        }
         let chatTemplate: String?
         do {
             chatTemplate = try config.chatTemplateOverride()
@@ -57,7 +67,9 @@ enum ServeCommand {
             return 1
         }
         let host = ModelHost()
-        let app = InferdApp(configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions)
+        let app = InferdApp(
+            configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions,
+            responses: responses)
         let server = HTTPServer(
             configuration: httpConfiguration, router: app.makeRouter(), logger: logger,
             metrics: metrics)
@@ -87,6 +99,7 @@ enum ServeCommand {
             logger.error("shutdown started", ["reason": "model_load_failed"])
         }
         await server.shutdown()
+        await app.stopBackgroundResponses()
         host.backend?.shutdown()
         logger.info("shutdown complete")
         return reason == .modelLoadFailed ? 1 : 0
@@ -105,6 +118,7 @@ extension HTTPServer.Configuration {
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,
             headerMemoryLimitBytes: c.headerMemoryLimitBytes, heartbeatSeconds: c.heartbeatSeconds,
             drainSeconds: c.drainSeconds, maxJSONDepth: c.maxJSONDepth)
+        responseHeaders = [("X-Inferd-Replica", c.effectiveReplicaId)]
         switch (c.tlsCert.isEmpty, c.tlsKey.isEmpty) {
         case (true, true): break
         case (false, true): throw ConfigurationError("tls_cert is set but tls_key is not: HTTPS needs both")

@@ -17,6 +17,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var storeURL = ""
     /// A file holding the PostgreSQL password (overrides the URL's and `PGPASSWORD`).
     public var storePasswordFile = ""
+    /// This server's name among replicas: every response carries it (`X-Inferd-Replica`), so a
+    /// load balancer's affinity can be seen and checked. "" uses the host name.
+    public var replicaId = ""
     public var logFormat = Logger.Format.text
     public var logLevel = Logger.Level.info
     public var maxBodyBytes = 1 << 20
@@ -60,6 +63,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var singleFlight = true
     /// Chat template override: "" (the model's own), a built-in name, or "@/path/file.jinja".
     public var chatTemplate = ""
+    /// Stored responses (`/v1/responses`, `store: true`) older than this many days are deleted.
+    public var responseMaxAgeDays = 30
+    /// Most stored responses kept; past it the oldest finished ones are deleted first.
+    public var maxStoredResponses = 10_000
 
     public init() {}
 }
@@ -120,6 +127,9 @@ extension ServerConfiguration {
         str(
             "store_password_file", "File holding the PostgreSQL password (else the URL's or PGPASSWORD).",
             \.storePasswordFile, optional: true),
+        str(
+            "replica_id", "This replica's name in the X-Inferd-Replica header (empty: the host name).", \.replicaId,
+            optional: true),
         choice("log_format", "Log line format.", \.logFormat),
         choice("log_level", "Lowest level logged.", \.logLevel),
         int("max_body_bytes", "Largest request body accepted; larger gets 413.", \.maxBodyBytes, min: 1),
@@ -168,6 +178,12 @@ extension ServerConfiguration {
         int(
             "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
             \.kvCacheMiB, min: 0),
+        int(
+            "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
+            \.responseMaxAgeDays, min: 1),
+        int(
+            "max_stored_responses", "Most stored /v1/responses kept; past it the oldest finished are deleted.",
+            \.maxStoredResponses, min: 1),
         int(
             "max_active_sequences", "Generations the engine runs at once (one batched pass); the rest wait in a queue.",
             \.maxActiveSequences, min: 1),
@@ -234,5 +250,12 @@ extension ServerConfiguration {
             key: key, kind: .double, help: help, minimum: 0,
             apply: { c, v in if case .double(let d) = v { c[keyPath: path] = d } },
             read: { .double($0[keyPath: path]) })
+    }
+}
+
+extension ServerConfiguration {
+    /// `replica_id`, or the host name when it is not set.
+    public var effectiveReplicaId: String {
+        replicaId.isEmpty ? ProcessInfo.processInfo.hostName : replicaId
     }
 }

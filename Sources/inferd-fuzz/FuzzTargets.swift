@@ -52,8 +52,8 @@ enum FuzzTarget: String, CaseIterable {
         let request = HTTPRequest(
             id: "fuzz", method: .post, path: "/", headers: HTTPHeaders([("Content-Type", "application/json")]),
             body: Array(data.dropFirst()), maxJSONDepth: 32)
-        switch selector % 7 {
-        case 0: _ = try? ResponseRequestBody(request)
+        switch selector % 8 {
+        case 0: _ = try? GenerationRequestBody(request)
         case 1: _ = try? request.decodeJSON(GenerationOptionsBody.self)
         case 2:
             guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
@@ -63,20 +63,25 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? OpenAICompletionRequest(OpenAIFields(fields))
         case 4: _ = try? CreateSessionBody(request)
         case 5: _ = try? SessionTurnRequestBody(request)
-        default: _ = try? SessionCancelBody(request)
+        case 6: _ = try? SessionCancelBody(request)
+        default:
+            guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
+            _ = try? ResponsesRequest(OpenAIFields(fields))
         }
     }
 
     static let router: Router = {
         let r = Router()
         for pattern in [
-            "/health", "/metrics", "/v1/responses", "/v1/models", "/v1/models/{model}", "/v1/sessions",
-            "/v1/sessions/{id}", "/v1/sessions/{id}/responses", "/v1/requests/{id}/cancel",
+            "/health", "/metrics", "/v1/generations", "/v1/models", "/v1/models/{model}", "/v1/sessions",
+            "/v1/sessions/{id}", "/v1/sessions/{id}/responses", "/v1/requests/{id}/cancel", "/v1/responses",
+            "/v1/responses/{id}", "/v1/responses/{id}/input_items", "/v1/responses/{id}/cancel",
         ] {
             r.get(pattern) { _ in .text("") }
             r.post(pattern) { _ in .text("") }
         }
         r.delete("/v1/sessions/{id}") { _ in .text("") }
+        r.delete("/v1/responses/{id}") { _ in .text("") }
         return r
     }()
 

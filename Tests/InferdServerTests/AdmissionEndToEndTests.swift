@@ -48,7 +48,7 @@ import Testing
     func hold(_ s: RunningServer) async throws -> TestClient {
         let holder = try s.client()
         let status = try await offPool { () -> Int in
-            let (status, _) = try holder.startStream("/v1/responses", Self.endless)
+            let (status, _) = try holder.startStream("/v1/generations", Self.endless)
             var reader = SSEReader()
             try holder.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
             return status
@@ -65,7 +65,7 @@ import Testing
         let holder = try await hold(s)
         let waiter = try s.client()
         let (status, queuedData) = try await offPool { () -> (Int, String) in
-            let (status, _) = try waiter.startStream("/v1/responses", Self.endless)
+            let (status, _) = try waiter.startStream("/v1/generations", Self.endless)
             var reader = SSEReader()
             try waiter.readEvents(into: &reader) { $0.events.contains { $0.name == "queued" } }
             return (status, reader.events.first { $0.name == "queued" }?.data ?? "")
@@ -73,12 +73,12 @@ import Testing
         #expect(status == 200 && jsonObject(queuedData)["position"] as? Int == 1)
 
         let native = try await offPool {
-            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "options": ["max_tokens": 4]]))
+            try s.client().postJSON("/v1/generations", jsonString(["prompt": "Hi", "options": ["max_tokens": 4]]))
         }
         #expect(native.status == 503 && native.errorCode == "server_busy")
         #expect(Int(native.header("Retry-After") ?? "").map { $0 >= 1 } == true)
         // A stream is refused before it starts, with a plain 503 too.
-        let refusedStream = try await offPool { try s.client().startStream("/v1/responses", Self.endless) }
+        let refusedStream = try await offPool { try s.client().startStream("/v1/generations", Self.endless) }
         #expect(refusedStream.status == 503)
         let chat = try await offPool {
             try s.client().postJSON(
@@ -96,7 +96,21 @@ import Testing
             try s.client().postJSON("/v1/sessions/\(sessionID)/responses", jsonString(["prompt": "Hi"]))
         }
         #expect(turn.status == 503 && turn.errorCode == "server_busy")
-        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 4)
+        // The Responses API, foreground or background: refused before anything is stored.
+        for background in [false, true] {
+            let response = try await offPool {
+                try s.client().postJSON(
+                    "/v1/responses",
+                    jsonString([
+                        "model": "SmolLM2-135M-Instruct.Q4_1", "input": "Hi", "max_output_tokens": 4,
+                        "background": background,
+                    ]))
+            }
+            #expect(
+                response.status == 503 && response.errorCode == "server_busy" && response.header("Retry-After") != nil)
+        }
+        #expect(s.app.responseStore.count == 0 && s.app.liveResponses.count == 0)
+        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 6)
 
         let metricsText = try await offPool { try s.client().request("GET", "/metrics").text }
         for name in [
@@ -123,7 +137,7 @@ import Testing
         // The engine is idle: it starts at once and is cut at its deadline, keeping what it has.
         let running = try await offPool {
             try s.client().postJSON(
-                "/v1/responses",
+                "/v1/generations",
                 jsonString([
                     "prompt": "Count from one to one thousand.", "timeout_seconds": 0.5,
                     "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
@@ -146,14 +160,14 @@ import Testing
 
         let holder = try await hold(s)
         let waiting = try await offPool {
-            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "timeout_seconds": 0.3]))
+            try s.client().postJSON("/v1/generations", jsonString(["prompt": "Hi", "timeout_seconds": 0.3]))
         }
         #expect(waiting.status == 503 && waiting.errorCode == "timeout")
         // A stream has sent its headers by then: it ends with an error event instead.
         let events = try await offPool { () -> [SSEReader.Event] in
             let c = try s.client()
             _ = try c.startStream(
-                "/v1/responses", jsonString(["prompt": "Hi", "stream": true, "timeout_seconds": 0.3]))
+                "/v1/generations", jsonString(["prompt": "Hi", "stream": true, "timeout_seconds": 0.3]))
             var reader = SSEReader()
             try c.readEvents(into: &reader) { $0.events.contains { $0.name == "error" || $0.name == "completed" } }
             return reader.events
@@ -171,12 +185,12 @@ import Testing
         let s = try server()
         for bad in ["0", "-1", "1e9", "\"soon\"", "true"] {
             let r = try await offPool {
-                try s.client().postJSON("/v1/responses", "{\"prompt\": \"Hi\", \"timeout_seconds\": \(bad)}")
+                try s.client().postJSON("/v1/generations", "{\"prompt\": \"Hi\", \"timeout_seconds\": \(bad)}")
             }
             #expect(r.status == 400 && r.text.contains("timeout_seconds"), "timeout_seconds \(bad): \(r.text)")
         }
         let priority = try await offPool {
-            try s.client().postJSON("/v1/responses", jsonString(["prompt": "Hi", "priority": "urgent"]))
+            try s.client().postJSON("/v1/generations", jsonString(["prompt": "Hi", "priority": "urgent"]))
         }
         #expect(priority.status == 400 && priority.text.contains("priority"))
         let chat = try await offPool {

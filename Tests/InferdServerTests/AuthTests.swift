@@ -91,7 +91,7 @@ import Testing
     {
         try await offPool {
             try s.client().postJSON(
-                "/v1/responses", body, headers: key.map { [("Authorization", "\(scheme) \($0)")] } ?? [])
+                "/v1/generations", body, headers: key.map { [("Authorization", "\(scheme) \($0)")] } ?? [])
         }
     }
 
@@ -109,7 +109,7 @@ import Testing
             #expect(basic.status == 401 && basic.errorCode == "invalid_authorization")
             // Unknown paths and methods do not reveal what exists.
             #expect(try await get(s, "/v1/nothing-here").status == 401)
-            #expect(try await get(s, "/v1/responses").status == 401)
+            #expect(try await get(s, "/v1/generations").status == 401)
             #expect(try await get(s, "/v1/nothing-here", key: Self.beta).status == 404)
             #expect(try await get(s, "/metrics").status == 401)
             #expect(try await get(s, "/metrics", key: Self.beta).status == 200)

@@ -57,7 +57,7 @@ import Testing
         #expect((error["message"] as? String ?? "").contains("chat_template"), "\(chat.text)")
         #expect((error["message"] as? String ?? "").contains("--chat-template"), "\(chat.text)")
 
-        let native = try await post("/v1/responses", jsonString(["prompt": "hi", "options": ["max_tokens": 2]]))
+        let native = try await post("/v1/generations", jsonString(["prompt": "hi", "options": ["max_tokens": 2]]))
         #expect(native.status == 400, "\(native.text)")
         #expect(native.text.contains("chat_template"))
 

@@ -67,7 +67,7 @@ import Testing
             let chat =
                 #"{"model":"\#(model)","messages":[{"role":"user","content":"Name three colours."}],"#
                 + #""temperature":0,"max_tokens":24}"#
-            for (path, body) in [("/v1/responses", native), ("/v1/chat/completions", chat)] {
+            for (path, body) in [("/v1/generations", native), ("/v1/chat/completions", chat)] {
                 let a = try await offPool { try s.client().postJSON(path, body) }
                 let b = try await offPool { try s.client().postJSON(path, body) }
                 #expect(a.status == 200 && b.status == 200)
@@ -94,8 +94,8 @@ import Testing
                     return reader.events
                 }
             }
-            let first = try await stream("/v1/responses", body)
-            let second = try await stream("/v1/responses", body)
+            let first = try await stream("/v1/generations", body)
+            let second = try await stream("/v1/generations", body)
             #expect(first.filter { $0.name == "snapshot" }.count >= 2)
             let created = try await offPool { try s.client().postJSON("/v1/sessions", "{}") }
             let sid = try #require(created.json?["id"] as? String)

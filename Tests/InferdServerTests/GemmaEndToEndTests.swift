@@ -74,7 +74,7 @@ import Testing
             ])
             let reader = try await offPool {
                 let c = try s.client(timeout: 300)
-                let (status, _) = try c.startStream("/v1/responses", json)
+                let (status, _) = try c.startStream("/v1/generations", json)
                 #expect(status == 200)
                 var reader = SSEReader()
                 try c.readEvents(into: &reader) { r in r.events.contains { $0.name == "completed" } }
@@ -140,7 +140,7 @@ import Testing
             ])
             try await offPool {
                 let c = try s.client(timeout: 300)
-                _ = try c.startStream("/v1/responses", json)
+                _ = try c.startStream("/v1/generations", json)
                 var reader = SSEReader()
                 try c.readEvents(into: &reader) { r in r.events.contains { $0.name == "snapshot" } }
                 c.close()

@@ -24,7 +24,7 @@ import Testing
         try await RunningServer.with { s in
             let generated = try await offPool { () -> Int in
                 let r = try s.client().postJSON(
-                    "/v1/responses",
+                    "/v1/generations",
                     #"{"prompt": "Count from 1 to 50.", "options": {"temperature": 0, "max_tokens": 12, "ignore_eos": true}}"#
                 )
                 return (r.json?["usage"] as? [String: Any])?["completion_tokens"] as? Int ?? -1

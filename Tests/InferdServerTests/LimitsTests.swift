@@ -10,7 +10,7 @@ import Testing
 /// in HTTPServerTests.)
 @Suite struct LimitsTests {
     func post(_ s: RunningServer, _ body: String) async throws -> RawResponse {
-        try await offPool { try s.client().postJSON("/v1/responses", body) }
+        try await offPool { try s.client().postJSON("/v1/generations", body) }
     }
 
     @Test func promptTokensAndMaxTokensAreCapped() async throws {

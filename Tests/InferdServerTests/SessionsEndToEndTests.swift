@@ -72,7 +72,7 @@ import Testing
             let prompt = try #require(started["prompt_tokens"] as? Int)
             let cached = try #require(started["cached_tokens"] as? Int)
             let firstUsage = try #require(a["usage"] as? [String: Any])
-            // The one native usage shape: total_tokens as on /v1/responses.
+            // The one native usage shape: total_tokens as on /v1/generations.
             let firstPrompt = try #require(firstUsage["prompt_tokens"] as? Int)
             let firstCompletion = try #require(firstUsage["completion_tokens"] as? Int)
             #expect(firstUsage["total_tokens"] as? Int == firstPrompt + firstCompletion, "\(firstUsage)")

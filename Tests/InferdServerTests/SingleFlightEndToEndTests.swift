@@ -22,7 +22,7 @@ import Testing
     /// Starts a stream and reads it until its first snapshot: its generation is then in flight.
     static func begin(_ client: TestClient) async throws -> Stream {
         try await offPool {
-            let (status, headers) = try client.startStream("/v1/responses", body)
+            let (status, headers) = try client.startStream("/v1/generations", body)
             guard status == 200 else { throw ClientError(description: "status \(status)") }
             var reader = SSEReader()
             try client.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }

@@ -58,7 +58,8 @@ import Testing
                 "curl",
                 [
                     "-sS", "--max-time", "60", "--cacert", cacert, "-H", "Content-Type: application/json", "-d",
-                    #"{"prompt":"Hi","stream":true,"options":{"temperature":0,"max_tokens":4}}"#, url + "/v1/responses",
+                    #"{"prompt":"Hi","stream":true,"options":{"temperature":0,"max_tokens":4}}"#,
+                    url + "/v1/generations",
                 ])
             #expect(answer.status == 0 && answer.output.contains("event: completed"), "\(answer.output)")
             // An unverified client is refused by curl itself; plain HTTP gets no HTTP answer.

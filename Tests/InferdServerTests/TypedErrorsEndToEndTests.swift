@@ -35,7 +35,7 @@ import Testing
     ])
     func wrongTypesAndRangesAreInvalidValues(body: String, field: String) async throws {
         try await serve { s in
-            let e = try await post(s, "/v1/responses", body)
+            let e = try await post(s, "/v1/generations", body)
             #expect(e.status == 400 && e.code == "invalid_value" && e.param == field, "\(body) → \(e)")
             #expect(!e.message.contains("JSON"), "\(e)")
         }
@@ -44,8 +44,8 @@ import Testing
     @Test func unknownFieldsAreRefusedOnEveryNativeRoute() async throws {
         try await serve { s in
             let cases: [(String, String, String)] = [
-                ("/v1/responses", #"{"prompt":"hi","options":{"temprature":0}}"#, "options.temprature"),
-                ("/v1/responses", #"{"prompt":"hi","max_tokens":5}"#, "max_tokens"),
+                ("/v1/generations", #"{"prompt":"hi","options":{"temprature":0}}"#, "options.temprature"),
+                ("/v1/generations", #"{"prompt":"hi","max_tokens":5}"#, "max_tokens"),
                 ("/v1/sessions", #"{"bogus":1}"#, "bogus"),
                 ("/v1/sessions", #"{"options":{"max_token":5}}"#, "options.max_token"),
             ]
@@ -74,18 +74,18 @@ import Testing
         try await serve { s in
             let cases: [(String, String, String, String)] = [
                 (
-                    "/v1/responses", #"{"prompt":"hi","options":{"temperature":-1}}"#, "invalid_option",
+                    "/v1/generations", #"{"prompt":"hi","options":{"temperature":-1}}"#, "invalid_option",
                     "options.temperature"
                 ),
                 (
-                    "/v1/responses", #"{"prompt":"hi","options":{"max_tokens":0}}"#, "invalid_option",
+                    "/v1/generations", #"{"prompt":"hi","options":{"max_tokens":0}}"#, "invalid_option",
                     "options.max_tokens"
                 ),
-                ("/v1/responses", #"{"prompt":"hi","options":{"stop":[""]}}"#, "invalid_option", "options.stop"),
-                ("/v1/responses", #"{"prompt":"hi","priority":"urgent"}"#, "invalid_request", "priority"),
-                ("/v1/responses", #"{"prompt":"hi","timeout_seconds":-2}"#, "invalid_request", "timeout_seconds"),
-                ("/v1/responses", #"{"prompt":""}"#, "invalid_request", "prompt"),
-                ("/v1/responses", #"{"instructions":"x"}"#, "invalid_request", "prompt"),
+                ("/v1/generations", #"{"prompt":"hi","options":{"stop":[""]}}"#, "invalid_option", "options.stop"),
+                ("/v1/generations", #"{"prompt":"hi","priority":"urgent"}"#, "invalid_request", "priority"),
+                ("/v1/generations", #"{"prompt":"hi","timeout_seconds":-2}"#, "invalid_request", "timeout_seconds"),
+                ("/v1/generations", #"{"prompt":""}"#, "invalid_request", "prompt"),
+                ("/v1/generations", #"{"instructions":"x"}"#, "invalid_request", "prompt"),
                 ("/v1/sessions", #"{"on_busy":"wait"}"#, "invalid_request", "on_busy"),
                 ("/v1/sessions", #"{"options":{"top_p":2}}"#, "invalid_option", "options.top_p"),
             ]

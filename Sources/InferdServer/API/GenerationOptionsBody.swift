@@ -1,7 +1,7 @@
 import Engine
 import HTTPServer
 
-/// The `options` object of native requests (`/v1/responses`, sessions). Every field is optional;
+/// The `options` object of native requests (`/v1/generations`, sessions). Every field is optional;
 /// absent ones take the server's defaults.
 package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var temperature: Float?

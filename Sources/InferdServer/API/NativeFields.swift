@@ -1,6 +1,6 @@
 import HTTPServer
 
-/// A native request body (`/v1/responses`, the session routes) read one typed field at a time,
+/// A native request body (`/v1/generations`, the session routes) read one typed field at a time,
 /// as the OpenAI routes read theirs. A field the route does not know is a 400 `unknown_parameter`
 /// naming it (a misspelt option must not silently do nothing); a value of the wrong type or
 /// range is a 400 `invalid_value` naming it. Null counts as absent.

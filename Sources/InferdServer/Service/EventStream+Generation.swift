@@ -8,13 +8,14 @@ import HTTPServer
 extension EventStream {
     /// `queued` and `started` are sent as they come; snapshots are conflated for a slow reader
     /// (a newer one replaces an unsent one, which loses nothing: each holds the whole answer).
-    func send(_ event: GenerationEvent) {
+    /// `started` names the replica that runs the request.
+    func send(_ event: GenerationEvent, replica: String) {
         let id = requestID
         switch event {
         case .queued(let position):
             send(.queued, QueuedEvent(requestId: id, position: position))
         case .started(let p, let c):
-            send(.started, StartedEvent(requestId: id, promptTokens: p, cachedTokens: c))
+            send(.started, StartedEvent(requestId: id, promptTokens: p, cachedTokens: c, replicaId: replica))
         case .snapshot(let content, let n):
             sendSnapshot(
                 event: GenerationEventName.snapshot.rawValue,
@@ -49,10 +50,12 @@ struct StartedEvent: Codable, Sendable {
     var requestId: String
     var promptTokens: Int?
     var cachedTokens: Int?
+    var replicaId: String
     enum CodingKeys: String, CodingKey {
         case requestId = "request_id"
         case promptTokens = "prompt_tokens"
         case cachedTokens = "cached_tokens"
+        case replicaId = "replica_id"
     }
 }
 

@@ -144,12 +144,12 @@ extension InferdApp {
         let reason = sessionCancelReason(request.context)
         let latency = generations.latency(route: "sessions", priority: admission.priority, arrival: arrival)
         if body.stream == true {
-            return .eventStream { stream in
+            return .eventStream { [replicaId] stream in
                 let outcome = await session.run(
                     turn.id,
                     observer: { event in
                         latency.observe(event)
-                        stream.send(event)
+                        stream.send(event, replica: replicaId)
                     }
                 ) { reason() }
                 latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)

@@ -5,11 +5,11 @@ import HTTPServer
 import Telemetry
 
 extension InferdApp {
-    /// `POST /v1/responses`: an independent one-shot generation with an ephemeral sequence.
-    func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
+    /// `POST /v1/generations`: an independent one-shot generation with an ephemeral sequence.
+    func createGeneration(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
         let backend = try requireBackend()
-        let body = try ResponseRequestBody(request)
+        let body = try GenerationRequestBody(request)
         guard !body.prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: "prompt")
         }
@@ -29,32 +29,32 @@ extension InferdApp {
                 generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival,
                 onEvent: relay.forward)
             return .eventStream { [self] stream in
-                await streamResponse(ticket, events: relay, backend: backend, stream: stream)
+                await streamGeneration(ticket, events: relay, backend: backend, stream: stream)
             }
         }
         let result = try await generations.runGeneration(
             generation, backend: backend, requestID: request.id, route: "generations", arrival: arrival)
         let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
-        return .json(responseBody(result, id: request.id, backend: backend, reason: reason))
+        return .json(generationBody(result, id: request.id, backend: backend, reason: reason))
     }
 
-    func responseBody(_ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?)
-        -> ResponseBody
+    func generationBody(_ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?)
+        -> GenerationBody
     {
-        ResponseBody(
+        GenerationBody(
             id: id, created: Int(Date().timeIntervalSince1970), model: backend.modelName,
             status: result.finishReason == .cancelled ? "cancelled" : "completed", content: result.content,
             finishReason: result.finishReason.rawValue, usage: UsageBody(result.usage),
             timings: TimingsBody(result.timings), reason: reason)
     }
 
-    /// The SSE side of `/v1/responses`: `queued` while it waits for a place in the engine,
+    /// The SSE side of `/v1/generations`: `queued` while it waits for a place in the engine,
     /// `started`, `snapshot`s (conflated for slow readers), then exactly one of `completed`,
     /// `cancelled` or `error` (`timeout` when it waited past its `timeout_seconds`).
-    func streamResponse(
+    func streamGeneration(
         _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream
     ) async {
-        events.attach { event in stream.send(event) }
+        events.attach { [replicaId] event in stream.send(event, replica: replicaId) }
         let result: GenerationResult
         do {
             result = try await generations.awaitGeneration(ticket, requestID: stream.requestID)
@@ -66,7 +66,7 @@ extension InferdApp {
             result.finishReason == .cancelled ? stream.context.cancellationReason?.rawValue ?? "cancelled" : nil
         stream.send(
             result.finishReason.terminalEvent,
-            responseBody(result, id: stream.requestID, backend: backend, reason: reason))
+            generationBody(result, id: stream.requestID, backend: backend, reason: reason))
     }
 
     /// An SSE payload or stored value, in the one wire encoding (sorted keys).

@@ -1,8 +1,8 @@
 import Engine
 import HTTPServer
 
-/// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
-package struct ResponseRequestBody: Sendable {
+/// `POST /v1/generations`: one independent prompt, answered once or streamed as snapshots.
+package struct GenerationRequestBody: Sendable {
     var prompt: String
     var instructions: String?
     var stream: Bool?
@@ -73,7 +73,7 @@ struct TimingsBody: Codable, Sendable, Equatable {
 }
 
 /// The non-streaming answer, and the `completed`/`cancelled` terminal events' payload.
-struct ResponseBody: Codable, Sendable {
+struct GenerationBody: Codable, Sendable {
     var id: String
     var object = "response"
     var created: Int

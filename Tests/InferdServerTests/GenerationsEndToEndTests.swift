@@ -6,15 +6,15 @@ import Testing
 
 @testable import InferdServer
 
-/// `/v1/responses` over a real socket with the real model.
-@Suite struct ResponsesEndToEndTests {
+/// `/v1/generations` over a real socket with the real model.
+@Suite struct GenerationsEndToEndTests {
     @Test func answersOnceExactlyAsTheReference() async throws {
         try await RunningServer.with { s in
             let ref = try GreedyCase.named("fact_question")
             let body = jsonString([
                 "prompt": ref.messages[0].content, "options": ["temperature": 0, "max_tokens": 48],
             ])
-            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            let r = try await offPool { try s.client().postJSON("/v1/generations", body) }
             #expect(r.status == 200)
             #expect(r.header("X-Request-Id") != nil)
             let json = try #require(r.json)
@@ -35,7 +35,7 @@ import Testing
             ])
             let (status, headers, reader) = try await offPool { () -> (Int, [(String, String)], SSEReader) in
                 let c = try s.client()
-                let (status, headers) = try c.startStream("/v1/responses", body)
+                let (status, headers) = try c.startStream("/v1/generations", body)
                 var reader = SSEReader()
                 try c.readEvents(into: &reader) { r in
                     r.events.contains { ["completed", "error", "cancelled"].contains($0.name) }
@@ -71,7 +71,7 @@ import Testing
             ])
             let client = try s.client()
             let read = try await offPool { () -> Int in
-                _ = try client.startStream("/v1/responses", body)
+                _ = try client.startStream("/v1/generations", body)
                 var reader = SSEReader()
                 try client.readEvents(into: &reader) { $0.events.filter { $0.name == "snapshot" }.count >= 5 }
                 client.close()
@@ -93,7 +93,7 @@ import Testing
             ])
             let client = try s.client()
             try await offPool {
-                var head = "POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                var head = "POST /v1/generations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 head += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
                 client.send(head)
                 Thread.sleep(forTimeInterval: 0.5)
@@ -112,7 +112,7 @@ import Testing
         ])
         let client = try s.client()
         _ = try await offPool { () -> Bool in
-            _ = try client.startStream("/v1/responses", body)
+            _ = try client.startStream("/v1/generations", body)
             var reader = SSEReader()
             return try client.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
         }
@@ -138,7 +138,7 @@ import Testing
                 "prompt": ref.messages[0].content,
                 "options": ["temperature": 0, "max_tokens": 48, "stop": ["3.", "zzz"]],
             ])
-            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            let r = try await offPool { try s.client().postJSON("/v1/generations", body) }
             let json = try #require(r.json)
             #expect(json["content"] as? String == String(ref.generatedText[..<cut.lowerBound]))
             #expect(json["finish_reason"] as? String == "stop")
@@ -152,7 +152,7 @@ import Testing
                     "prompt": "Invent a name for a cat.",
                     "options": ["temperature": 1.0, "seed": seed, "max_tokens": 24],
                 ])
-                let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+                let r = try await offPool { try s.client().postJSON("/v1/generations", body) }
                 return try #require(r.json?["content"] as? String)
             }
             let a = try await ask(7)
@@ -169,7 +169,7 @@ import Testing
             func post(_ body: String, contentType: String = "application/json") async throws -> RawResponse {
                 try await offPool {
                     try s.client().request(
-                        "POST", "/v1/responses", headers: [("Content-Type", contentType)], body: Array(body.utf8))
+                        "POST", "/v1/generations", headers: [("Content-Type", contentType)], body: Array(body.utf8))
                 }
             }
             let overflow = try await post(#"{"prompt": "hi", "options": {"max_tokens": 9000}}"#)
@@ -182,7 +182,7 @@ import Testing
             #expect(try await post(#"{"prompt": ""}"#).status == 400)
             #expect(try await post(#"{"promt": "hi"}"#).status == 400)
             #expect(try await post(#"{"prompt": "hi"}"#, contentType: "text/plain").status == 415)
-            let get = try await offPool { try s.client().request("GET", "/v1/responses") }
+            let get = try await offPool { try s.client().request("GET", "/v1/generations") }
             #expect(get.status == 405)
             // The server still answers after all of that.
             let ok = try await post(#"{"prompt": "Say hi.", "options": {"max_tokens": 2}}"#)
@@ -195,7 +195,7 @@ import Testing
         let r = try await offPool { try loading.client().request("GET", "/health") }
         #expect(r.status == 503 && r.json?["status"] as? String == "loading")
         let refused = try await offPool {
-            try loading.client().postJSON("/v1/responses", #"{"prompt": "hi"}"#)
+            try loading.client().postJSON("/v1/generations", #"{"prompt": "hi"}"#)
         }
         #expect(refused.status == 503 && refused.errorCode == "model_loading")
         await loading.server.shutdown()
@@ -231,7 +231,7 @@ import Testing
             let health = try await offPool { try s.client().request("GET", "/health") }
             #expect(health.status == 503 && health.json?["status"] as? String == "failed")
             #expect(health.json?["error"] as? String == why)
-            let refused = try await offPool { try s.client().postJSON("/v1/responses", #"{"prompt": "hi"}"#) }
+            let refused = try await offPool { try s.client().postJSON("/v1/generations", #"{"prompt": "hi"}"#) }
             #expect(refused.status == 503 && refused.errorCode == "model_unavailable")
         }
     }
@@ -239,7 +239,7 @@ import Testing
     @Test func metricsArePrometheusText() async throws {
         try await RunningServer.with { s in
             _ = try await offPool {
-                try s.client().postJSON("/v1/responses", #"{"prompt": "Say hi.", "options": {"max_tokens": 3}}"#)
+                try s.client().postJSON("/v1/generations", #"{"prompt": "Say hi.", "options": {"max_tokens": 3}}"#)
             }
             let r = try await offPool { try s.client().request("GET", "/metrics") }
             #expect(r.status == 200)

@@ -1,0 +1,174 @@
+import Foundation
+import HTTPServer
+import Sessions
+
+/// Stored responses: retrieve (or resume its stream), delete, list its input items, cancel a
+/// background one. A response is visible only to the API key that created it; to any other it
+/// answers exactly as an unknown id (404), so its existence is not revealed.
+extension InferdApp {
+    static let interruptedMessage =
+        "the server stopped while this response was running; it was not run again (no automatic retry)"
+    static let interruptedCode = "server_stopped"
+
+    /// At shutdown, after the HTTP server has drained: stops the background responses still
+    /// running and records each as `failed` (`server_stopped`), as a restart would find them.
+    public func stopBackgroundResponses() async {
+        for task in liveResponses.beginStopping() {
+            task.cancel()
+            await task.value
+        }
+    }
+
+    /// The stored record of `id` as `request` may see it, else 404 naming `param`.
+    func loadResponse(_ id: String, _ request: HTTPRequest, param: String) throws -> ResponseRecord {
+        let stored: StoredResponse?
+        do {
+            stored = try responseStore.load(id)
+        } catch {
+            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        }
+        guard let stored, mayAccess(ownedBy: stored.owner, request),
+            var record = try? JSONDecoder().decode(ResponseRecord.self, from: Data(stored.payload.utf8))
+        else {
+            throw OpenAIError(
+                status: 404, message: "No response found with id '\(id)'.", type: "invalid_request_error",
+                param: param, code: "response_not_found")
+        }
+        if stored.interrupted {
+            record.response.status = "failed"
+            record.response.error = .init(code: Self.interruptedCode, message: Self.interruptedMessage)
+            if record.started {
+                record.response.output = record.response.output.map { item in
+                    var i = item
+                    i.status = "incomplete"
+                    return i
+                }
+            }
+        }
+        return record
+    }
+
+    /// The live run of `id` (generating now) as `request` may see it, or its stored record.
+    func currentResponse(_ id: String, _ request: HTTPRequest, param: String = "response_id") throws -> (
+        ResponseRecord, ResponseRun?
+    ) {
+        if let run = liveResponses.run(id) {
+            let record = run.record
+            if record.response.store, mayAccess(ownedBy: record.owner, request) { return (record, run) }
+        }
+        return (try loadResponse(id, request, param: param), nil)
+    }
+
+    /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` (from the
+    /// first without it), live ones following while it still runs.
+    func getResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        if let unknown = request.query.keys.sorted().first(where: {
+            !["stream", "starting_after", "include", "include_obfuscation"].contains($0)
+        }) {
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+        }
+        if let include = request.query["include"], !include.isEmpty {
+            throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
+        }
+        let stream: Bool
+        switch request.query["stream"] {
+        case nil, "false": stream = false
+        case "true": stream = true
+        case let other?: throw OpenAIError.invalid("stream must be true or false, got '\(other)'", param: "stream")
+        }
+        var after = -1
+        if let raw = request.query["starting_after"] {
+            guard stream else {
+                throw OpenAIError.invalid("starting_after applies only with stream=true", param: "starting_after")
+            }
+            guard let n = Int(raw), n >= 0 else {
+                throw OpenAIError.invalid(
+                    "starting_after must be a sequence number (0 or more), got '\(raw)'", param: "starting_after")
+            }
+            after = n
+        }
+        let (record, live) = try currentResponse(id, request)
+        guard stream else { return .json(record.response) }
+        let run = live ?? ResponseRun(record)
+        let start = after
+        return .eventStream { stream in
+            let (events, continuation) = AsyncStream.makeStream(of: ResponseStreamEvent.self)
+            let token = run.subscribe(after: start) { e in
+                continuation.yield(e)
+                if e.isTerminal { continuation.finish() }
+            }
+            if run.record.response.isFinished { continuation.finish() }
+            // The GET's own Task: its client leaving ends this loop, never the response.
+            for await e in events { stream.send(event: e.type, data: Self.json(e)) }
+            run.unsubscribe(token)
+        }
+    }
+
+    /// `DELETE /v1/responses/{id}`: a finished response only (cancel a running one first).
+    func deleteResponse(_ request: HTTPRequest) throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        let (record, live) = try currentResponse(id, request)
+        if live != nil, !record.response.isFinished {
+            throw OpenAIError(
+                status: 409, message: "response \(id) is still \(record.response.status); cancel it first",
+                type: "invalid_request_error", param: "response_id", code: "response_in_progress")
+        }
+        do {
+            try responseStore.delete(id)
+        } catch {
+            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        }
+        sessions.environment.caches.drop(Self.cacheOwner(id))
+        return .json(DeletedResponse(id: id))
+    }
+
+    /// `GET /v1/responses/{id}/input_items`: the response's input items, paged as OpenAI's lists
+    /// (`after`, `limit`, `order`, newest first unless `order=asc`).
+    func responseInputItems(_ request: HTTPRequest) throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        var query: ListQuery
+        do {
+            query = try ListQuery(request.query.filter { $0.key != "include" })
+        } catch {
+            throw OpenAIError(error)
+        }
+        if request.query["order"] == nil { query.order = .desc }
+        if let include = request.query["include"], !include.isEmpty {
+            throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
+        }
+        let (record, _) = try currentResponse(id, request)
+        let page: (items: [ResponseItem], hasMore: Bool)
+        do {
+            page = try query.page(of: record.input, id: \.id)
+        } catch {
+            throw OpenAIError(error)
+        }
+        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
+    }
+
+    /// `POST /v1/responses/{id}/cancel`: stops a background response and answers once it has
+    /// stopped (its stored status `cancelled`, its text the last snapshot). Idempotent: a finished
+    /// one is returned unchanged. A foreground response belongs to its connection: 400.
+    func cancelResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        let (record, _) = try currentResponse(id, request)
+        guard record.response.background else {
+            throw OpenAIError.invalid(
+                "only background responses can be cancelled; a foreground response stops when its client disconnects",
+                param: "response_id", code: "not_background")
+        }
+        if let task = liveResponses.task(id) {
+            task.cancel()
+            await task.value
+        }
+        return .json(try currentResponse(id, request).0.response)
+    }
+}
+
+/// The answer to `DELETE /v1/responses/{id}`.
+struct DeletedResponse: Encodable, Sendable {
+    var id: String
+    var object = "response"
+    var deleted = true
+}

@@ -1,0 +1,208 @@
+import Engine
+
+/// `POST /v1/responses`, read from its JSON object field by field: every error names its field.
+package struct ResponsesRequest: Sendable {
+    static let metadataMaxPairs = 16
+    static let metadataMaxKeyLength = 64
+    static let metadataMaxValueLength = 512
+
+    var model: String
+    var input: [ResponseItem]
+    var instructions: String?
+    var maxOutputTokens: Int?
+    /// As written (echoed back exactly); the options carry them as the engine's floats.
+    var temperature: Double?
+    var topP: Double?
+    var store: Bool
+    var stream: Bool
+    var background: Bool
+    var metadata: [String: String]
+    /// `disabled` (overflow is a 400) or `auto` (the oldest items are dropped until it fits).
+    var truncation: String
+    var previousResponseID: String?
+    /// `conversation`: its id, given as a string or as `{"id": …}`.
+    var conversationID: String?
+    var options: GenerationOptionsBody
+    var admission: AdmissionFields
+
+    package init(_ f: OpenAIFields) throws(OpenAIError) {
+        try ResponsesParameterPolicy.check(f)
+        guard let model = try f.string("model") else {
+            throw .invalid("you must provide a model parameter", param: "model", code: "missing_required_parameter")
+        }
+        self.model = model
+        instructions = try f.string("instructions")
+        maxOutputTokens = try f.int("max_output_tokens")
+        temperature = try f.float("temperature").map { _ in f["temperature"]!.number! }
+        topP = try f.float("top_p").map { _ in f["top_p"]!.number! }
+        store = try f.bool("store") ?? true
+        stream = try f.bool("stream") ?? false
+        background = try f.bool("background") ?? false
+        if background, !store {
+            throw .invalid("background responses must be stored: background requires store=true", param: "background")
+        }
+        truncation = try f.string("truncation") ?? "disabled"
+        guard ["disabled", "auto"].contains(truncation) else {
+            throw .invalid("truncation must be disabled or auto, got '\(truncation)'", param: "truncation")
+        }
+        previousResponseID = try f.string("previous_response_id")
+        conversationID = try Self.conversation(f)
+        if conversationID != nil, previousResponseID != nil {
+            throw .invalid(
+                "conversation and previous_response_id cannot be used together", param: "previous_response_id")
+        }
+        metadata = try Self.metadata(f)
+        try Self.checkText(f)
+        input = try Self.input(f)
+
+        var o = GenerationOptionsBody()
+        o.temperature = try f.float("temperature")
+        o.topP = try f.float("top_p")
+        o.topK = try f.int("top_k")
+        o.minP = try f.float("min_p")
+        o.repeatPenalty = try f.float("repeat_penalty")
+        o.seed = try f.seed("seed")
+        o.ignoreEos = try f.bool("ignore_eos")
+        o.maxTokens = maxOutputTokens
+        options = o
+        admission = try OpenAIGenerationParameters.admission(f)
+    }
+
+    /// `conversation`: `"conv_…"` or `{"id": "conv_…"}`.
+    static func conversation(_ f: OpenAIFields) throws(OpenAIError) -> String? {
+        guard let raw = f["conversation"] else { return nil }
+        switch raw {
+        case .string(let s): return s
+        case .object(let o):
+            guard let id = try OpenAIFields(o, path: "conversation").string("id") else {
+                throw .invalid(
+                    "conversation.id is required", param: "conversation.id", code: "missing_required_parameter")
+            }
+            return id
+        default: throw f.typeError("conversation", "a string or an object with an id", raw)
+        }
+    }
+
+    /// `input`: a string (one user message) or a list of message items.
+    static func input(_ f: OpenAIFields) throws(OpenAIError) -> [ResponseItem] {
+        guard let raw = f["input"] else {
+            throw .invalid("input is required", param: "input", code: "missing_required_parameter")
+        }
+        switch raw {
+        case .string(let s):
+            guard !s.isEmpty else { throw .invalid("input must not be empty", param: "input") }
+            return [.input(role: "user", text: s)]
+        case .array(let items):
+            guard !items.isEmpty else { throw .invalid("input must not be an empty list", param: "input") }
+            var out: [ResponseItem] = []
+            for (i, item) in items.enumerated() { out.append(try message(item, path: "input[\(i)]")) }
+            return out
+        default:
+            throw f.typeError("input", "a string or a list of message items", raw)
+        }
+    }
+
+    /// One message item: `{"type"?: "message", "role", "content"}` with string content or text parts.
+    static func message(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ResponseItem {
+        guard case .object(let o) = item else {
+            throw .invalid("\(path) must be an object, got \(item.typeName)", param: path, code: "invalid_type")
+        }
+        let m = OpenAIFields(o, path: path)
+        if let unknown = o.keys.sorted().first(where: { !["type", "role", "content", "id", "status"].contains($0) }) {
+            throw .invalid(
+                "Unknown parameter: '\(m.name(unknown))'.", param: m.name(unknown), code: "unknown_parameter")
+        }
+        let type = try m.string("type") ?? "message"
+        guard type == "message" else {
+            throw .unsupported(
+                "\(path).type '\(type)': only message items are supported", param: m.name("type"))
+        }
+        guard let role = try m.string("role") else {
+            throw .invalid("\(path).role is required", param: m.name("role"), code: "missing_required_parameter")
+        }
+        guard ["user", "assistant", "system", "developer"].contains(role) else {
+            throw .invalid(
+                "\(path).role must be user, assistant, system or developer, got '\(role)'", param: m.name("role"))
+        }
+        guard let content = m["content"] else {
+            throw .invalid("\(path).content is required", param: m.name("content"), code: "missing_required_parameter")
+        }
+        let text: String
+        switch content {
+        case .string(let s):
+            text = s
+        case .array(let parts):
+            var out = ""
+            for (i, part) in parts.enumerated() {
+                let partPath = "\(path).content[\(i)]"
+                guard case .object(let po) = part else {
+                    throw .invalid("\(partPath) must be an object", param: partPath, code: "invalid_type")
+                }
+                let p = OpenAIFields(po, path: partPath)
+                let partType = try p.string("type") ?? ""
+                guard ["input_text", "output_text", "text"].contains(partType) else {
+                    throw .unsupported(
+                        "\(partPath).type '\(partType)': only text content parts are supported",
+                        param: p.name("type"))
+                }
+                guard let t = try p.string("text") else {
+                    throw .invalid(
+                        "\(partPath).text is required", param: p.name("text"), code: "missing_required_parameter")
+                }
+                out += t
+            }
+            text = out
+        default:
+            throw .invalid(
+                "\(path).content must be a string or a list of text parts, got \(content.typeName)",
+                param: m.name("content"), code: "invalid_type")
+        }
+        return .input(role: role, text: text)
+    }
+
+    /// `metadata`: at most 16 string values, keys up to 64 characters, values up to 512.
+    static func metadata(_ f: OpenAIFields) throws(OpenAIError) -> [String: String] {
+        guard let m = try f.object("metadata") else { return [:] }
+        guard m.values.count <= metadataMaxPairs else {
+            throw .invalid("metadata may hold at most \(metadataMaxPairs) pairs", param: "metadata")
+        }
+        var out: [String: String] = [:]
+        for (key, value) in m.values {
+            guard key.count <= metadataMaxKeyLength else {
+                throw .invalid("metadata keys may be at most \(metadataMaxKeyLength) characters", param: "metadata")
+            }
+            guard case .string(let s) = value else { throw m.typeError(key, "a string", value) }
+            guard s.count <= metadataMaxValueLength else {
+                throw .invalid(
+                    "metadata values may be at most \(metadataMaxValueLength) characters", param: m.name(key))
+            }
+            out[key] = s
+        }
+        return out
+    }
+
+    /// `text`: only `{"format": {"type": "text"}}` (and `verbosity: medium`) until structured
+    /// output exists; `json_schema` and `json_object` are refused naming `text.format`.
+    static func checkText(_ f: OpenAIFields) throws(OpenAIError) {
+        guard let text = try f.object("text") else { return }
+        if let unknown = text.values.keys.sorted().first(where: { !["format", "verbosity"].contains($0) }) {
+            throw .invalid(
+                "Unknown parameter: '\(text.name(unknown))'.", param: text.name(unknown), code: "unknown_parameter")
+        }
+        if let verbosity = try text.string("verbosity"), verbosity != "medium" {
+            throw .unsupported("text.verbosity '\(verbosity)' is not supported", param: "text.verbosity")
+        }
+        guard let format = try text.object("format") else { return }
+        let type = try format.string("type") ?? ""
+        switch type {
+        case "text":
+            return
+        case "json_schema", "json_object":
+            throw .unsupported(
+                "text.format '\(type)' is not supported yet: structured output is not available on this server",
+                param: "text.format")
+        default:
+            throw .invalid("text.format.type must be text, got '\(type)'", param: "text.format")
+        }
+    }
+}
