@@ -32,13 +32,17 @@ serve: deps model build
 # official `openai` Python client (venv in .build/compat-venv, created once from PyPI).
 # The engine's numeric suites run first and alone: their synchronous compute occupies Swift's
 # cooperative threads, which would starve the request Tasks of the server suites beside them.
+# The remote-backend suite counts the process's open sockets to prove a transfer leaves none, so
+# it runs in a pass of its own, where no other suite opens one meanwhile.
 SESSION_SUITES := SessionsTests|SessionsEndToEndTests|SessionsRestartTests
 ENGINE_SUITES := EngineTests\.
+REMOTE_SUITES := RemoteBackendTests\.
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
-	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)'
+	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)|$(REMOTE_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
+	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
 

@@ -32,6 +32,13 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // libcurl from Debian's libcurl4-openssl-dev, plus the one thin shim header: the HTTP client
+        // of the remote backend (streaming, timeouts, cancellation that closes the connection).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // glibc's allocator controls (mallopt), which Swift's Glibc module does not include.
         .systemLibrary(name: "CMalloc"),
         // Hot numeric loops with AVX2 intrinsics, chosen at run time; scalar paths elsewhere.
@@ -49,13 +56,17 @@ let package = Package(
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
         .target(name: "Backend", dependencies: ["Engine"]),
+        // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
+        // server, another inferd) over libcurl, streaming its deltas back as snapshots.
+        .target(name: "RemoteBackend", dependencies: ["Backend", "CCurl", "Engine", "Telemetry"]),
         .target(
             name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
             dependencies: [
-                "HTTPServer", "Backend", "Cancellation", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc",
+                "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "Telemetry", "CGnuTLS",
+                "CMalloc",
             ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(
@@ -79,6 +90,9 @@ let package = Package(
             dependencies: [
                 "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport",
             ]),
+        .testTarget(
+            name: "RemoteBackendTests",
+            dependencies: ["Backend", "Engine", "RemoteBackend", "Telemetry", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Backend
 import Engine
 import Foundation
+import RemoteBackend
 import Synchronization
 import Telemetry
 
@@ -56,6 +57,36 @@ public final class ModelHost: Sendable {
             }
         }
         thread.name = "inferd-model-load"
+        thread.start()
+    }
+
+    /// Starts the remote backend in the background (asking the upstreams' `/models` for the
+    /// model name and context length unless both are configured) and returns at once.
+    public func connect(
+        upstream settings: UpstreamSettings, metrics: Metrics = Metrics(), logger: Logger,
+        onFailure: @escaping @Sendable () -> Void = {}
+    ) {
+        let thread = Thread { [self] in
+            logger.info(
+                "upstream connecting",
+                ["upstreams": settings.baseURLs.joined(separator: ","), "model": settings.model])
+            do {
+                let backend = try OpenAIRemoteBackend.connect(settings: settings, logger: logger, metrics: metrics)
+                logger.info(
+                    "model loaded",
+                    [
+                        "model": backend.modelName, "architecture": backend.architecture,
+                        "context_length": "\(backend.contextLength)",
+                        "upstreams": settings.baseURLs.joined(separator: ","),
+                    ])
+                finish(.ready(backend))
+            } catch {
+                logger.error("upstream unusable", ["error": "\(error)"])
+                finish(.failed("\(error)"))
+                onFailure()
+            }
+        }
+        thread.name = "inferd-upstream-connect"
         thread.start()
     }
 

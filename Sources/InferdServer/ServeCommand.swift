@@ -2,6 +2,7 @@ import Backend
 import Engine
 import Foundation
 import HTTPServer
+import RemoteBackend
 import Sessions
 import Telemetry
 
@@ -35,7 +36,16 @@ enum ServeCommand {
             FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
             return 2
         }
-        guard FileManager.default.isReadableFile(atPath: config.model) else {
+        var upstream: UpstreamSettings?
+        if config.upstream.backend == .openai {
+            do {
+                upstream = try config.upstreamSettings()
+            } catch {
+                FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
+                return 2
+            }
+        }
+        guard upstream != nil || FileManager.default.isReadableFile(atPath: config.model) else {
             logger.error("model file not found", ["path": config.model, "hint": "run make serve or pass --model PATH"])
             return 1
         }
@@ -83,11 +93,15 @@ enum ServeCommand {
             "server listening", ["host": config.host, "port": "\(server.boundPort)", "pid": "\(getpid())"])
         let trigger = ShutdownTrigger()
         trigger.installSignalHandlers()
-        host.load(
-            path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
-            contextLimit: config.contextLength > 0 ? config.contextLength : nil,
-            chatTemplate: chatTemplate, logger: logger
-        ) { trigger.fire(.modelLoadFailed) }
+        if let upstream {
+            host.connect(upstream: upstream, metrics: metrics, logger: logger) { trigger.fire(.modelLoadFailed) }
+        } else {
+            host.load(
+                path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
+                contextLimit: config.contextLength > 0 ? config.contextLength : nil,
+                chatTemplate: chatTemplate, logger: logger
+            ) { trigger.fire(.modelLoadFailed) }
+        }
 
         let reason = await trigger.wait()
         switch reason {

@@ -67,6 +67,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var responseMaxAgeDays = 30
     /// Most stored responses kept; past it the oldest finished ones are deleted first.
     public var maxStoredResponses = 10_000
+    /// Which backend answers generations, and its upstreams (`ServerConfiguration+Upstream`).
+    public var upstream = UpstreamConfiguration()
 
     public init() {}
 }
@@ -110,7 +112,9 @@ extension ServerConfiguration {
         }
     }
 
-    static let settings: [Setting] = [
+    static let settings: [Setting] = coreSettings + remoteSettings
+
+    private static let coreSettings: [Setting] = [
         str("host", "Address to listen on.", \.host),
         int("port", "TCP port; 0 picks a free one and logs it.", \.port, min: 0),
         str("model", "Path to the GGUF model file.", \.model),
@@ -203,7 +207,7 @@ extension ServerConfiguration {
             \.chatTemplate, optional: true),
     ]
 
-    private static func str(
+    static func str(
         _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, String> & Sendable,
         optional: Bool = false, secret: Bool = false
     ) -> Setting {
@@ -214,7 +218,7 @@ extension ServerConfiguration {
     }
 
     /// A setting whose values are an enum's: checked against its names as it is read, stored as the enum.
-    private static func choice<T: SettingChoice>(
+    static func choice<T: SettingChoice>(
         _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, T> & Sendable
     ) -> Setting {
         Setting(
@@ -225,7 +229,7 @@ extension ServerConfiguration {
             read: { .string($0[keyPath: path].settingName) })
     }
 
-    private static func int(
+    static func int(
         _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Int> & Sendable, min: Int
     ) -> Setting {
         Setting(
@@ -234,7 +238,7 @@ extension ServerConfiguration {
             read: { .int($0[keyPath: path]) })
     }
 
-    private static func bool(
+    static func bool(
         _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Bool> & Sendable
     ) -> Setting {
         Setting(
@@ -243,7 +247,7 @@ extension ServerConfiguration {
             read: { .bool($0[keyPath: path]) })
     }
 
-    private static func dbl(
+    static func dbl(
         _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Double> & Sendable
     ) -> Setting {
         Setting(

@@ -12,6 +12,9 @@ extension GenerationError {
         case .shuttingDown: "shutting_down"
         case .serverBusy: "server_busy"
         case .queueTimeout: "timeout"
+        case .upstreamUnavailable: "upstream_unavailable"
+        case .upstreamRejected: "upstream_rejected"
+        case .upstreamFailed: "upstream_failed"
         }
     }
 }

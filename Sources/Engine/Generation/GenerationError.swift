@@ -12,6 +12,15 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
     case serverBusy(queueLength: Int, retryAfterSeconds: Int)
     /// The request's deadline passed before it was given a place; nothing was computed.
     case queueTimeout
+    /// A remote backend's upstream did not take the request: unreachable (after trying the next
+    /// upstream once) or it answered 429/503. Nothing was generated; try again in about
+    /// `retryAfterSeconds` (the upstream's `Retry-After` when it sent one).
+    case upstreamUnavailable(String, retryAfterSeconds: Int)
+    /// The upstream refused the request with a 4xx status: its status and message.
+    case upstreamRejected(status: Int, message: String)
+    /// The upstream failed once it had the request: the connection broke, the stream was malformed
+    /// or stalled. Never retried (it may have produced output already).
+    case upstreamFailed(String)
 
     public var description: String {
         switch self {
@@ -23,6 +32,9 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
         case .shuttingDown: "the engine is shutting down"
         case .serverBusy(let n, _): "the server is busy: \(n) requests are already waiting"
         case .queueTimeout: "the request timed out while waiting for the engine"
+        case .upstreamUnavailable(let why, _): "the upstream is unavailable: \(why)"
+        case .upstreamRejected(let status, let message): "the upstream refused the request (\(status)): \(message)"
+        case .upstreamFailed(let why): "the upstream failed: \(why)"
         }
     }
 }

@@ -129,7 +129,7 @@ final class GenerationService: Sendable {
     func recordFailure(_ error: GenerationError, requestID: String) -> HTTPError {
         let answer = Self.httpError(for: error)
         switch error {
-        case .serverBusy, .queueTimeout:
+        case .serverBusy, .queueTimeout, .upstreamUnavailable:
             logger.info("generation refused", ["request_id": requestID, "code": answer.code])
         default:
             metrics.counter(
@@ -203,6 +203,16 @@ final class GenerationService: Sendable {
             HTTPError(
                 status: 503, message: "\(error) (timeout_seconds passed before it started)", type: "server_error",
                 code: error.code, param: "timeout_seconds")
+        case .upstreamUnavailable(_, let retryAfter):
+            HTTPError(
+                status: 503, message: "\(error)", type: "server_error", code: error.code, retryAfterSeconds: retryAfter)
+        case .upstreamRejected(let status, _) where [401, 403, 407].contains(status):
+            // The upstream refused this server's credentials: not the client's fault.
+            HTTPError(status: 502, message: "\(error)", type: "server_error", code: error.code)
+        case .upstreamRejected(let status, _):
+            HTTPError(status: status, message: "\(error)", type: "invalid_request_error", code: error.code)
+        case .upstreamFailed:
+            HTTPError(status: 502, message: "\(error)", type: "server_error", code: error.code)
         }
     }
 }

@@ -1,0 +1,209 @@
+import Backend
+import Engine
+import Foundation
+
+/// One generation's exchange with the upstream: the request body, the stream's events, the
+/// result, and how each way it can end is told to the caller.
+extension OpenAIRemoteBackend {
+    /// What one attempt at one upstream came to.
+    private enum Attempt {
+        case result(GenerationResult)
+        /// The request never reached it: another upstream may be tried.
+        case unreachable(String)
+    }
+
+    /// The stream's state, written only on the transfer's thread while it runs and read here
+    /// after it has returned.
+    private final class StreamState: @unchecked Sendable {
+        var decoder = OpenAIStreamDecoder()
+        var firstContent: ContinuousClock.Instant?
+    }
+
+    func run(
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        let (path, body) = try Self.requestBody(request, model: modelName)
+        let first = firstUpstream()
+        // Refused or unreachable before anything was sent: the next upstream once, no more.
+        let attempts = min(2, settings.baseURLs.count)
+        var why = ""
+        for attempt in 0..<attempts {
+            let base = settings.baseURLs[(first + attempt) % settings.baseURLs.count]
+            switch try await attemptOnce(base: base, path: path, body: body, request: request, onEvent: onEvent) {
+            case .result(let result): return result
+            case .unreachable(let message):
+                logger.warning(
+                    "upstream unreachable", ["upstream": base, "request_id": request.label, "error": message])
+                why = message
+            }
+        }
+        throw .upstreamUnavailable(why, retryAfterSeconds: 2)
+    }
+
+    private func attemptOnce(
+        base: String, path: String, body: Data, request: BackendRequest,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> Attempt {
+        let attempt: Attempt
+        do {
+            attempt = try await exchange(url: base + path, body: body, request: request, onEvent: onEvent)
+        } catch {
+            switch error {
+            case .upstreamUnavailable: count(base, "unavailable")
+            case .upstreamRejected: count(base, "rejected")
+            case .upstreamFailed: count(base, "failed")
+            default: break
+            }
+            throw error
+        }
+        switch attempt {
+        case .unreachable: count(base, "unreachable")
+        case .result(let r):
+            count(
+                base, r.finishReason == .cancelled ? "cancelled" : r.finishReason == .timeout ? "timeout" : "completed")
+        }
+        return attempt
+    }
+
+    private func exchange(
+        url: String, body: Data, request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> Attempt {
+        let stream = StreamState()
+        let start = ContinuousClock.now
+        let promptEstimate = request.prompt.tokenCount
+        var options = settings.transfer
+        options.deadline = request.deadline
+        let transfer = HTTPTransfer(
+            HTTPTransferRequest(url: url, method: .post, body: body, headers: settings.headers), options: options,
+            onResponseStart: { onEvent(.started(promptTokens: promptEstimate, cachedTokens: 0)) },
+            onLine: { line in
+                switch stream.decoder.feed(line) {
+                case .stop: return false
+                case .none: return true
+                case .grew:
+                    if stream.firstContent == nil { stream.firstContent = .now }
+                    onEvent(.snapshot(content: stream.decoder.content, completionTokens: stream.decoder.deltas))
+                    return true
+                }
+            })
+        guard track(transfer) else { throw .shuttingDown }
+        defer { untrack(transfer) }
+        let outcome = await transfer.perform()
+
+        func result(_ reason: FinishReason) -> Attempt {
+            let end = ContinuousClock.now
+            let d = stream.decoder
+            let usage =
+                d.usage.map {
+                    GenerationUsage(promptTokens: $0.prompt, completionTokens: $0.completion, cachedTokens: $0.cached)
+                }
+                ?? GenerationUsage(promptTokens: promptEstimate, completionTokens: d.deltas, cachedTokens: 0)
+            let firstContent = stream.firstContent ?? end
+            let promptMs = (firstContent - start).milliseconds
+            let generationMs = (end - firstContent).milliseconds
+            let timings = GenerationTimings(
+                promptMilliseconds: promptMs, generationMilliseconds: generationMs,
+                promptTokensPerSecond: promptMs > 0 ? Double(usage.promptTokens) * 1000 / promptMs : 0,
+                generationTokensPerSecond: generationMs > 0 ? Double(usage.completionTokens) * 1000 / generationMs : 0)
+            return .result(
+                GenerationResult(
+                    content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
+                    stepsAfterCancel: 0))
+        }
+
+        switch outcome {
+        case .finished(let response) where (200..<300).contains(response.status):
+            if stream.decoder.finish() == .grew {
+                onEvent(.snapshot(content: stream.decoder.content, completionTokens: stream.decoder.deltas))
+            }
+            if let failure = stream.decoder.failure { throw .upstreamFailed(failure) }
+            guard let reason = stream.decoder.finishedAs ?? (stream.decoder.done ? .stop : nil) else {
+                throw .upstreamFailed("the upstream closed the stream before it finished (no finish_reason, no [DONE])")
+            }
+            return result(reason)
+        case .finished(let response):
+            throw Self.error(for: response)
+        case .stoppedByHandler:
+            throw .upstreamFailed(stream.decoder.failure ?? "the stream was stopped")
+        case .cancelled:
+            return result(.cancelled)
+        case .deadlinePassed:
+            return result(.timeout)
+        case .failed(.unreachable(let message)):
+            return .unreachable(message)
+        case .failed(let error):
+            throw .upstreamFailed(error.description)
+        }
+    }
+
+    /// A non-2xx answer: 429/503 is the upstream being full (try later), another 4xx refuses this
+    /// request, anything else is a failure.
+    static func error(for response: HTTPResponseSummary) -> GenerationError {
+        let message = upstreamMessage(response.errorBody)
+        switch response.status {
+        case 429, 503:
+            return .upstreamUnavailable(
+                "it answered \(response.status): \(message)", retryAfterSeconds: response.retryAfterSeconds ?? 1)
+        case 400..<500:
+            return .upstreamRejected(status: response.status, message: message)
+        default:
+            return .upstreamFailed("it answered \(response.status): \(message)")
+        }
+    }
+
+    /// The `error.message` of an OpenAI-style error body, else the body's start.
+    static func upstreamMessage(_ body: String) -> String {
+        if let object = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] {
+            if let e = object["error"] as? [String: Any], let m = e["message"] as? String { return m }
+            if let m = object["error"] as? String { return m }
+            if let m = object["message"] as? String { return m }
+        }
+        let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? "(no message)" : String(trimmed.prefix(500))
+    }
+
+    /// The path under the base URL and the JSON body: a conversation is a chat completion
+    /// (instructions become the system message), a text or token prompt a text completion.
+    static func requestBody(_ r: BackendRequest, model: String) throws(GenerationError) -> (String, Data) {
+        var body: [String: Any] = [
+            "model": model, "stream": true, "stream_options": ["include_usage": true], "max_tokens": r.maxTokens,
+        ]
+        let s = r.sampling
+        body["temperature"] = Double(s.temperature)
+        if s.temperature > 0 {
+            // top_k and min_p are extensions vLLM, llama.cpp's server and inferd accept.
+            if s.topP < 1 { body["top_p"] = Double(s.topP) }
+            if s.topK > 0 { body["top_k"] = s.topK }
+            if s.minP > 0 { body["min_p"] = Double(s.minP) }
+        }
+        if s.repeatPenalty != 1 {
+            throw .invalidOption(
+                name: "repeat_penalty",
+                reason: "cannot be sent to a remote engine (OpenAI-compatible servers name and define it differently)")
+        }
+        if r.sequence != nil {
+            throw .invalidOption(name: "sequence", reason: "a remote engine keeps no KV cache")
+        }
+        if let seed = s.seed { body["seed"] = seed }
+        if !r.stop.isEmpty { body["stop"] = r.stop }
+        if r.ignoreEndOfGeneration { body["ignore_eos"] = true }
+        let path: String
+        switch r.prompt.input {
+        case .conversation(let instructions, let messages):
+            let system = instructions.map { [["role": "system", "content": $0]] } ?? []
+            body["messages"] = system + messages.map { ["role": $0.role.rawValue, "content": $0.content] }
+            path = "/chat/completions"
+        case .text(let text):
+            body["prompt"] = text
+            path = "/completions"
+        case .tokens(let ids):
+            body["prompt"] = ids.map { Int($0) }
+            path = "/completions"
+        }
+        do {
+            return (path, try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
+        } catch {
+            throw .computeFailed("the upstream request could not be encoded: \(error)")
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Engine
+import Foundation
+import Testing
+
+@testable import InferdServer
+
+/// `backend`, `upstream` and the other remote-backend settings, and how their errors reach clients.
+@Suite struct UpstreamConfigurationTests {
+    func load(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServerConfiguration {
+        try ServerConfiguration.load(arguments: arguments, environment: environment, defaultFile: "/nonexistent.json")
+    }
+
+    @Test func openAIBackendReadsUpstreamsModelTimeoutsAndKeyFile() throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("key-\(UUID().uuidString)").path
+        try "sk-upstream-secret\nsecond line\n".write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let c = try load([
+            "--backend", "openai", "--upstream", "http://10.0.0.5:8000/v1, https://gpu.example/v1/",
+            "--upstream-model", "llama", "--upstream-api-key-file", keyFile, "--upstream-idle-timeout-seconds", "2.5",
+            "--max-active-sequences", "3", "--context-length", "4096",
+        ])
+        #expect(c.upstream.backend == .openai)
+        let s = try c.upstreamSettings()
+        #expect(s.baseURLs == ["http://10.0.0.5:8000/v1", "https://gpu.example/v1"])
+        #expect(s.model == "llama")
+        #expect(s.apiKey == "sk-upstream-secret")
+        #expect(s.transfer.idleTimeout == .milliseconds(2500))
+        #expect(s.transfer.verifyTLS)
+        #expect(s.maxActivePerUpstream == 3)
+        #expect(s.contextLength == 4096)
+        #expect(!c.summary.map(\.1).joined().contains("sk-upstream-secret"))
+    }
+
+    @Test func theKeyFromTheEnvironmentIsNeverInTheSummary() throws {
+        let c = try load(
+            ["--backend", "openai", "--upstream", "http://h/v1"], ["INFERD_UPSTREAM_API_KEY": "sk-from-env"])
+        #expect(try c.upstreamSettings().apiKey == "sk-from-env")
+        #expect(c.summary.first { $0.0 == "upstream_api_key" }?.1 == "(set)")
+    }
+
+    @Test func badUpstreamSettingsAreStartUpErrors() throws {
+        #expect(throws: ConfigurationError.self) { try load(["--backend", "openai"]).upstreamSettings() }
+        #expect(throws: ConfigurationError.self) {
+            try load(["--backend", "openai", "--upstream", "ftp://h/v1"]).upstreamSettings()
+        }
+        #expect(throws: ConfigurationError.self) { try load(["--backend", "vllm"]) }
+        #expect(try load([]).upstream.backend == .local)
+    }
+
+    @Test func upstreamErrorsMapToTheirStatuses() {
+        let busy = GenerationService.httpError(for: .upstreamUnavailable("429", retryAfterSeconds: 7))
+        #expect(busy.status == 503 && busy.retryAfterSeconds == 7 && busy.code == "upstream_unavailable")
+        let rejected = GenerationService.httpError(for: .upstreamRejected(status: 422, message: "bad schema"))
+        #expect(
+            rejected.status == 422 && rejected.code == "upstream_rejected" && rejected.message.contains("bad schema"))
+        #expect(GenerationService.httpError(for: .upstreamRejected(status: 401, message: "key")).status == 502)
+        let failed = GenerationService.httpError(for: .upstreamFailed("stalled"))
+        #expect(failed.status == 502 && failed.code == "upstream_failed")
+    }
+}
