@@ -6,11 +6,17 @@ import Testing
 
 /// Release binaries over one PostgreSQL database (`--store-url`), as replicas behind a proxy.
 @Suite(.serialized, .enabled(if: TestPostgres.enabled, "needs PostgreSQL: make postgres-test"))
-struct PostgresServerTests {
+final class PostgresServerTests {
     typealias Server = SessionsRestartTests.ServerProcess
 
+    /// The servers' data_dir folders (stored responses live there) go when each test ends (the
+    /// suite is serialized, so no other test is using them).
+    static let parent = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-pg-\(getpid())")
+
+    deinit { try? FileManager.default.removeItem(at: Self.parent) }
+
     static func tempDir() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("inferd-pg-\(UUID().uuidString)").path
+        parent.appendingPathComponent(UUID().uuidString).path
     }
 
     static func server(_ url: String, _ extra: [String] = []) throws -> Server {
