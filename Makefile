@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model test-models build serve test swift-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test postgres-test compat lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -43,7 +43,17 @@ test: deps test-models lint
 	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)|$(REMOTE_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
+	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
+
+# The session store's suites on PostgreSQL: scripts/with-postgres.sh starts a throwaway server
+# (a cluster in a temp folder, unix socket only, run as the postgres user when root), exports its
+# URL and INFERD_EXPECT_POSTGRES=1 (so a missing server fails these suites instead of skipping
+# them), and stops it pass or fail. Without it (plain swift test) they are reported skipped.
+POSTGRES_SUITES := SessionStoreContractTests|SharedStoreTests|PostgresServerTests
+postgres-test: deps test-models
+	swift build $(SWIFT_FLAGS)
+	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
 
 # The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
 compat: deps model build

@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // libpq from Debian's libpq-dev: the PostgreSQL store (`store_url`), plus one thin shim header.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // libcurl from Debian's libcurl4-openssl-dev, plus the one thin shim header: the HTTP client
         // of the remote backend (streaming, timeouts, cancellation that closes the connection).
         .systemLibrary(
@@ -53,7 +59,8 @@ let package = Package(
         // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
         // server, another inferd) over libcurl, streaming its deltas back as snapshots.
         .target(name: "RemoteBackend", dependencies: ["Backend", "CCurl", "Engine", "Telemetry"]),
-        .target(name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "Telemetry"]),
+        .target(
+            name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",

@@ -48,7 +48,8 @@ public final class InferdApp: Sendable {
         }
         self.sessions =
             sessions
-            ?? Self.makeSessions(configuration: configuration, store: .inMemory(), logger: logger, metrics: metrics)
+            ?? Self.makeSessions(
+                configuration: configuration, store: TranscriptStore.inMemory(), logger: logger, metrics: metrics)
     }
 
     public func makeRouter() -> Router {

@@ -55,7 +55,8 @@ enum ServeCommand {
             sessions = try InferdApp.openSessions(configuration: config, logger: logger, metrics: metrics)
         } catch {
             // Never start over a database we cannot read or write: that would lose transcripts.
-            logger.error("session store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
+            logger.error(
+                "session store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
             return 1
         }
         let responses: ResponseStore

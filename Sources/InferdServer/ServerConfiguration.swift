@@ -12,6 +12,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Most tokens one sequence may hold (prompt and answer); 0 keeps the model's own context.
     public var contextLength = 0
     public var dataDir = "data"
+    /// "" (sessions in SQLite under `data_dir`) or a `postgres://` URL: sessions in PostgreSQL,
+    /// shared by every server that names the same database. Never logged with its password.
+    public var storeURL = ""
+    /// A file holding the PostgreSQL password (overrides the URL's and `PGPASSWORD`).
+    public var storePasswordFile = ""
     /// This server's name among replicas: every response carries it (`X-Inferd-Replica`), so a
     /// load balancer's affinity can be seen and checked. "" uses the host name.
     public var replicaId = ""
@@ -119,6 +124,13 @@ extension ServerConfiguration {
             "Most tokens one sequence holds, prompt and answer (0: the model's own; Gemma 3 declares 32768).",
             \.contextLength, min: 0),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
+        str(
+            "store_url",
+            "postgres://user@host:port/db: sessions in PostgreSQL, shared by replicas. Empty: SQLite in data_dir.",
+            \.storeURL, optional: true, secret: true),
+        str(
+            "store_password_file", "File holding the PostgreSQL password (else the URL's or PGPASSWORD).",
+            \.storePasswordFile, optional: true),
         str(
             "replica_id", "This replica's name in the X-Inferd-Replica header (empty: the host name).", \.replicaId,
             optional: true),

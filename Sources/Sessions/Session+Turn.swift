@@ -27,8 +27,9 @@ extension Session {
         return (prompt, maxTokens)
     }
 
-    /// Runs the active request's generation (inside the Task this actor owns) and records its end.
-    func executeTurn(_ requestID: String) async -> TurnOutcome {
+    /// Runs the active request's generation (inside the Task this actor owns) and records its end
+    /// (under the session's lease when the store is shared: see `executeTurn`).
+    func executeLeasedTurn(_ requestID: String) async -> TurnOutcome {
         let turn = turns[requestID]!
         let request = turn.request
         let model = turn.model
@@ -52,11 +53,11 @@ extension Session {
         var responseEntry = TranscriptEntry(
             position: nextPosition + 1, kind: .response, content: "", requestID: requestID, status: .inProgress)
         do {
-            try env.store.beginTurn(session: id, prompt: promptEntry, response: responseEntry)
+            try await env.store.beginTurn(session: id, prompt: promptEntry, response: responseEntry)
         } catch {
             turns[requestID]!.lifecycle.refuse()
             env.logger.error("session store write failed", ["session_id": id, "error": error.description])
-            return endFailed(requestID, .storage(error.description))
+            return endFailed(requestID, Self.storeFailure(error))
         }
         nextPosition += 2
         entries += [promptEntry, responseEntry]
@@ -68,6 +69,13 @@ extension Session {
         let needed = planned.prompt.tokenCount + planned.maxTokens
         let capacity = min(model.contextLength, (max(2 * needed, 1024) + 1023) / 1024 * 1024)
         let previous = cache.flatMap { env.caches.checkOut(id, reservingBytes: capacity * $0.kvBytesPerToken) }
+        // Earlier turns but no cache here (dropped under kv_cache_mib, gone with a restart, or the
+        // session's turns ran on another server): the whole prompt is computed from the transcript.
+        if cache != nil, previous == nil,
+            entries.contains(where: { $0.kind == .response && [.completed, .cancelled].contains($0.status) })
+        {
+            count("inferd_session_cache_rebuilds_total", [:])
+        }
         let sequenceToUse: (any PredictorSequence)?
         if let previous, previous.capacity >= needed {
             sequenceToUse = previous
@@ -133,7 +141,7 @@ extension Session {
                 } else {
                     sequenceToUse?.truncate(to: min(rollback, sequenceToUse?.count ?? 0))
                 }
-                removeTurn(promptEntry.position, responseEntry.position)
+                await removeTurn(promptEntry.position, responseEntry.position)
             } else {
                 responseEntry.content = shown
                 responseEntry.status = .cancelled
@@ -159,9 +167,13 @@ extension Session {
         if responseEntry.status != .inProgress {
             replaceEntry(responseEntry)
             do {
-                try env.store.finishTurn(session: id, response: responseEntry)
+                try await env.store.finishTurn(session: id, response: responseEntry)
             } catch {
+                // The end is not recorded: the store keeps the response in progress, and it
+                // becomes `interrupted` (never a half-written turn). The requester is told.
                 env.logger.error("session store write failed", ["session_id": id, "error": error.description])
+                outcome.status = .failed
+                outcome.error = Self.storeFailure(error)
             }
         }
         if keepCache, let cache, let sequenceToKeep {
@@ -183,7 +195,7 @@ extension Session {
         return outcome
     }
 
-    private func endFailed(_ requestID: String, _ error: SessionError) -> TurnOutcome {
+    func endFailed(_ requestID: String, _ error: SessionError) -> TurnOutcome {
         var outcome = TurnOutcome(requestID: requestID, sessionID: id, status: .failed, content: "")
         outcome.error = error
         count("inferd_session_turns_total", ["status": "failed"])
@@ -198,10 +210,10 @@ extension Session {
         if let i = entries.firstIndex(where: { $0.position == entry.position }) { entries[i] = entry }
     }
 
-    private func removeTurn(_ positions: Int...) {
+    private func removeTurn(_ positions: Int...) async {
         entries.removeAll { positions.contains($0.position) }
         do {
-            try env.store.removeEntries(session: id, positions: positions)
+            try await env.store.removeEntries(session: id, positions: positions)
         } catch {
             env.logger.error("session store write failed", ["session_id": id, "error": error.description])
         }

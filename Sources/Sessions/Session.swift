@@ -180,6 +180,10 @@ public actor Session {
         case .awaitStop:
             return await awaitActive(requestID)
         case .alreadyFinished:
+            // Its end is being recorded (a store write is under way): answer once it is.
+            if queue.active == requestID, turns[requestID] != nil, let task = activeTask {
+                return .alreadyFinished(await task.value)
+            }
             return .alreadyFinished(ended(requestID))
         }
     }
@@ -304,5 +308,7 @@ public actor Session {
         "inferd_session_errors_total": "Session requests that failed, by error code (not cancellations).",
         "inferd_session_rejections_total": "Session requests refused at admission, by code.",
         "inferd_kv_cache_evictions_total": "Session KV caches dropped to stay under kv_cache_mib.",
+        "inferd_session_cache_rebuilds_total":
+            "Session turns with earlier turns but no KV cache on this server, computed from the transcript.",
     ]
 }

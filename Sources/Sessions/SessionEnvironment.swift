@@ -3,7 +3,8 @@ import Telemetry
 /// What every session of a server shares: the store, the KV-cache budget, limits, telemetry,
 /// and the hooks tests use to make races deterministic.
 public struct SessionEnvironment: Sendable {
-    public var store: TranscriptStore
+    /// SQLite (`TranscriptStore`) or PostgreSQL (`PostgresSessionStore`).
+    public var store: any SessionStore
     public var caches: KVCacheBudget
     /// Most requests waiting in one session (`max_session_queue`).
     public var maxQueue: Int
@@ -14,7 +15,7 @@ public struct SessionEnvironment: Sendable {
     public var hooks: SessionHooks
 
     public init(
-        store: TranscriptStore, caches: KVCacheBudget, maxQueue: Int, defaultMaxTokens: Int, logger: Logger,
+        store: any SessionStore, caches: KVCacheBudget, maxQueue: Int, defaultMaxTokens: Int, logger: Logger,
         metrics: Metrics, hooks: SessionHooks = SessionHooks()
     ) {
         self.store = store

@@ -49,14 +49,14 @@ public final class SessionManager: Sendable {
 
     public func create(
         instructions: String?, onBusy: BusyPolicy, options: String?, owner: String? = nil
-    ) throws(StoreError) -> Session {
+    ) async throws(StoreError) -> Session {
         let id = "sess_" + Self.randomHex(12)
         let entries =
             instructions.map { [TranscriptEntry(position: 0, kind: .instructions, content: $0)] } ?? []
         let stored = StoredSession(
             id: id, created: Int(Date().timeIntervalSince1970), onBusy: onBusy, options: options, entries: entries,
             owner: owner)
-        try environment.store.createSession(stored)
+        try await environment.store.createSession(stored)
         let session = makeSession(stored)
         sessions.withLock { $0[id] = session }
         environment.logger.info("session created", ["session_id": id])
@@ -64,6 +64,30 @@ public final class SessionManager: Sendable {
     }
 
     public func session(_ id: String) -> Session? { sessions.withLock { $0[id] } }
+
+    /// The session `id` as the store holds it now. With a store shared by several servers, a
+    /// session created or changed by another one is read from the store (and one deleted there
+    /// is gone here too); otherwise this is `session(_:)`.
+    public func find(_ id: String) async throws(StoreError) -> Session? {
+        guard environment.store.isShared else { return session(id) }
+        guard let stored = try await environment.store.loadSession(id) else {
+            if let gone = sessions.withLock({ $0.removeValue(forKey: id) }) {
+                await gone.close()
+                requestIndex.withLock { $0.removeSession(id) }
+            }
+            return nil
+        }
+        if let local = session(id) {
+            await local.refreshIfIdle(from: stored)
+            return local
+        }
+        return sessions.withLock { all in
+            if let raced = all[id] { return raced }
+            let made = makeSession(stored)
+            all[id] = made
+            return made
+        }
+    }
 
     /// How many sessions `owner` has.
     public func count(ownedBy owner: String?) -> Int {
@@ -89,6 +113,37 @@ public final class SessionManager: Sendable {
         }
     }
 
+    /// With a store shared by several servers: takes in the sessions other servers created and
+    /// lets go of those they deleted, so the list and the per-owner counts are the store's. A
+    /// session taken in this way has no transcript yet: every use reads it first (`find`, or the
+    /// turn's lease). Nothing to do with a store of this server's own.
+    public func synchronize() async throws(StoreError) {
+        guard environment.store.isShared else { return }
+        // A session created here while the list was read is missing from it, yet not deleted:
+        // only sessions older than the read (creation times are whole seconds) may be let go.
+        let readStart = Int(Date().timeIntervalSince1970) - 1
+        let stored = try await environment.store.listSessions()
+        let ids = Set(stored.map(\.id))
+        let gone = sessions.withLock { all in
+            for s in stored where all[s.id] == nil { all[s.id] = makeSession(s) }
+            let gone = all.filter { !ids.contains($0.key) && $0.value.created < readStart }.map(\.key)
+            return gone.compactMap { all.removeValue(forKey: $0) }
+        }
+        for session in gone {
+            await session.close()
+            requestIndex.withLock { $0.removeSession(session.id) }
+        }
+    }
+
+    /// `session(forRequest:)`, and with a shared store also a request recorded by another server.
+    public func find(forRequest requestID: String) async throws(StoreError) -> Session? {
+        if let local = session(forRequest: requestID) { return local }
+        guard environment.store.isShared, let sid = try await environment.store.sessionOfRequest(requestID) else {
+            return nil
+        }
+        return try await find(sid)
+    }
+
     public func session(forRequest requestID: String) -> Session? {
         guard let sid = requestIndex.withLock({ $0.session(for: requestID) }) else { return nil }
         return session(sid)
@@ -96,10 +151,16 @@ public final class SessionManager: Sendable {
 
     /// Cancels what runs or waits in the session, awaits it, then deletes it. False if unknown.
     public func delete(_ id: String) async throws(StoreError) -> Bool {
-        guard let session = sessions.withLock({ $0.removeValue(forKey: id) }) else { return false }
+        guard let session = sessions.withLock({ $0.removeValue(forKey: id) }) else {
+            // Created by another server on a shared store: deleted from the store only.
+            guard environment.store.isShared, try await environment.store.loadSession(id) != nil else { return false }
+            try await environment.store.deleteSession(id)
+            environment.logger.info("session deleted", ["session_id": id])
+            return true
+        }
         await session.close()
         requestIndex.withLock { $0.removeSession(id) }
-        try environment.store.deleteSession(id)
+        try await environment.store.deleteSession(id)
         environment.logger.info("session deleted", ["session_id": id])
         return true
     }

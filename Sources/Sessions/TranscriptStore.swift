@@ -5,7 +5,7 @@ import Foundation
 /// session back. Opening marks responses that were in flight `interrupted`.
 public final class TranscriptStore: Sendable {
     public static let fileName = "inferd.sqlite"
-    private let db: SQLiteDatabase
+    let db: SQLiteDatabase
     /// Responses found in flight (and marked interrupted) when the store was opened.
     public let interruptedOnOpen: Int
 

@@ -156,7 +156,7 @@ struct Harness {
     init(
         model: FakeModel = FakeModel(), backend: (any GenerationBackend)? = nil, maxQueue: Int = 16,
         budgetBytes: Int = 1 << 30,
-        store: TranscriptStore = .inMemory(), hooks: SessionHooks = SessionHooks(),
+        store: any SessionStore = TranscriptStore.inMemory(), hooks: SessionHooks = SessionHooks(),
         recentRequests: Int = SessionManager.defaultRecentRequests
     ) throws {
         self.model = model
@@ -167,8 +167,8 @@ struct Harness {
         manager = try SessionManager(environment: env, recentRequests: recentRequests)
     }
 
-    func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) throws -> Session {
-        try manager.create(instructions: instructions, onBusy: onBusy, options: nil)
+    func session(instructions: String? = "Be brief.", onBusy: BusyPolicy = .queue) async throws -> Session {
+        try await manager.create(instructions: instructions, onBusy: onBusy, options: nil)
     }
 
     static func request(

@@ -44,7 +44,7 @@ import Testing
     @Test func theManagersIndexIsBoundedOverRealTurns() async throws {
         // The backend is not the subject: a scripted one answers at once.
         let h = try Harness(backend: ScriptedBackend(reply: "ok"), recentRequests: 2)
-        let s = try h.session()
+        let s = try await h.session()
         for i in 1...5 {
             let outcome = try await h.respond(Harness.request("r\(i)", "hi \(i)"), s)
             #expect(outcome.status == .completed)

@@ -10,7 +10,7 @@ import Testing
     @Test func aBackendWithoutACacheGetsTheWholeTranscriptEachTurn() async throws {
         let backend = ScriptedBackend(reply: "Sure.")
         let h = try Harness(backend: backend)
-        let s = try h.session(instructions: "Be brief.")
+        let s = try await h.session(instructions: "Be brief.")
         let first = try await h.respond(Harness.request("a", "hello"), s)
         let second = try await h.respond(Harness.request("b", "again"), s)
         #expect(first.status == .completed && first.content == "Sure.")
@@ -47,7 +47,7 @@ import Testing
             request.label == "a" ? [.text("partial"), .pause(.seconds(60))] : [.text("done")]
         }
         let h = try Harness(backend: backend)
-        let s = try h.session(instructions: nil)
+        let s = try await h.session(instructions: nil)
         let rec = Recorder()
         let a = try await h.start(Harness.request("a", "first", onCancel: .discard), s, rec)
         #expect(await eventually { rec.snapshots.contains("partial") })
@@ -68,7 +68,7 @@ import Testing
             request.label == "a" ? [.text("x"), .fail(.computeFailed("scripted failure"))] : [.text("fine")]
         }
         let h = try Harness(backend: backend)
-        let s = try h.session()
+        let s = try await h.session()
         let failed = try await h.respond(Harness.request("a"), s)
         #expect(failed.status == .failed)
         guard case .generation(.computeFailed(let why)) = failed.error else {

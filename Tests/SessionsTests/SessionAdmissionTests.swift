@@ -12,7 +12,8 @@ import Testing
     @Test func aSessionNeverHasTwoGenerationsInTheEngineThroughItsQueue() async throws {
         let h = try Harness(
             model: FakeModel(stepDelay: 0.001, admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 32)))
-        let sessions = try (0..<3).map { _ in try h.session() }
+        var sessions: [Session] = []
+        for _ in 0..<3 { sessions.append(try await h.session()) }
         var tasks: [Task<TurnOutcome, Never>] = []
         var firstTurns: [Recorder] = []
         for (i, s) in sessions.enumerated() {
@@ -35,7 +36,7 @@ import Testing
 
     @Test func aDeadlinePassedInTheSessionQueueEndsTheTurnUnpublished() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let rec = Recorder()
         let late = try await h.start(
@@ -54,7 +55,7 @@ import Testing
 
     @Test func aDeadlinePassedWhileGeneratingKeepsThePartialAnswer() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         // 2000 tokens take seconds; the deadline leaves the turn ample time to start first.
         let outcome = try await h.respond(
             Harness.request("a", maxTokens: 2000, longRun: true, deadline: .now + .seconds(1)), s)
@@ -66,8 +67,8 @@ import Testing
 
     @Test func aDeadlinePassedInTheEngineQueueFailsTheTurnAndKeepsTheSessionUsable() async throws {
         let h = try Harness(model: FakeModel(admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 4)))
-        let busy = try h.session()
-        let s = try h.session()
+        let busy = try await h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 2000, longRun: true), busy)
         // It holds the engine's only place before the other session's turn asks for one.
         #expect(await eventually { h.model.predictor.computed.load(ordering: .relaxed) > 0 })

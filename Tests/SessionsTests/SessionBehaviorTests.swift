@@ -10,7 +10,7 @@ import Testing
 @Suite struct SessionBehaviorTests {
     @Test func turnsRunInOrderAndReuseTheKVCache() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let first = try await h.respond(Harness.request("r1", "hi"), s)
         #expect(first.status == .completed && first.content == "The quic")
         #expect(first.usage?.cachedTokens == 0)
@@ -25,7 +25,7 @@ import Testing
 
     @Test func queuedRequestsStartInArrivalOrderAndHearTheirPosition() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let recs = (0..<3).map { _ in Recorder() }
         var tasks: [Task<TurnOutcome, Never>] = []
         for i in 0..<3 { tasks.append(try await h.start(Harness.request("q\(i)", "p\(i)", maxTokens: 6), s, recs[i])) }
@@ -40,7 +40,7 @@ import Testing
 
     @Test func rejectAnswersBusyWhileOneRuns() async throws {
         let h = try Harness()
-        let s = try h.session(onBusy: .reject)
+        let s = try await h.session(onBusy: .reject)
         let running = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         await #expect(throws: SessionError.busy(activeRequest: "a")) {
             try await h.admit(Harness.request("b", onBusy: .reject), s)
@@ -51,7 +51,7 @@ import Testing
 
     @Test func aFullQueueIsRefused() async throws {
         let h = try Harness(maxQueue: 1)
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let b = try await h.start(Harness.request("b"), s)
         await #expect(throws: SessionError.queueFull(limit: 1)) { try await h.admit(Harness.request("c"), s) }
@@ -62,7 +62,7 @@ import Testing
 
     @Test func cancelBeforeStartPublishesNothing() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let rec = Recorder()
         let b = try await h.start(Harness.request("b", "never"), s, rec)
@@ -80,7 +80,7 @@ import Testing
 
     @Test func disconnectWhileQueuedRemovesItAtOnce() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let b = try await h.start(Harness.request("b"), s)
         let recC = Recorder()
@@ -100,7 +100,7 @@ import Testing
 
     @Test func stopMidStreamKeepsExactlyTheLastSnapshotAndTheNextTurnSeesIt() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let rec = Recorder()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s, rec)
         #expect(await eventually { rec.snapshots.count >= 5 })
@@ -126,7 +126,7 @@ import Testing
 
     @Test func stopWithDiscardRollsBackTranscriptAndCache() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let first = try await h.respond(Harness.request("r1", "hi"), s)
         let before = await s.transcript
         let rec = Recorder()
@@ -144,7 +144,7 @@ import Testing
 
     @Test func replaceUnderRapidInputLetsOnlyTheNewestAnswer() async throws {
         let h = try Harness()
-        let s = try h.session(onBusy: .replace)
+        let s = try await h.session(onBusy: .replace)
         var tasks: [Task<TurnOutcome, Never>] = []
         var recs: [Recorder] = []
         for i in 0..<50 {
@@ -169,7 +169,7 @@ import Testing
         let paused = PauseGate()
         hooks.beforeRecord = { _ in await paused.wait() }
         let h = try Harness(hooks: hooks)
-        let s = try h.session()
+        let s = try await h.session()
         let rec = Recorder()
         let a = try await h.start(Harness.request("a", maxTokens: 8), s, rec)
         // The engine has finished (completed) but the session has not recorded it yet.
@@ -191,7 +191,7 @@ import Testing
         let paused = PauseGate()
         hooks.afterRecord = { _ in await paused.wait() }
         let h = try Harness(hooks: hooks)
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 8), s)
         // Recorded as completed, requester not yet told.
         #expect(await eventually { paused.isWaiting })
@@ -205,7 +205,7 @@ import Testing
 
     @Test func aGenuineEngineFailureTravelsTheErrorPathAndTheSessionStaysUsable() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let failed = try await h.respond(Harness.request("bad", "please FAIL now"), s)
         #expect(failed.status == .failed && failed.reason == nil)
         guard case .generation(.computeFailed) = failed.error else {
@@ -225,7 +225,7 @@ import Testing
 
     @Test func contextOverflowIsRefusedAndTheSessionStaysUsable() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         await #expect(throws: SessionError.self) {
             try await h.admit(Harness.request("big", "x", maxTokens: 5000), s)
         }
@@ -235,7 +235,7 @@ import Testing
 
     @Test func aQueuedRequestThatNoLongerFitsFailsWithoutTouchingTheTranscript() async throws {
         let h = try Harness(model: FakeModel(contextLength: 120))
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", "hello", maxTokens: 40), s)
         // Fits while a's answer is still empty; no longer fits once a's 40 tokens are in the transcript.
         let b = try await h.start(Harness.request("b", String(repeating: "x", count: 60), maxTokens: 30), s)
@@ -252,7 +252,7 @@ import Testing
 
     @Test func aLiveRequestIDMustBeUniqueButAnEndedOneMayBeReused() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("same", maxTokens: 3000, longRun: true), s)
         await #expect(throws: SessionError.duplicateRequest("same")) { try await h.admit(Harness.request("same"), s) }
         _ = await s.cancel(requestID: "same", reason: .cancelRequest)
@@ -262,7 +262,7 @@ import Testing
 
     @Test func backgroundWaitsForInteractive() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 30), s)
         let bg = try await h.start(Harness.request("bg", "background", priority: .background), s)
         let fg = try await h.start(Harness.request("fg", "interactive"), s)
@@ -273,8 +273,8 @@ import Testing
     @Test func aDroppedCacheIsRebuiltFromTheTranscript() async throws {
         // Budget for one session's cache: using a second session drops the first's.
         let h = try Harness(budgetBytes: 1100 * 1024)
-        let s1 = try h.session()
-        let s2 = try h.session()
+        let s1 = try await h.session()
+        let s2 = try await h.session()
         _ = try await h.respond(Harness.request("a1", "hi"), s1)
         _ = try await h.respond(Harness.request("b1", "hi"), s2)
         #expect(h.manager.environment.caches.evictions >= 1)
@@ -285,7 +285,7 @@ import Testing
 
     @Test func noOverlappingGenerationsUnderConcurrentClientsWithRandomDisconnects() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         var rng = SeededGenerator(seed: 7)
         await withTaskGroup(of: Void.self) { group in
             for c in 0..<8 {
@@ -312,7 +312,7 @@ import Testing
 @Suite struct SessionLifecycleTests {
     @Test func deletingASessionCancelsAndAwaitsWhatRunsOrWaits() async throws {
         let h = try Harness()
-        let s = try h.session()
+        let s = try await h.session()
         let rec = Recorder()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s, rec)
         let b = try await h.start(Harness.request("b"), s)
@@ -334,11 +334,11 @@ import Testing
         let sid: String
         do {
             let h = try Harness(store: try TranscriptStore.open(dataDir: dir))
-            let s = try h.session(instructions: "Remember me.")
+            let s = try await h.session(instructions: "Remember me.")
             sid = s.id
             #expect(try await h.respond(Harness.request("r1", "hi"), s).status == .completed)
             // Simulate a crash mid-turn: the store holds an accepted prompt whose response never ended.
-            try h.manager.environment.store.beginTurn(
+            try await h.manager.environment.store.beginTurn(
                 session: sid, prompt: TranscriptEntry(position: 10, kind: .prompt, content: "lost", requestID: "r2"),
                 response: TranscriptEntry(
                     position: 11, kind: .response, content: "", requestID: "r2", status: .inProgress))

@@ -286,8 +286,11 @@ extension TestClient {
     }
 
     /// Starts a JSON POST whose answer is an event stream; returns status and headers.
-    public func startStream(_ path: String, _ json: String) throws -> (status: Int, headers: [(String, String)]) {
+    public func startStream(
+        _ path: String, _ json: String, headers: [(String, String)] = []
+    ) throws -> (status: Int, headers: [(String, String)]) {
         var head = "POST \(path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        for (k, v) in headers { head += "\(k): \(v)\r\n" }
         head += "Content-Length: \(json.utf8.count)\r\n\r\n"
         guard send(Array(head.utf8) + Array(json.utf8)) else { throw ClientError(description: "send failed") }
         return try readHead()

@@ -17,7 +17,7 @@ extension InferdApp {
     ) async throws -> HTTPResponse {
         let session: Session
         do {
-            session = try requireSession(id: sessionID, request)
+            session = try await requireSession(id: sessionID, request)
         } catch let e as HTTPError {
             throw OpenAIError(
                 status: e.status, message: e.message, type: "invalid_request_error", param: "session_id", code: e.code)

@@ -80,7 +80,7 @@ extension InferdApp {
         }
         let session: Session
         do {
-            session = try sessions.create(
+            session = try await sessions.create(
                 instructions: instructions.isEmpty ? nil : instructions.joined(separator: "\n\n"), onBusy: .queue,
                 options: nil, owner: owner)
             if !metadata.isEmpty {

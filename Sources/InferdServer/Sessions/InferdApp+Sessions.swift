@@ -11,7 +11,7 @@ import Telemetry
 /// The semantics live in the `Sessions` module; this file only maps them to HTTP and JSON.
 extension InferdApp {
     static func makeSessions(
-        configuration c: ServerConfiguration, store: TranscriptStore, logger: Logger, metrics: Metrics
+        configuration c: ServerConfiguration, store: any SessionStore, logger: Logger, metrics: Metrics
     ) -> SessionManager {
         let environment = SessionEnvironment(
             store: store, caches: KVCacheBudget(budgetBytes: c.kvCacheMiB << 20), maxQueue: c.maxSessionQueue,
@@ -20,19 +20,49 @@ extension InferdApp {
         return try! SessionManager(environment: environment)
     }
 
-    /// Opens `data_dir`'s database and restores every session; a bad database is an error here.
+    /// Opens the session store (`store_url`'s PostgreSQL, else `data_dir`'s SQLite) and restores
+    /// every session; a bad or unreachable database is an error here.
     public static func openSessions(
         configuration c: ServerConfiguration, logger: Logger, metrics: Metrics
     ) throws(StoreError) -> SessionManager {
-        let store = try TranscriptStore.open(dataDir: c.dataDir)
+        let store = try openStore(c)
         let environment = SessionEnvironment(
             store: store, caches: KVCacheBudget(budgetBytes: c.kvCacheMiB << 20), maxQueue: c.maxSessionQueue,
             defaultMaxTokens: c.defaultMaxTokens, logger: logger, metrics: metrics)
         let manager = try SessionManager(environment: environment)
         logger.info(
             "sessions restored",
-            ["count": "\(manager.count)", "interrupted": "\(store.interruptedOnOpen)", "data_dir": c.dataDir])
+            ["count": "\(manager.count)", "interrupted": "\(store.interruptedOnOpen)", "store": storeName(c)])
         return manager
+    }
+
+    static func openStore(_ c: ServerConfiguration) throws(StoreError) -> any SessionStore {
+        guard !c.storeURL.isEmpty else { return try TranscriptStore.open(dataDir: c.dataDir) }
+        var password: String?
+        if !c.storePasswordFile.isEmpty {
+            do {
+                password = try String(contentsOfFile: c.storePasswordFile, encoding: .utf8)
+                    .trimmingCharacters(in: .newlines)
+            } catch {
+                throw StoreError(
+                    "cannot read store_password_file \(c.storePasswordFile): \(error.localizedDescription)")
+            }
+        }
+        return try PostgresSessionStore.open(url: c.storeURL, password: password)
+    }
+
+    /// Where sessions live, as logs may show it (never a password).
+    static func storeName(_ c: ServerConfiguration) -> String {
+        c.storeURL.isEmpty ? "sqlite:\(c.dataDir)" : PostgresSessionStore.redact(c.storeURL)
+    }
+
+    /// A store failure as an HTTP error: unreachable is 503 `store_unavailable` (retry later).
+    static func httpError(for error: StoreError) -> HTTPError {
+        error.unavailable
+            ? HTTPError(
+                status: 503, message: "the session store is unavailable: \(error)", type: "server_error",
+                code: "store_unavailable")
+            : HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
     }
 
     func registerSessionRoutes(_ router: Router) {
@@ -51,6 +81,11 @@ extension InferdApp {
         if let o = body.options { _ = try turnParameters(o) }
         let options = body.options.map { Self.json($0) }
         let owner = owner(of: request)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw Self.httpError(for: error)
+        }
         guard sessions.count(ownedBy: owner) < configuration.maxSessionsPerKey else {
             throw HTTPError.tooManyRequests(
                 "this API key already has \(configuration.maxSessionsPerKey) sessions, the most allowed; delete one first",
@@ -58,10 +93,10 @@ extension InferdApp {
         }
         let session: Session
         do {
-            session = try sessions.create(
+            session = try await sessions.create(
                 instructions: body.instructions, onBusy: onBusy, options: options, owner: owner)
         } catch {
-            throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw Self.httpError(for: error)
         }
         return .json(SessionBody(await session.snapshot(backend: host.backend)), status: 201)
     }
@@ -70,6 +105,11 @@ extension InferdApp {
     /// first unless `order=desc`; see `ListQuery`.
     func listSessions(_ request: HTTPRequest) async throws -> HTTPResponse {
         let query = try ListQuery(request.query)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw Self.httpError(for: error)
+        }
         let visible = sessions.all.filter { mayAccess(ownedBy: $0.owner, request) }
         let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
@@ -78,16 +118,16 @@ extension InferdApp {
     }
 
     func getSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try requireSession(request)
+        let session = try await requireSession(request)
         return .json(SessionBody(await session.snapshot(backend: host.backend)))
     }
 
     func deleteSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try requireSession(request).id
+        let id = try await requireSession(request).id
         do {
             guard try await sessions.delete(id) else { throw Self.httpError(for: SessionError.sessionNotFound(id)) }
         } catch let error as StoreError {
-            throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw Self.httpError(for: error)
         }
         return HTTPResponse(status: 204)
     }
@@ -95,7 +135,7 @@ extension InferdApp {
     func sessionRespond(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = ContinuousClock.now
         let backend = try requireBackend()
-        let session = try requireSession(request)
+        let session = try await requireSession(request)
         let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
@@ -188,8 +228,9 @@ extension InferdApp {
     }
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try requireSession(request)
+        let session = try await requireSession(request)
         let body = try SessionCancelBody(request)
+        try await refuseIfRunningElsewhere(session, requestID: body.requestId)
         if let rid = body.requestId {
             guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
                 throw Self.httpError(for: SessionError.requestNotFound(rid))
@@ -202,20 +243,45 @@ extension InferdApp {
 
     func cancelRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
         let rid = request.pathParameters["request_id"] ?? ""
-        guard let session = sessions.session(forRequest: rid), mayAccess(ownedBy: session.owner, request),
-            let result = await session.cancel(requestID: rid, reason: .cancelRequest)
-        else { throw Self.httpError(for: SessionError.requestNotFound(rid)) }
+        let found: Session?
+        do {
+            found = try await sessions.find(forRequest: rid)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        guard let session = found, mayAccess(ownedBy: session.owner, request) else {
+            throw Self.httpError(for: SessionError.requestNotFound(rid))
+        }
+        try await refuseIfRunningElsewhere(session, requestID: rid)
+        guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
+            throw Self.httpError(for: SessionError.requestNotFound(rid))
+        }
         return .json(CancellationBody(result))
     }
 
-    func requireSession(_ request: HTTPRequest) throws -> Session {
-        try requireSession(id: request.pathParameters["id"] ?? "", request)
+    /// With a store shared by several servers, a turn running on another one cannot be stopped
+    /// from here: 409 `running_on_another_server` says where to send the cancel.
+    func refuseIfRunningElsewhere(_ session: Session, requestID: String?) async throws {
+        guard sessions.environment.store.isShared, await session.runsElsewhere(requestID) else { return }
+        throw HTTPError.conflict(
+            "\(requestID.map { "request \($0)" } ?? "a turn of session \(session.id)") runs on another server; send the cancel to the server that runs it (route by session id)",
+            code: "running_on_another_server")
+    }
+
+    func requireSession(_ request: HTTPRequest) async throws -> Session {
+        try await requireSession(id: request.pathParameters["id"] ?? "", request)
     }
 
     /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
     /// Another key's session answers exactly as a missing one: its existence is not revealed.
-    func requireSession(id: String, _ request: HTTPRequest) throws -> Session {
-        guard let session = sessions.session(id), mayAccess(ownedBy: session.owner, request) else {
+    func requireSession(id: String, _ request: HTTPRequest) async throws -> Session {
+        let found: Session?
+        do {
+            found = try await sessions.find(id)
+        } catch {
+            throw Self.httpError(for: error)
+        }
+        guard let session = found, mayAccess(ownedBy: session.owner, request) else {
             throw Self.httpError(for: SessionError.sessionNotFound(id))
         }
         return session
@@ -260,6 +326,8 @@ extension InferdApp {
         case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
         case .generation(let e): GenerationService.httpError(for: e)
         case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+        case .storeUnavailable:
+            HTTPError(status: 503, message: "\(error)", type: "server_error", code: "store_unavailable")
         case .chatTemplate(let e): httpError(for: e)
         }
     }

@@ -1,0 +1,30 @@
+/// The SQLite store serves one server, whose session actors already serialize turns: a lease
+/// is always granted, and nothing else writes the transcripts.
+extension TranscriptStore: SessionStore {
+    public var isShared: Bool { false }
+
+    public func loadSession(_ id: String) throws(StoreError) -> StoredSession? {
+        try loadAll().first { $0.id == id }
+    }
+
+    public func listSessions() throws(StoreError) -> [StoredSession] {
+        try db.query("SELECT id, created, on_busy, options, owner FROM sessions ORDER BY created, id").map { row in
+            StoredSession(
+                id: row[0].text ?? "", created: row[1].int ?? 0,
+                onBusy: BusyPolicy(rawValue: row[2].text ?? "") ?? .queue, options: row[3].text, entries: [],
+                owner: row[4].text)
+        }
+    }
+
+    public func sessionOfRequest(_ requestID: String) throws(StoreError) -> String? {
+        try db.query(
+            "SELECT session_id FROM entries WHERE request_id = ? AND kind = 'response' LIMIT 1", [.text(requestID)]
+        ).first?.first?.text
+    }
+
+    public func tryTurnLease(session: String) -> (any TurnLease)? { LocalTurnLease() }
+
+    struct LocalTurnLease: TurnLease {
+        func release() {}
+    }
+}
