@@ -88,6 +88,29 @@ final class PostgresServerTests {
         }
     }
 
+    @Test func aConversationCreatedOnOneServerIsFoundAndContinuedOnTheOther() async throws {
+        let url = try TestPostgres.freshDatabase()
+        try await offPool {
+            let a = try Self.server(url)
+            defer { a.stop() }
+            let b = try Self.server(url)
+            defer { b.stop() }
+            let created = try a.client().postJSON("/v1/conversations", jsonString(["metadata": ["topic": "t"]]))
+            let id = try #require(created.json?["id"] as? String, "\(created.text)")
+            #expect(try b.client().request("GET", "/v1/conversations/\(id)").status == 200)
+            let model = try #require(
+                (try b.client().request("GET", "/v1/models").json?["data"] as? [[String: Any]])?.first?["id"] as? String
+            )
+            let answered = try b.client().postJSON(
+                "/v1/responses",
+                jsonString(["model": model, "input": "Say hi.", "conversation": id, "max_output_tokens": 4]))
+            #expect(answered.status == 200, "\(answered.text)")
+            let items = try a.client().request("GET", "/v1/conversations/\(id)/items?order=asc")
+            let roles = (items.json?["data"] as? [[String: Any]])?.compactMap { $0["role"] as? String }
+            #expect(roles == ["user", "assistant"], "\(items.text)")
+        }
+    }
+
     @Test func concurrentTurnsOfOneSessionThroughTwoServersNeverOverlap() async throws {
         let url = try TestPostgres.freshDatabase()
         try await offPool {

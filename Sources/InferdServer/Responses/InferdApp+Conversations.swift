@@ -17,7 +17,7 @@ extension InferdApp {
         router.post("/v1/conversations/{id}", openAI { [self] request in try await updateConversation(request) })
         router.delete("/v1/conversations/{id}", openAI { [self] request in try await deleteConversation(request) })
         router.get("/v1/conversations/{id}/items", openAI { [self] request in try await conversationItems(request) })
-        router.post("/v1/conversations/{id}/items", openAI { [self] request in try refuseItemEdit(request) })
+        router.post("/v1/conversations/{id}/items", openAI { [self] request in try await refuseItemEdit(request) })
         router.get(
             "/v1/conversations/{id}/items/{item_id}",
             openAI { [self] request in
@@ -26,15 +26,23 @@ extension InferdApp {
         router.delete(
             "/v1/conversations/{id}/items/{item_id}",
             openAI { [self] request in
-                try refuseItemEdit(request)
+                try await refuseItemEdit(request)
             })
     }
 
     /// The session behind conversation `id` as `request` may see it; else 404 naming `param`.
-    func requireConversation(_ id: String, _ request: HTTPRequest, param: String) throws -> Session {
-        guard let sid = ConversationObject.sessionID(of: id), let session = sessions.session(sid),
-            mayAccess(ownedBy: session.owner, request)
-        else {
+    /// The conversation's session as `request` may see it, from the store when it is shared
+    /// (a conversation created through another replica is found here too).
+    func requireConversation(_ id: String, _ request: HTTPRequest, param: String) async throws -> Session {
+        var found: Session?
+        if let sid = ConversationObject.sessionID(of: id) {
+            do {
+                found = try await sessions.find(sid)
+            } catch {
+                throw OpenAIError(Self.httpError(for: error))
+            }
+        }
+        guard let session = found, mayAccess(ownedBy: session.owner, request) else {
             throw OpenAIError(
                 status: 404, message: "No conversation found with id '\(id)'.", type: "invalid_request_error",
                 param: param, code: "conversation_not_found")
@@ -94,14 +102,15 @@ extension InferdApp {
     }
 
     func getConversation(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
         return .json(conversationObject(session))
     }
 
     /// `POST /v1/conversations/{id}`: replaces its `metadata`.
     func updateConversation(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let session = try requireConversation(id, request, param: "conversation_id")
+        let session = try await requireConversation(id, request, param: "conversation_id")
         let f = try openAIFields(request)
         if let unknown = f.values.keys.sorted().first(where: { $0 != "metadata" }) {
             throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
@@ -121,7 +130,7 @@ extension InferdApp {
 
     func deleteConversation(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let session = try requireConversation(id, request, param: "conversation_id")
+        let session = try await requireConversation(id, request, param: "conversation_id")
         do {
             _ = try await sessions.delete(session.id)
             try responseStore.deleteConversationMetadata(id)
@@ -159,7 +168,8 @@ extension InferdApp {
     /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
     /// `order=asc`, as OpenAI's default).
     func conversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
         var query: ListQuery
         do {
             query = try ListQuery(request.query.filter { $0.key != "include" })
@@ -178,7 +188,8 @@ extension InferdApp {
     }
 
     func conversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
         let itemID = request.pathParameters["item_id"] ?? ""
         guard let item = await conversationItems(of: session).first(where: { $0.id == itemID }) else {
             throw OpenAIError(
@@ -188,8 +199,8 @@ extension InferdApp {
         return .json(item)
     }
 
-    func refuseItemEdit(_ request: HTTPRequest) throws -> HTTPResponse {
-        _ = try requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    func refuseItemEdit(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try await requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
         throw OpenAIError.unsupported(
             "a conversation's items are its session's transcript, appended only by its responses; they cannot be added or deleted by hand",
             param: "items")
@@ -201,7 +212,7 @@ extension InferdApp {
         _ body: ResponsesRequest, conversationID: String, backend: any GenerationBackend, request: HTTPRequest,
         arrival: ContinuousClock.Instant
     ) async throws -> HTTPResponse {
-        let session = try requireConversation(conversationID, request, param: "conversation")
+        let session = try await requireConversation(conversationID, request, param: "conversation")
         guard body.input.count == 1, body.input[0].role == "user" else {
             throw OpenAIError.invalid(
                 "with conversation, input must be one user message (it becomes the conversation's next turn)",
