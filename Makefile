@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model test-models build serve test swift-test postgres-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test compat lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -44,6 +44,7 @@ test: deps test-models lint
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
+	python3 scripts/cluster-test.py $(BIN) $(MODEL)
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
 
 # The session store's suites on PostgreSQL: scripts/with-postgres.sh starts a throwaway server
@@ -54,6 +55,12 @@ POSTGRES_SUITES := SessionStoreContractTests|SharedStoreTests|PostgresServerTest
 postgres-test: deps test-models
 	swift build $(SWIFT_FLAGS)
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
+
+# The reference deployment on loopback (issue #15): a throwaway PostgreSQL, three replicas over it
+# and HAProxy in front hashing sessions to replicas; affinity, shared sessions, a disconnect through
+# the proxy, the turn lease across replicas and kill -9 of a replica mid-turn. Stops what it started.
+cluster-test: deps model build
+	python3 scripts/cluster-test.py $(BIN) $(MODEL)
 
 # The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
 compat: deps model build

@@ -142,6 +142,7 @@ def main():
     if not shutil.which("haproxy"):
         sys.exit("cluster-test: haproxy is not installed (scripts/install-deps.sh installs it)")
     root = tempfile.mkdtemp(prefix="inferd-cluster.")
+    os.chmod(root, 0o755)  # the PostgreSQL cluster inside runs as the postgres user when we are root
     pg_dir = os.path.join(root, "pg")
     started, checks = [], []
     try:

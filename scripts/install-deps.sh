@@ -4,9 +4,10 @@
 set -euo pipefail
 # openssl and curl: the TLS tests make a self-signed certificate and call the server over HTTPS.
 # libgnutls28-dev: inferd healthcheck speaks HTTPS to a server with tls_cert set.
-# libpq-dev: the PostgreSQL session store (store_url); postgresql: the throwaway server its tests start.
+# libpq-dev: the PostgreSQL session store (store_url); postgresql: the throwaway server its tests start;
+# haproxy: the load balancer of the reference deployment make test runs (scripts/cluster-test.py).
 # libcurl4-openssl-dev: the remote backend's HTTP client (backend openai).
-pkgs=(libmicrohttpd-dev libsqlite3-dev libgnutls28-dev libpq-dev postgresql libcurl4-openssl-dev pkg-config openssl curl)
+pkgs=(libmicrohttpd-dev libsqlite3-dev libgnutls28-dev libpq-dev postgresql haproxy libcurl4-openssl-dev pkg-config openssl curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
