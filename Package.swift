@@ -41,15 +41,22 @@ let package = Package(
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
         .target(name: "Backend", dependencies: ["Engine"]),
+        // Structured output front ends (JSON Schema, JSON mode, GBNF) compiling to the Engine's
+        // grammars. Knows JSON Schema; the Engine does not.
+        .target(name: "StructuredOutput", dependencies: ["Engine"]),
         .target(name: "Sessions", dependencies: ["Backend", "Engine", "CSQLite", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
-            dependencies: ["HTTPServer", "Backend", "Engine", "Sessions", "Telemetry", "CGnuTLS", "CMalloc"]),
+            dependencies: [
+                "HTTPServer", "Backend", "Engine", "Sessions", "StructuredOutput", "Telemetry", "CGnuTLS", "CMalloc",
+            ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(
             name: "Benchmark",
-            dependencies: ["InferdServer", "HTTPServer", "Backend", "Engine", "CKernels", "Telemetry"]),
+            dependencies: [
+                "InferdServer", "HTTPServer", "Backend", "Engine", "StructuredOutput", "CKernels", "Telemetry",
+            ]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer", "Benchmark"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
@@ -60,6 +67,7 @@ let package = Package(
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
+        .testTarget(name: "StructuredOutputTests", dependencies: ["StructuredOutput", "Engine"]),
         .testTarget(
             name: "SessionsTests", dependencies: ["Backend", "Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(

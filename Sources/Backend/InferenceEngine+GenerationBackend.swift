@@ -10,6 +10,10 @@ extension InferenceEngine: GenerationBackend {
 
     public var vocabularySize: Int { tokenizer.vocabularySize }
 
+    public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
+        GrammarConstraint(grammar: grammar, trie: tokenTrie, identity: identity)
+    }
+
     public func promptTokens(for input: PromptInput) throws(ChatTemplateError) -> [Int32] {
         switch input {
         case .conversation(let instructions, let messages):

@@ -23,7 +23,7 @@ public final class GrammarProcessor: LogitsProcessor {
     public let matcher: GrammarMatcher
     let trie: TokenTrie
     let allowed: UnsafeMutableBufferPointer<UInt64>
-    /// Each token's bytes, looked up when it is accepted (shared, built with the trie).
+    /// Set when a token could not be accepted or no token was allowed.
     private var failed = false
 
     init(grammar: CompiledGrammar, trie: TokenTrie) {
@@ -38,6 +38,7 @@ public final class GrammarProcessor: LogitsProcessor {
     }
 
     public var mustEnd: Bool { failed || matcher.mustEnd }
+    public var canEnd: Bool { !failed && matcher.canEnd }
 
     public func process(logits: UnsafeMutableBufferPointer<Float>) {
         matcher.fillMask(trie: trie, allowed: allowed)

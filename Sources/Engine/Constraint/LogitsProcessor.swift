@@ -8,6 +8,8 @@ public protocol LogitsProcessor: AnyObject {
     func accept(token: Int32) -> Bool
     /// Nothing may follow: the generation must end now.
     var mustEnd: Bool { get }
+    /// The output so far is complete: ending here satisfies the constraint.
+    var canEnd: Bool { get }
 }
 
 /// What a `GenerationRequest` carries: a recipe for a fresh `LogitsProcessor` per generation.

@@ -1,7 +1,7 @@
 /// Turns ranges of Unicode scalars into the UTF-8 byte sequences that spell exactly them, so a
 /// byte-level matcher can match characters: each result is a sequence of byte ranges, one per
 /// byte, and the alternatives never overlap. Surrogates (not scalars) are never included.
-enum UTF8Ranges {
+public enum UTF8Ranges {
     static let maxScalar: UInt32 = 0x10FFFF
 
     /// The scalars not in `ranges` (surrogates left out either way).
@@ -99,4 +99,26 @@ enum UTF8Ranges {
             ]
         }
     }
+}
+
+extension UTF8Ranges {
+    /// The scalars of `ranges` that are not in `removed`.
+    public static func subtracting(_ ranges: [ClosedRange<UInt32>], _ removed: [ClosedRange<UInt32>])
+        -> [ClosedRange<UInt32>]
+    {
+        let keep = complement(removed)
+        var out: [ClosedRange<UInt32>] = []
+        for r in normalized(ranges) {
+            for k in keep where k.lowerBound <= r.upperBound && r.lowerBound <= k.upperBound {
+                out.append(max(r.lowerBound, k.lowerBound)...min(r.upperBound, k.upperBound))
+            }
+        }
+        return out
+    }
+}
+
+extension UTF8Ranges {
+    /// The UTF-8 bytes of a scalar value (surrogate values encoded as they are, as GBNF's `\x`
+    /// escapes of bytes need: a value below 0x100 from `\x` is one character, not a byte).
+    public static func encodeScalar(_ value: UInt32) -> [UInt8] { encode(value) }
 }

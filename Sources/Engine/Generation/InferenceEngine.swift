@@ -18,6 +18,8 @@ public final class InferenceEngine: Sendable {
     /// Shares one generation between identical deterministic requests in flight.
     public let singleFlight: SingleFlight
     private let runCounted: SingleFlight.Run
+    /// The vocabulary's token trie for constraints, built on first use (see `InferenceEngine+Constraint`).
+    let constraintTrie = Locked<TokenTrie?>(nil)
 
     public var contextLength: Int { model.config.contextLength }
     /// `general.architecture` (one of `Architecture.supported`).

@@ -1,5 +1,6 @@
 import Backend
 import Engine
+import StructuredOutput
 import Foundation
 import HTTPServer
 import Telemetry
@@ -19,38 +20,46 @@ extension InferdApp {
             .conversation(
                 instructions: body.instructions, messages: [ChatMessage(role: .user, content: body.prompt)]))
         var generation = try generations.makeGenerationRequest(
-            prompt: prompt, options: body.options, backend: backend, label: request.id)
+            prompt: prompt, options: body.options, backend: backend, label: request.id, body: request.body)
         generation.priority = admission.priority
         generation.deadline = admission.deadline(from: arrival)
+        let structured = body.options?.format.map { $0.kind != .grammar } ?? false
         if body.stream == true {
             // Submitted before the stream starts, so a full queue is still a plain 503.
             let relay = GenerationEventRelay()
             let ticket = try generations.submitGeneration(
                 generation, backend: backend, requestID: request.id, onEvent: relay.forward)
             return .eventStream { [self] stream in
-                await streamResponse(ticket, events: relay, backend: backend, stream: stream)
+                await streamResponse(ticket, events: relay, backend: backend, stream: stream, structured: structured)
             }
         }
         let result = try await generations.runGeneration(generation, backend: backend, requestID: request.id)
         let reason = result.finishReason == .cancelled ? request.context.cancellationReason?.rawValue : nil
-        return .json(responseBody(result, id: request.id, backend: backend, reason: reason))
+        return .json(responseBody(result, id: request.id, backend: backend, reason: reason, structured: structured))
     }
 
-    func responseBody(_ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?)
-        -> ResponseBody
-    {
-        ResponseBody(
+    func responseBody(
+        _ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?, structured: Bool = false
+    ) -> ResponseBody {
+        var body = ResponseBody(
             id: id, created: Int(Date().timeIntervalSince1970), model: backend.modelName,
             status: result.finishReason == .cancelled ? "cancelled" : "completed", content: result.content,
             finishReason: result.finishReason.rawValue, usage: UsageBody(result.usage),
             timings: TimingsBody(result.timings), reason: reason)
+        if structured {
+            let value = StructuredValue.final(result)
+            body.value = value.value
+            body.partial = value.partial
+        }
+        return body
     }
 
     /// The SSE side of `/v1/responses`: `queued` while it waits for a place in the engine,
     /// `started`, `snapshot`s (conflated for slow readers), then exactly one of `completed`,
     /// `cancelled` or `error` (`timeout` when it waited past its `timeout_seconds`).
     func streamResponse(
-        _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream
+        _ ticket: PendingGeneration, events: GenerationEventRelay, backend: any GenerationBackend, stream: EventStream,
+        structured: Bool = false
     ) async {
         let id = stream.requestID
         events.attach { event in
@@ -63,7 +72,10 @@ extension InferdApp {
             case .snapshot(let content, let n):
                 stream.sendSnapshot(
                     event: "snapshot",
-                    data: Self.json(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
+                    data: Self.json(
+                        SnapshotEvent(
+                            requestId: id, content: content, completionTokens: n,
+                            value: structured ? PartialJSON.value(content) : nil, partial: structured ? true : nil)))
             }
         }
         let result: GenerationResult
@@ -80,10 +92,10 @@ extension InferdApp {
         if result.finishReason == .cancelled {
             let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
             stream.send(
-                event: "cancelled", data: Self.json(responseBody(result, id: id, backend: backend, reason: reason)))
+                event: "cancelled", data: Self.json(responseBody(result, id: id, backend: backend, reason: reason, structured: structured)))
         } else {
             stream.send(
-                event: "completed", data: Self.json(responseBody(result, id: id, backend: backend, reason: nil)))
+                event: "completed", data: Self.json(responseBody(result, id: id, backend: backend, reason: nil, structured: structured)))
         }
     }
 

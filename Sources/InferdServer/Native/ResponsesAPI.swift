@@ -1,3 +1,4 @@
+import StructuredOutput
 import Engine
 import HTTPServer
 
@@ -86,9 +87,13 @@ struct ResponseBody: Codable, Sendable {
     var timings: TimingsBody
     /// Why it was cancelled (`client_disconnected`, `shutdown`, …); absent when completed.
     var reason: String?
+    /// Structured (JSON) answers: the value (see `StructuredValue`); absent otherwise.
+    var value: JSONValue?
+    /// With `value`: false only when the answer is complete and validated.
+    var partial: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case id, object, created, model, status, content, usage, timings, reason
+        case id, object, created, model, status, content, usage, timings, reason, value, partial
         case finishReason = "finish_reason"
     }
 }
@@ -109,9 +114,12 @@ struct SnapshotEvent: Codable, Sendable {
     var requestId: String
     var content: String
     var completionTokens: Int
+    /// Structured (JSON) answers: the value so far, closed (always `partial`).
+    var value: JSONValue? = nil
+    var partial: Bool? = nil
     enum CodingKeys: String, CodingKey {
         case requestId = "request_id"
-        case content
+        case content, value, partial
         case completionTokens = "completion_tokens"
     }
 }

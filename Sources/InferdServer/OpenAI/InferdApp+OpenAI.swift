@@ -76,7 +76,7 @@ extension InferdApp {
         let prompt = try chatPromptTokens(backend, .conversation(instructions: nil, messages: chat.messages))
         let generation = try openAIGenerationRequest(
             prompt: prompt, chat.parameters, backend: backend, requestID: request.id, promptParam: "messages",
-            arrival: arrival)
+            arrival: arrival, body: request.body)
         return try await answer(
             generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request)
     }
@@ -103,7 +103,7 @@ extension InferdApp {
         guard !prompt.isEmpty else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
         let generation = try openAIGenerationRequest(
             prompt: prompt, completion.parameters, backend: backend, requestID: request.id, promptParam: "prompt",
-            arrival: arrival)
+            arrival: arrival, body: request.body)
         return try await answer(
             generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, backend: backend,
             request: request)
@@ -112,13 +112,13 @@ extension InferdApp {
     /// The native validation (`makeGenerationRequest`), with its errors naming OpenAI's parameters.
     func openAIGenerationRequest(
         prompt: [Int32], _ p: OpenAIGenerationParameters, backend: any GenerationBackend, requestID: String,
-        promptParam: String, arrival: ContinuousClock.Instant
+        promptParam: String, arrival: ContinuousClock.Instant, body: [UInt8] = []
     ) throws -> GenerationRequest {
         var generation: GenerationRequest
         do {
             generation = try generations.makeGenerationRequest(
                 prompt: prompt, options: p.options, backend: backend, label: requestID,
-                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
+                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam), body: body)
         } catch {
             throw OpenAIError(error)
         }
