@@ -1,11 +1,15 @@
-/// A pushdown recognizer over bytes for a `CompiledGrammar`: the state is a set of stacks, each
-/// stack's top at a terminal position (the byte sets that may come next), its lower entries the
-/// positions to continue at when a rule ends. Stacks are nodes in an arena, hash-consed
-/// (position, parent) so equal stacks are one node: ambiguity never multiplies them, and a set of
-/// stacks is a set of node ids.
+/// A pushdown recognizer over bytes for a `CompiledGrammar`, run as a lazily built automaton.
 ///
-/// Everything lives in buffers that are kept between calls: after the first few tokens,
-/// advancing and mask computation allocate nothing. Not thread-safe; one per generation.
+/// A stack is a node in an arena, hash-consed by (position, parent), so equal stacks are one
+/// node: each top is at a terminal position (a byte set that may come next), its lower entries
+/// the positions to continue at when a rule ends. A matcher state is a set of stacks, interned
+/// too, so a state is an id; the state after a byte is computed once and remembered in a
+/// transition table (`transitions[state * 256 + byte]`). Inside a JSON string, for example, every
+/// character leads back to the same state, so after the first few bytes a mask walk over the
+/// whole token trie is table lookups. The mask of a state is kept in a small cache as well.
+///
+/// Buffers only grow, and only when states never seen before appear; past a bound the memory is
+/// flushed and rebuilt from the current state. Not thread-safe; one per generation.
 public final class GrammarMatcher {
     let grammar: CompiledGrammar
 
@@ -19,55 +23,80 @@ public final class GrammarMatcher {
     var bucketMask: Int
     var epoch: UInt32 = 0
 
-    /// States, stacked: state k is `tops[levelStart[k]..<levelEnd[k]]`, `levelAccepting[k]`.
-    /// Level 0 is the current state; the mask walk uses the levels above it.
-    var tops: [Int32] = []
-    var levelStart: [Int] = [0]
-    var levelEnd: [Int] = [0]
-    var levelAccepting: [Bool] = [false]
+    // Interned states: state s is `stateTops[stateStart[s]..<stateStart[s + 1]]` (sorted node ids).
+    var stateTops: [Int32] = []
+    var stateStart: [Int32] = [0]
+    var stateAccepting: [Bool] = []
+    var stateNext: [Int32] = []
+    var stateBuckets: [Int32]
+    var stateBucketMask: Int
+    /// -2: not computed yet; -1: no match continues with that byte.
+    var transitions: [Int32] = []
+    /// The state the output so far leads to.
+    var current: Int32 = 0
+    /// The state being built by `close`.
+    var scratch: [Int32] = []
+    /// The walk's state per trie depth.
+    var levelState: [Int32] = []
 
-    /// Nodes kept between tokens before the arena is compacted.
-    static let compactionThreshold = 1 << 18
+    // Mask cache: `maskSlot[state]` is a slot of `maskBits` (or -1); slots are reused round robin.
+    var maskSlot: [Int32] = []
+    var slotState: [Int32]
+    var maskBits: UnsafeMutableBufferPointer<UInt64>
+    var maskWords = 0
+    var nextSlot = 0
+    static let maskSlots = 32
+
+    /// Past these sizes the memory is flushed (the current state is kept).
+    static let maxNodes = 1 << 20
+    static let maxStates = 1 << 15
 
     public init(grammar: CompiledGrammar) {
         self.grammar = grammar
         buckets = [Int32](repeating: -1, count: 1 << 12)
         bucketMask = (1 << 12) - 1
+        stateBuckets = [Int32](repeating: -1, count: 1 << 10)
+        stateBucketMask = (1 << 10) - 1
+        slotState = [Int32](repeating: -1, count: Self.maskSlots)
+        maskBits = .allocate(capacity: 0)
         reset()
     }
 
-    /// Back to the start of the grammar.
+    deinit {
+        maskBits.deallocate()
+    }
+
+    /// Back to the start of the grammar (what was learnt about states is kept).
     public func reset() {
-        nodePosition.removeAll(keepingCapacity: true)
-        nodeParent.removeAll(keepingCapacity: true)
-        nodeNext.removeAll(keepingCapacity: true)
-        nodeStamp.removeAll(keepingCapacity: true)
-        for i in buckets.indices { buckets[i] = -1 }
-        tops.removeAll(keepingCapacity: true)
-        epoch &+= 1
-        var accepting = false
-        let r = grammar.root
-        for a in grammar.alternatives[Int(grammar.ruleStart[Int(r)])..<Int(grammar.ruleEnd[Int(r)])] {
-            close(a, parent: -1, accepting: &accepting)
+        if stateAccepting.isEmpty {
+            epoch &+= 1
+            scratch.removeAll(keepingCapacity: true)
+            var accepting = false
+            let r = grammar.root
+            for a in grammar.alternatives[Int(grammar.ruleStart[Int(r)])..<Int(grammar.ruleEnd[Int(r)])] {
+                close(a, parent: -1, accepting: &accepting)
+            }
+            _ = intern(accepting: accepting)
         }
-        levelStart[0] = 0
-        levelEnd[0] = tops.count
-        levelAccepting[0] = accepting
+        current = 0
     }
 
     /// The output so far is a complete match (end of generation may come now).
-    public var canEnd: Bool { levelAccepting[0] }
+    public var canEnd: Bool { stateAccepting[Int(current)] }
     /// No byte can come next: the output is complete and must end.
-    public var mustEnd: Bool { levelEnd[0] == levelStart[0] }
-    /// Neither a byte nor the end: the output so far is not a prefix of any match.
-    public var isDead: Bool { mustEnd && !canEnd }
+    public var mustEnd: Bool { stateStart[Int(current)] == stateStart[Int(current) + 1] }
 
     // MARK: - Arena
 
     @inline(__always)
+    static func mix(_ a: Int32, _ b: Int32) -> Int {
+        let h = (UInt32(bitPattern: a) &* 0x9E37_79B1) ^ (UInt32(bitPattern: b) &* 0x2C1B_3C6D)
+        return Int(truncatingIfNeeded: h ^ (h >> 15))
+    }
+
+    @inline(__always)
     func node(_ position: Int32, _ parent: Int32) -> Int32 {
-        let h = Int(truncatingIfNeeded: (UInt32(bitPattern: position) &* 0x9E37_79B1) ^ UInt32(bitPattern: parent &* 0x2C1B_3C6D))
-        let b = (h ^ (h >> 15)) & bucketMask
+        let b = Self.mix(position, parent) & bucketMask
         var i = buckets[b]
         while i >= 0 {
             if nodePosition[Int(i)] == position && nodeParent[Int(i)] == parent { return i }
@@ -79,53 +108,31 @@ public final class GrammarMatcher {
         nodeNext.append(buckets[b])
         nodeStamp.append(0)
         buckets[b] = id
-        if nodePosition.count > buckets.count * 2 { rehash(buckets.count * 4) }
+        if nodePosition.count > buckets.count * 2 { rehashNodes(buckets.count * 4) }
         return id
     }
 
-    @inline(__always)
-    func bucket(of id: Int) -> Int {
-        let h = Int(
-            truncatingIfNeeded: (UInt32(bitPattern: nodePosition[id]) &* 0x9E37_79B1)
-                ^ UInt32(bitPattern: nodeParent[id] &* 0x2C1B_3C6D))
-        return (h ^ (h >> 15)) & bucketMask
-    }
-
-    func rehash(_ size: Int) {
+    func rehashNodes(_ size: Int) {
         buckets = [Int32](repeating: -1, count: size)
         bucketMask = size - 1
         for id in 0..<nodePosition.count {
-            let b = bucket(of: id)
+            let b = Self.mix(nodePosition[id], nodeParent[id]) & bucketMask
             nodeNext[id] = buckets[b]
             buckets[b] = Int32(id)
         }
     }
 
-    /// Removes the nodes made since `mark` (newest first, so each is its bucket's head).
-    func truncateArena(to mark: Int) {
-        var id = nodePosition.count - 1
-        while id >= mark {
-            buckets[bucket(of: id)] = nodeNext[id]
-            id -= 1
-        }
-        nodePosition.removeSubrange(mark...)
-        nodeParent.removeSubrange(mark...)
-        nodeNext.removeSubrange(mark...)
-        nodeStamp.removeSubrange(mark...)
-    }
+    // MARK: - Closure
 
-    // MARK: - Closure and advance
-
-    /// Adds to the state being built (at the end of `tops`) every stack that continues at
-    /// `position` under `parent`, expanded until each top is a terminal. Reaching the end of the
-    /// root sets `accepting`.
+    /// Adds to `scratch` every stack that continues at `position` under `parent`, expanded until
+    /// each top is a terminal. Reaching the end of the root sets `accepting`.
     func close(_ position: Int32, parent: Int32, accepting: inout Bool) {
         let id = node(position, parent)
         if nodeStamp[Int(id)] == epoch { return }
         nodeStamp[Int(id)] = epoch
         switch grammar.kinds[Int(position)] {
         case .terminal:
-            tops.append(id)
+            scratch.append(id)
         case .reference:
             // A reference in tail position returns straight to the parent: repetition by right
             // recursion runs in constant stack depth.
@@ -143,120 +150,149 @@ public final class GrammarMatcher {
         }
     }
 
-    /// Builds state `level` from state `level - 1` after `byte`; false when it is empty and not
-    /// accepting (no stack took the byte).
+    // MARK: - States
+
+    /// The id of the state in `scratch` (sorted here), made if new.
+    func intern(accepting: Bool) -> Int32 {
+        // Insertion sort: states are small, and this allocates nothing.
+        if scratch.count > 1 {
+            for k in 1..<scratch.count {
+                let v = scratch[k]
+                var j = k - 1
+                while j >= 0 && scratch[j] > v {
+                    scratch[j + 1] = scratch[j]
+                    j -= 1
+                }
+                scratch[j + 1] = v
+            }
+        }
+        var h = accepting ? 0x51_7CC1 : 0x2545_F491
+        for t in scratch { h = (h &* 31) ^ Self.mix(t, 0x5BD1) }
+        let b = h & stateBucketMask
+        var s = stateBuckets[b]
+        while s >= 0 {
+            let start = Int(stateStart[Int(s)])
+            let end = Int(stateStart[Int(s) + 1])
+            if stateAccepting[Int(s)] == accepting && end - start == scratch.count {
+                var same = true
+                for k in 0..<scratch.count where stateTops[start + k] != scratch[k] {
+                    same = false
+                    break
+                }
+                if same { return s }
+            }
+            s = stateNext[Int(s)]
+        }
+        let id = Int32(stateAccepting.count)
+        stateTops.append(contentsOf: scratch)
+        stateStart.append(Int32(stateTops.count))
+        stateAccepting.append(accepting)
+        stateNext.append(stateBuckets[b])
+        stateBuckets[b] = id
+        transitions.append(contentsOf: repeatElement(-2, count: 256))
+        maskSlot.append(-1)
+        if stateAccepting.count > stateBuckets.count * 2 { rehashStates(stateBuckets.count * 4) }
+        return id
+    }
+
+    func rehashStates(_ size: Int) {
+        stateBuckets = [Int32](repeating: -1, count: size)
+        stateBucketMask = size - 1
+        for s in 0..<stateAccepting.count {
+            var h = stateAccepting[s] ? 0x51_7CC1 : 0x2545_F491
+            for k in Int(stateStart[s])..<Int(stateStart[s + 1]) { h = (h &* 31) ^ Self.mix(stateTops[k], 0x5BD1) }
+            let b = h & stateBucketMask
+            stateNext[s] = stateBuckets[b]
+            stateBuckets[b] = Int32(s)
+        }
+    }
+
+    /// The state after `byte` from state `s` (-1: none), computed once.
     @inline(__always)
-    func advance(level: Int, byte: UInt8) -> Bool {
-        tops.removeSubrange(levelEnd[level - 1]...)
+    func step(_ s: Int32, _ byte: UInt8) -> Int32 {
+        let t = transitions[Int(s) &* 256 &+ Int(byte)]
+        if t != -2 { return t }
+        return computeStep(s, byte)
+    }
+
+    func computeStep(_ s: Int32, _ byte: UInt8) -> Int32 {
         epoch &+= 1
+        scratch.removeAll(keepingCapacity: true)
         var accepting = false
-        let start = tops.count
-        for k in levelStart[level - 1]..<levelEnd[level - 1] {
-            let top = tops[k]
+        for k in Int(stateStart[Int(s)])..<Int(stateStart[Int(s) + 1]) {
+            let top = stateTops[k]
             let position = nodePosition[Int(top)]
             if grammar.terminal(position, matches: byte) {
                 close(position + 1, parent: nodeParent[Int(top)], accepting: &accepting)
             }
         }
-        levelStart[level] = start
-        levelEnd[level] = tops.count
-        levelAccepting[level] = accepting
-        return accepting || tops.count > start
+        let r = scratch.isEmpty && !accepting ? -1 : intern(accepting: accepting)
+        transitions[Int(s) &* 256 &+ Int(byte)] = r
+        return r
     }
-
-    func ensureLevels(_ n: Int) {
-        while levelStart.count <= n {
-            levelStart.append(0)
-            levelEnd.append(0)
-            levelAccepting.append(false)
-        }
-    }
-
-    /// The current state's tops, kept while `accept` runs so a rejected token leaves it unchanged.
-    private var savedTops: [Int32] = []
 
     /// Advances the current state over `bytes`; false (and the state unchanged) when they do
     /// not continue a match.
     @discardableResult
     public func accept<C: Collection<UInt8>>(bytes: C) -> Bool {
-        ensureLevels(1)
-        savedTops.removeAll(keepingCapacity: true)
-        savedTops.append(contentsOf: tops[levelStart[0]..<levelEnd[0]])
-        let savedAccepting = levelAccepting[0]
-        let mark = nodePosition.count
+        var s = current
         for b in bytes {
-            guard advance(level: 1, byte: b) else {
-                tops.removeAll(keepingCapacity: true)
-                tops.append(contentsOf: savedTops)
-                levelStart[0] = 0
-                levelEnd[0] = tops.count
-                levelAccepting[0] = savedAccepting
-                truncateArena(to: mark)
-                return false
-            }
-            moveLevel(from: 1, to: 0)
+            s = step(s, b)
+            if s < 0 { return false }
         }
-        if nodePosition.count > Self.compactionThreshold { compact() }
+        current = s
+        if nodePosition.count > Self.maxNodes || stateAccepting.count > Self.maxStates { flush() }
         return true
     }
 
-    /// Copies state `from` into state `to` (to < from, `tops` above `to` is discarded).
-    private func moveLevel(from: Int, to: Int) {
-        let count = levelEnd[from] - levelStart[from]
-        let target = levelStart[to]
-        for k in 0..<count { tops[target + k] = tops[levelStart[from] + k] }
-        levelEnd[to] = target + count
-        levelAccepting[to] = levelAccepting[from]
-        tops.removeSubrange(levelEnd[to]...)
-    }
-
-    /// Keeps only the nodes the current state reaches, renumbered in order (a parent is always
-    /// older than its children, so order is kept).
-    func compact() {
-        var live = [Bool](repeating: false, count: nodePosition.count)
-        for k in levelStart[0]..<levelEnd[0] {
-            var n = tops[k]
-            while n >= 0 && !live[Int(n)] {
-                live[Int(n)] = true
+    /// Forgets every state but the current one (rebuilt first in a fresh arena).
+    func flush() {
+        var chains: [[Int32]] = []
+        for k in Int(stateStart[Int(current)])..<Int(stateStart[Int(current) + 1]) {
+            var chain: [Int32] = []
+            var n = stateTops[k]
+            while n >= 0 {
+                chain.append(nodePosition[Int(n)])
                 n = nodeParent[Int(n)]
             }
+            chains.append(chain)
         }
-        var newID = [Int32](repeating: -1, count: nodePosition.count)
-        var count = 0
-        for id in 0..<nodePosition.count where live[id] {
-            newID[id] = Int32(count)
-            nodePosition[count] = nodePosition[id]
-            let p = nodeParent[id]
-            nodeParent[count] = p < 0 ? -1 : newID[Int(p)]
-            count += 1
+        let accepting = stateAccepting[Int(current)]
+        nodePosition.removeAll(keepingCapacity: true)
+        nodeParent.removeAll(keepingCapacity: true)
+        nodeNext.removeAll(keepingCapacity: true)
+        nodeStamp.removeAll(keepingCapacity: true)
+        for i in buckets.indices { buckets[i] = -1 }
+        stateTops.removeAll(keepingCapacity: true)
+        stateStart = [0]
+        stateAccepting.removeAll(keepingCapacity: true)
+        stateNext.removeAll(keepingCapacity: true)
+        for i in stateBuckets.indices { stateBuckets[i] = -1 }
+        transitions.removeAll(keepingCapacity: true)
+        maskSlot.removeAll(keepingCapacity: true)
+        for i in slotState.indices { slotState[i] = -1 }
+        // The start state is state 0 again, then the current one.
+        let saved = current
+        _ = saved
+        reset()
+        scratch.removeAll(keepingCapacity: true)
+        for chain in chains {
+            var parent: Int32 = -1
+            for position in chain.reversed() { parent = node(position, parent) }
+            scratch.append(parent)
         }
-        nodePosition.removeSubrange(count...)
-        nodeParent.removeSubrange(count...)
-        nodeNext.removeSubrange(count...)
-        nodeStamp.removeSubrange(count...)
-        for i in nodeStamp.indices { nodeStamp[i] = 0 }
-        for k in levelStart[0]..<levelEnd[0] { tops[k] = newID[Int(tops[k])] }
-        rehash(buckets.count)
+        current = intern(accepting: accepting)
     }
 
     // MARK: - Saved states (tests and references)
 
     /// The current state, to come back to with `restore`.
     public struct Snapshot: Sendable, Equatable {
-        var tops: [Int32]
-        var accepting: Bool
+        var state: Int32
     }
 
-    public func snapshot() -> Snapshot {
-        Snapshot(tops: Array(tops[levelStart[0]..<levelEnd[0]]), accepting: levelAccepting[0])
-    }
+    public func snapshot() -> Snapshot { Snapshot(state: current) }
 
-    /// Returns to a snapshot taken from this matcher since its last `reset` or compaction.
-    public func restore(_ s: Snapshot) {
-        tops.removeAll(keepingCapacity: true)
-        tops.append(contentsOf: s.tops)
-        levelStart[0] = 0
-        levelEnd[0] = tops.count
-        levelAccepting[0] = s.accepting
-    }
+    /// Returns to a snapshot taken from this matcher (not valid across a flush).
+    public func restore(_ s: Snapshot) { current = s.state }
 }
