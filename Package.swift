@@ -72,7 +72,9 @@ let package = Package(
             name: "SessionsTests", dependencies: ["Backend", "Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",
-            dependencies: ["Backend", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport"]),
+            dependencies: [
+                "Backend", "InferdServer", "HTTPServer", "Engine", "Sessions", "StructuredOutput", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,7 +11,7 @@ extension InferenceEngine: GenerationBackend {
     public var vocabularySize: Int { tokenizer.vocabularySize }
 
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
-        GrammarConstraint(grammar: grammar, trie: tokenTrie, identity: identity)
+        constraint(compiled: grammar, identity: identity)
     }
 
     public func promptTokens(for input: PromptInput) throws(ChatTemplateError) -> [Int32] {

@@ -66,7 +66,9 @@ public struct GBNFParser {
         while i < s.count {
             let n = try name()
             space(newlines: false)
-            guard i + 2 < s.count, s[i] == 0x3A, s[i + 1] == 0x3A, s[i + 2] == 0x3D else { throw failure("expected '::='") }
+            guard i + 2 < s.count, s[i] == 0x3A, s[i + 1] == 0x3A, s[i + 2] == 0x3D else {
+                throw failure("expected '::='")
+            }
             i += 3
             space(newlines: true)
             let body = try alternatives(nested: false)
@@ -159,7 +161,8 @@ public struct GBNFParser {
         return items.count == 1 ? items[0] : .sequence(items)
     }
 
-    mutating func repetition(_ item: GrammarExpression, nested: Bool) throws(StructuredOutputError) -> GrammarExpression {
+    mutating func repetition(_ item: GrammarExpression, nested: Bool) throws(StructuredOutputError) -> GrammarExpression
+    {
         var item = item
         while let c = peek {
             switch c {

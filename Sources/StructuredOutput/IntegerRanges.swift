@@ -62,7 +62,8 @@ enum IntegerRanges {
         }
         var options: [GrammarExpression] = [.sequence([.literal([a[0]]), sameLength(restA, nines)])]
         if a[0] + 1 <= b[0] - 1 {
-            options.append(.sequence([.byteSet([(a[0] + 1)...(b[0] - 1)]), .repetition(digit, minimum: n - 1, maximum: n - 1)]))
+            options.append(
+                .sequence([.byteSet([(a[0] + 1)...(b[0] - 1)]), .repetition(digit, minimum: n - 1, maximum: n - 1)]))
         }
         options.append(.sequence([.literal([b[0]]), sameLength(zeros, restB)]))
         return .choice(options)

@@ -29,7 +29,9 @@ public enum JSONGrammar {
         rules[stringChar] = .choice([
             .characters([0...0x1F, 0x22...0x22, 0x5C...0x5C], negated: true),
             .sequence([.text("\\"), .chars("\"\\/bfnrt")]),
-            .sequence([.text("\\u"), .repetition(.byteSet([0x30...0x39, 0x41...0x46, 0x61...0x66]), minimum: 4, maximum: 4)]),
+            .sequence([
+                .text("\\u"), .repetition(.byteSet([0x30...0x39, 0x41...0x46, 0x61...0x66]), minimum: 4, maximum: 4),
+            ]),
         ])
         rules[string] = .sequence([.text("\""), .zeroOrMore(.rule(stringChar)), .text("\"")])
         rules[integer] = .sequence([

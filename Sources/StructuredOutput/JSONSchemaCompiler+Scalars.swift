@@ -11,7 +11,9 @@ extension JSONSchemaCompiler {
         let maxLength = try nonNegativeInt(schema, "maxLength", path: path)
         let lengthKeyword = minLength != nil ? "minLength" : maxLength != nil ? "maxLength" : nil
         if let f = schema["format"] {
-            guard case .string(let name) = f else { throw .invalidSchema(path: path + ".format", message: "must be a string") }
+            guard case .string(let name) = f else {
+                throw .invalidSchema(path: path + ".format", message: "must be a string")
+            }
             if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with format)") }
             if schema["pattern"] != nil { throw .unsupportedKeyword(keyword: "pattern", path: "\(path) (with format)") }
             guard let body = StringFormats.grammar(name) else {

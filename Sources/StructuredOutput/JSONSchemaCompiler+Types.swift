@@ -38,7 +38,8 @@ extension JSONSchemaCompiler {
         var items: [(member: GrammarExpression, required: Bool)] = []
         for p in properties {
             let value = try compile(p.value, path: "\(path).properties.\(p.key)")
-            items.append((JSONGrammar.member(.text(JSONValue.string(p.key).compactText), value), required.contains(p.key)))
+            items.append(
+                (JSONGrammar.member(.text(JSONValue.string(p.key).compactText), value), required.contains(p.key)))
         }
         // Extra members: absent / true / a schema allow them; false forbids them.
         var extra: GrammarExpression? = nil
@@ -59,7 +60,8 @@ extension JSONSchemaCompiler {
                 if i == items.count {
                     if let extra {
                         let more = GrammarExpression.zeroOrMore(.sequence([separator, extra]))
-                        rules[name(i, first)] = first ? .optional(.sequence([.rule(JSONGrammar.ws), extra, more])) : more
+                        rules[name(i, first)] =
+                            first ? .optional(.sequence([.rule(JSONGrammar.ws), extra, more])) : more
                     } else {
                         rules[name(i, first)] = .empty
                     }

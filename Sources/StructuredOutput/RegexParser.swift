@@ -191,7 +191,9 @@ struct RegexParser {
             if c == 0x5C {
                 if let e = peek, let s = Self.shorthand(e) {
                     index += 1
-                    guard !s.negated else { throw Failure(message: "negated shorthands inside a class are not supported") }
+                    guard !s.negated else {
+                        throw Failure(message: "negated shorthands inside a class are not supported")
+                    }
                     ranges += s.ranges
                     continue
                 }

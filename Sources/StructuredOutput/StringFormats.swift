@@ -48,7 +48,9 @@ enum StringFormats {
 
     static var email: GrammarExpression {
         let local = GrammarExpression.oneOrMore(
-            .byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2E...0x2E, 0x5F...0x5F, 0x25...0x25, 0x2B...0x2B, 0x2D...0x2D]))
+            .byteSet([
+                0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2E...0x2E, 0x5F...0x5F, 0x25...0x25, 0x2B...0x2B, 0x2D...0x2D,
+            ]))
         return .sequence([local, .text("@"), hostnameWithDot])
     }
 
@@ -66,7 +68,8 @@ enum StringFormats {
     static var ipv6: GrammarExpression {
         let h16 = GrammarExpression.repetition(hex, minimum: 1, maximum: 4)
         func groups(_ n: Int) -> GrammarExpression {
-            n == 0 ? .empty : .sequence([h16, .repetition(.sequence([.text(":"), h16]), minimum: n - 1, maximum: n - 1)])
+            n == 0
+                ? .empty : .sequence([h16, .repetition(.sequence([.text(":"), h16]), minimum: n - 1, maximum: n - 1)])
         }
         var options: [GrammarExpression] = [groups(8)]
         for before in 0...7 {
@@ -92,7 +95,8 @@ enum StringFormats {
             alnum,
             .optional(
                 .sequence([
-                    .repetition(.byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D...0x2D]), minimum: 0, maximum: 61),
+                    .repetition(
+                        .byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D...0x2D]), minimum: 0, maximum: 61),
                     alnum,
                 ])),
         ])

@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import StructuredOutput
 import TestSupport
 import Testing
 
@@ -94,11 +95,13 @@ import Testing
     @Test func unsupportedKeywordIs400NamingItAndItsPath() async throws {
         try await RunningServer.with { s in
             let schema = #"{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}"#
-            let native = nativeBody("x", format: #"{"type":"json_schema","schema":\#(schema)}"#, maxTokens: 5, stream: false)
+            let native = nativeBody(
+                "x", format: #"{"type":"json_schema","schema":\#(schema)}"#, maxTokens: 5, stream: false)
             let r = try await offPool { try s.client().postJSON("/v1/responses", native) }
             #expect(r.status == 400)
             let error = r.json?["error"] as? [String: Any]
-            #expect((error?["message"] as? String)?.contains("'uniqueItems' at $.properties.a") == true, "\(r.json ?? [:])")
+            #expect(
+                (error?["message"] as? String)?.contains("'uniqueItems' at $.properties.a") == true, "\(r.json ?? [:])")
             #expect(error?["param"] as? String == "options.format.schema")
             let model = try SharedModel.engine().modelName
             let chat = #"""
@@ -139,8 +142,15 @@ import Testing
             let m = try await offPool { try s.client().postJSON("/v1/chat/completions", mode) }
             let mc = (((m.json?["choices"] as? [[String: Any]])?.first?["message"]) as? [String: Any])?["content"]
             let modeText = (mc as? String) ?? ""
-            #expect(((m.json?["choices"] as? [[String: Any]])?.first?["finish_reason"]) as? String == "stop", "\(modeText)")
-            #expect((try? JSONSerialization.jsonObject(with: Data(modeText.utf8))) is [String: Any], "\(modeText)")
+            let modeFinish = ((m.json?["choices"] as? [[String: Any]])?.first?["finish_reason"]) as? String
+            if modeFinish == "stop" {
+                #expect((try? JSONSerialization.jsonObject(with: Data(modeText.utf8))) is [String: Any], "\(modeText)")
+            } else {
+                // This small model may nest on past the budget: then the text is an object's prefix.
+                #expect(modeFinish == "length")
+                let matcher = GrammarMatcher(grammar: try StructuredFormat.jsonObject.compiledGrammar())
+                #expect(matcher.accept(bytes: Array(modeText.utf8)) && !matcher.canEnd, "\(modeText)")
+            }
             let grammar = #"""
                 {"model":"\#(model)","temperature":0,"max_tokens":20,"prompt":"Is the sky blue? Answer:",
                  "grammar":"root ::= \" \" (\"yes\" | \"no\") \".\""}

@@ -48,7 +48,10 @@ import Testing
         #expect(throws: StructuredOutputError.uncompilable("rule 'y' is used but not defined")) {
             try StructuredFormat.grammar("root ::= y").compiledGrammar()
         }
-        #expect(throws: StructuredOutputError.uncompilable("rule 'root' is left-recursive (it can reach itself before any byte)")) {
+        #expect(
+            throws: StructuredOutputError.uncompilable(
+                "rule 'root' is left-recursive (it can reach itself before any byte)")
+        ) {
             try StructuredFormat.grammar("root ::= root \"a\" | \"a\"").compiledGrammar()
         }
     }

@@ -30,8 +30,10 @@ public final class GrammarMatcher {
     var stateNext: [Int32] = []
     var stateBuckets: [Int32]
     var stateBucketMask: Int
-    /// -2: not computed yet; -1: no match continues with that byte.
-    var transitions: [Int32] = []
+    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte.
+    /// Raw memory, so the mask walk's lookups are plain loads.
+    var transitions: UnsafeMutablePointer<Int32>
+    var transitionStates = 64
     /// The state the output so far leads to.
     var current: Int32 = 0
     /// The state being built by `close`.
@@ -51,19 +53,26 @@ public final class GrammarMatcher {
     static let maxNodes = 1 << 20
     static let maxStates = 1 << 15
 
-    public init(grammar: CompiledGrammar) {
+    /// Whether `accept` may flush the memory past its bounds (not when generations share it:
+    /// their state ids must stay valid; see `GrammarConstraint`).
+    let flushes: Bool
+
+    public init(grammar: CompiledGrammar, flushes: Bool = true) {
         self.grammar = grammar
+        self.flushes = flushes
         buckets = [Int32](repeating: -1, count: 1 << 12)
         bucketMask = (1 << 12) - 1
         stateBuckets = [Int32](repeating: -1, count: 1 << 10)
         stateBucketMask = (1 << 10) - 1
         slotState = [Int32](repeating: -1, count: Self.maskSlots)
         maskBits = .allocate(capacity: 0)
+        transitions = .allocate(capacity: 64 * 256)
         reset()
     }
 
     deinit {
         maskBits.deallocate()
+        transitions.deallocate()
     }
 
     /// Back to the start of the grammar (what was learnt about states is kept).
@@ -189,7 +198,14 @@ public final class GrammarMatcher {
         stateAccepting.append(accepting)
         stateNext.append(stateBuckets[b])
         stateBuckets[b] = id
-        transitions.append(contentsOf: repeatElement(-2, count: 256))
+        if Int(id) >= transitionStates {
+            let grown = UnsafeMutablePointer<Int32>.allocate(capacity: transitionStates * 2 * 256)
+            grown.update(from: transitions, count: transitionStates * 256)
+            transitions.deallocate()
+            transitions = grown
+            transitionStates *= 2
+        }
+        (transitions + Int(id) * 256).initialize(repeating: -2, count: 256)
         maskSlot.append(-1)
         if stateAccepting.count > stateBuckets.count * 2 { rehashStates(stateBuckets.count * 4) }
         return id
@@ -241,9 +257,12 @@ public final class GrammarMatcher {
             if s < 0 { return false }
         }
         current = s
-        if nodePosition.count > Self.maxNodes || stateAccepting.count > Self.maxStates { flush() }
+        if flushes && isOverLimit { flush() }
         return true
     }
+
+    /// Grown past the memory it should keep.
+    var isOverLimit: Bool { nodePosition.count > Self.maxNodes || stateAccepting.count > Self.maxStates }
 
     /// Forgets every state but the current one (rebuilt first in a fresh arena).
     func flush() {
@@ -268,7 +287,6 @@ public final class GrammarMatcher {
         stateAccepting.removeAll(keepingCapacity: true)
         stateNext.removeAll(keepingCapacity: true)
         for i in stateBuckets.indices { stateBuckets[i] = -1 }
-        transitions.removeAll(keepingCapacity: true)
         maskSlot.removeAll(keepingCapacity: true)
         for i in slotState.indices { slotState[i] = -1 }
         // The start state is state 0 again, then the current one.

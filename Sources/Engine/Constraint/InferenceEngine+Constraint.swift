@@ -17,6 +17,19 @@ extension InferenceEngine {
     /// A constraint for this model's vocabulary from a grammar. `identity` names what the grammar
     /// allows (its source text), for single-flight.
     public func constraint(_ grammar: Grammar, identity: String) throws(GrammarError) -> GrammarConstraint {
-        GrammarConstraint(grammar: try CompiledGrammar(grammar), trie: tokenTrie, identity: identity)
+        constraint(compiled: try CompiledGrammar(grammar), identity: identity)
+    }
+
+    /// The constraint for a compiled grammar; the same object for the same identity while it
+    /// stays in a small cache, so its generations share what the automaton has learnt.
+    public func constraint(compiled: CompiledGrammar, identity: String) -> GrammarConstraint {
+        let trie = tokenTrie
+        return constraintCache.withLock { cache in
+            if let c = cache[identity] { return c }
+            let c = GrammarConstraint(grammar: compiled, trie: trie, identity: identity)
+            if cache.count >= 32 { cache.removeAll() }
+            cache[identity] = c
+            return c
+        }
     }
 }

@@ -20,6 +20,8 @@ public final class InferenceEngine: Sendable {
     private let runCounted: SingleFlight.Run
     /// The vocabulary's token trie for constraints, built on first use (see `InferenceEngine+Constraint`).
     let constraintTrie = Locked<TokenTrie?>(nil)
+    /// Constraints by identity, so a schema used again shares its warm automaton.
+    let constraintCache = Locked<[String: GrammarConstraint]>([:])
 
     public var contextLength: Int { model.config.contextLength }
     /// `general.architecture` (one of `Architecture.supported`).

@@ -40,7 +40,8 @@ struct FormatField: Sendable, Equatable, Codable {
             guard let schema = o.fields["schema"] else {
                 throw .badRequest("missing field '\(param).schema'", code: "invalid_request", param: "\(param).schema")
             }
-            return FormatField(kind: .jsonSchema, schema: schema, schemaPath: path + ["schema"], param: "\(param).schema")
+            return FormatField(
+                kind: .jsonSchema, schema: schema, schemaPath: path + ["schema"], param: "\(param).schema")
         case "json_object":
             return FormatField(kind: .jsonObject, param: param)
         case "grammar":
@@ -137,7 +138,8 @@ struct FormatField: Sendable, Equatable, Codable {
             throw .badRequest("\(param): \(error.description)", code: code, param: param)
         }
         guard let c = backend.makeConstraint(grammar: compiled, identity: format.identity) else {
-            throw .badRequest("this model's backend does not support structured output", code: "unsupported", param: param)
+            throw .badRequest(
+                "this model's backend does not support structured output", code: "unsupported", param: param)
         }
         return c
     }

@@ -1,8 +1,8 @@
 import Backend
 import Engine
-import StructuredOutput
 import Foundation
 import HTTPServer
+import StructuredOutput
 import Telemetry
 
 extension InferdApp {
@@ -39,7 +39,8 @@ extension InferdApp {
     }
 
     func responseBody(
-        _ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?, structured: Bool = false
+        _ result: GenerationResult, id: String, backend: any GenerationBackend, reason: String?,
+        structured: Bool = false
     ) -> ResponseBody {
         var body = ResponseBody(
             id: id, created: Int(Date().timeIntervalSince1970), model: backend.modelName,
@@ -92,10 +93,12 @@ extension InferdApp {
         if result.finishReason == .cancelled {
             let reason = stream.context.cancellationReason?.rawValue ?? "cancelled"
             stream.send(
-                event: "cancelled", data: Self.json(responseBody(result, id: id, backend: backend, reason: reason, structured: structured)))
+                event: "cancelled",
+                data: Self.json(responseBody(result, id: id, backend: backend, reason: reason, structured: structured)))
         } else {
             stream.send(
-                event: "completed", data: Self.json(responseBody(result, id: id, backend: backend, reason: nil, structured: structured)))
+                event: "completed",
+                data: Self.json(responseBody(result, id: id, backend: backend, reason: nil, structured: structured)))
         }
     }
 

@@ -1,6 +1,6 @@
-import StructuredOutput
 import Engine
 import HTTPServer
+import StructuredOutput
 
 /// `POST /v1/responses`: one independent prompt, answered once or streamed as snapshots.
 package struct ResponseRequestBody: Sendable {

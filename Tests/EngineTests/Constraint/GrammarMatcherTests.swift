@@ -108,7 +108,9 @@ enum ToyJSONGrammar {
     }
 
     @Test func characterClassesMatchExactlyTheirScalarsInUTF8() throws {
-        let ranges: [ClosedRange<UInt32>] = [0x41...0x5A, 0xE9...0xE9, 0x370...0x3FF, 0x4E00...0x9FFF, 0x1F600...0x1F64F]
+        let ranges: [ClosedRange<UInt32>] = [
+            0x41...0x5A, 0xE9...0xE9, 0x370...0x3FF, 0x4E00...0x9FFF, 0x1F600...0x1F64F,
+        ]
         let positive = try matcher(Grammar(rules: ["root": .characters(ranges, negated: false)]))
         let negative = try matcher(Grammar(rules: ["root": .characters(ranges, negated: true)]))
         var rng = SystemRandomNumberGenerator()
@@ -148,7 +150,9 @@ enum ToyJSONGrammar {
 
     @Test func maskOverAToyVocabularyEqualsBruteForce() throws {
         let m = try matcher(ToyJSONGrammar.grammar)
-        let words = ["{", "}", "{\"", "\":", "\"", "a", "ab", "1", "12", ".", ", ", "[", "]", "tr", "ue", "null", " ", "é"]
+        let words = [
+            "{", "}", "{\"", "\":", "\"", "a", "ab", "1", "12", ".", ", ", "[", "]", "tr", "ue", "null", " ", "é",
+        ]
         var tokens: [[UInt8]?] = words.map { Array($0.utf8) }
         tokens.append(nil)  // a control token
         tokens.append([0xC3])  // half of é
