@@ -3,17 +3,19 @@ model, JSON Schemas whose answers PyPI's `jsonschema` validates, JSON mode, and 
 names an unsupported keyword."""
 
 import json
+from typing import Annotated
 
 import jsonschema
 import openai
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class Person(BaseModel):
-    name: str
-    age: int
-    hobbies: list[str]
+    # Bounded, so this small model's greedy answer ends within the token budget.
+    name: str = Field(max_length=20)
+    age: int = Field(ge=0, le=120)
+    hobbies: list[Annotated[str, Field(max_length=20)]] = Field(max_length=2)
 
 
 def test_parse_with_a_pydantic_model(client, model):
@@ -68,19 +70,30 @@ SCHEMAS = {
         "required": ["id", "score", "code"],
         "additionalProperties": False,
     },
-    "recursive_tree": {
+    # Recursive through anyOf: an expression is a number or an operation on two expressions.
+    "recursive_expression": {
         "$defs": {
-            "node": {
-                "type": "object",
-                "properties": {"label": {"type": "string", "maxLength": 8},
-                               "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
-                "required": ["label", "children"],
-                "additionalProperties": False,
+            "expr": {
+                "anyOf": [
+                    {"type": "integer", "minimum": 0, "maximum": 99},
+                    {
+                        "type": "object",
+                        "properties": {"op": {"enum": ["+", "*"]},
+                                       "args": {"type": "array", "items": {"$ref": "#/$defs/expr"},
+                                                "minItems": 2, "maxItems": 2}},
+                        "required": ["op", "args"],
+                        "additionalProperties": False,
+                    },
+                ]
             }
         },
-        "$ref": "#/$defs/node",
+        "$ref": "#/$defs/expr",
     },
 }
+
+
+# What to ask for each schema (default: an example of it).
+PROMPTS = {"recursive_expression": "Write the expression 2 + 3 as a JSON expression tree."}
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
@@ -88,7 +101,8 @@ def test_answers_validate_against_their_schema(client, model, name):
     schema = SCHEMAS[name]
     completion = client.chat.completions.create(
         model=model,
-        messages=[{"role": "user", "content": f"Produce an example {name.replace('_', ' ')} as JSON."}],
+        messages=[{"role": "user",
+                   "content": PROMPTS.get(name, f"Produce an example {name.replace('_', ' ')} as JSON.")}],
         response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}},
         temperature=0,
         max_tokens=400,
@@ -101,7 +115,7 @@ def test_answers_validate_against_their_schema(client, model, name):
 def test_json_mode_answers_an_object(client, model):
     completion = client.chat.completions.create(
         model=model,
-        messages=[{"role": "user", "content": "Describe the weather as JSON."}],
+        messages=[{"role": "user", "content": "Return a JSON object with one key, ok, set to true."}],
         response_format={"type": "json_object"},
         temperature=0,
         max_tokens=150,
