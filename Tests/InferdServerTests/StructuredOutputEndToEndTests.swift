@@ -92,6 +92,48 @@ import Testing
         }
     }
 
+    @Test func aTimedOutAnswerKeepsItsPartialValueAndIsNeverValidated() async throws {
+        try await RunningServer.with { s in
+            // A story of at least 400 characters cannot be done in 0.8 s (about 100 tokens).
+            let schema =
+                #"{"type":"object","properties":{"story":{"type":"string","minLength":400}},"#
+                + #""required":["story"]}"#
+            let body = #"""
+                {"prompt":"Write a story.","timeout_seconds":0.8,
+                 "options":{"temperature":0,"max_tokens":400,"format":{"type":"json_schema","schema":\#(schema)}}}
+                """#
+            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            #expect(r.status == 200)
+            let json = try #require(r.json)
+            #expect(json["finish_reason"] as? String == "timeout")
+            #expect(json["partial"] as? Bool == true)
+            let content = try #require(json["content"] as? String)
+            let parsed = try? JSONSerialization.jsonObject(with: Data(content.utf8))
+            #expect(parsed == nil, "cut, so not JSON: \(content)")
+            // The value is the closed prefix: an object whose story (if begun) is in the text.
+            #expect(content.hasPrefix("{"), "\(content)")
+            let value = try #require(json["value"] as? [String: Any])
+            if let story = value["story"] as? String { #expect(content.contains(story)) }
+        }
+    }
+
+    @Test func sampledAnswersValidateToo() async throws {
+        try await RunningServer.with { s in
+            for seed in [3, 11] {
+                let body = #"""
+                    {"prompt":"Invent a person. Answer in JSON.",
+                     "options":{"temperature":0.9,"seed":\#(seed),"max_tokens":160,
+                     "format":{"type":"json_schema","schema":\#(Self.personSchema)}}}
+                    """#
+                let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+                let json = try #require(r.json)
+                #expect(json["finish_reason"] as? String == "stop", "\(json)")
+                #expect(json["partial"] as? Bool == false)
+                checkPerson(json["value"])
+            }
+        }
+    }
+
     @Test func unsupportedKeywordIs400NamingItAndItsPath() async throws {
         try await RunningServer.with { s in
             let schema = #"{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}"#
