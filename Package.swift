@@ -59,19 +59,24 @@ let package = Package(
         // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
         // server, another inferd) over libcurl, streaming its deltas back as snapshots.
         .target(name: "RemoteBackend", dependencies: ["Backend", "CCurl", "Engine", "Telemetry"]),
+        // Structured output front ends (JSON Schema, JSON mode, GBNF) compiling to the Engine's
+        // grammars. Knows JSON Schema; the Engine does not.
+        .target(name: "StructuredOutput", dependencies: ["Engine"]),
         .target(
             name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
             dependencies: [
-                "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "Telemetry", "CGnuTLS",
-                "CMalloc",
+                "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "StructuredOutput",
+                "Telemetry", "CGnuTLS", "CMalloc",
             ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(
             name: "Benchmark",
-            dependencies: ["InferdServer", "HTTPServer", "Backend", "Engine", "CKernels", "Telemetry"]),
+            dependencies: [
+                "InferdServer", "HTTPServer", "Backend", "Engine", "StructuredOutput", "CKernels", "Telemetry",
+            ]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer", "Benchmark"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
@@ -82,13 +87,15 @@ let package = Package(
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
         .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
+        .testTarget(name: "StructuredOutputTests", dependencies: ["StructuredOutput", "Engine"]),
         .testTarget(
             name: "SessionsTests",
             dependencies: ["Backend", "Cancellation", "Sessions", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "InferdServerTests",
             dependencies: [
-                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "TestSupport",
+                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "StructuredOutput",
+                "TestSupport",
             ]),
         .testTarget(
             name: "RemoteBackendTests",

@@ -20,6 +20,9 @@ public struct BackendRequest: Sendable {
     public var label: String
     /// A kept KV cache to continue, made by the backend's `kvCache` capability; nil starts fresh.
     public var sequence: (any PredictorSequence)?
+    /// Structured output: a grammar the answer must follow (made by the backend's
+    /// `makeConstraint`); nil leaves the answer free.
+    public var constraint: (any GenerationConstraint)?
 
     public init(
         prompt: PreparedPrompt, maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

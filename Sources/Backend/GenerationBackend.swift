@@ -42,6 +42,15 @@ public protocol GenerationBackend: Sendable {
     /// cannot, and each turn then runs the whole transcript again.
     var kvCache: (any KVCacheCapability)? { get }
 
+    /// Structured output: a constraint making answers match `grammar` over this backend's
+    /// vocabulary; nil when the backend cannot constrain its output (the default).
+    /// `identity` names what the grammar allows (for single-flight).
+    func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)?
+
     /// Stops accepting work and ends what runs.
     func shutdown()
+}
+
+extension GenerationBackend {
+    public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? { nil }
 }

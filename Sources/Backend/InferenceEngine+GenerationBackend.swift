@@ -10,6 +10,10 @@ extension InferenceEngine: GenerationBackend {
 
     public var vocabularySize: Int { tokenizer.vocabularySize }
 
+    public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
+        constraint(compiled: grammar, identity: identity)
+    }
+
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         switch input {
         case .conversation(let instructions, let messages):
@@ -68,6 +72,7 @@ extension InferenceEngine: GenerationBackend {
         request.ignoreEndOfGeneration = r.ignoreEndOfGeneration
         request.priority = r.priority
         request.deadline = r.deadline
+        request.constraint = r.constraint
         return request
     }
 

@@ -48,7 +48,7 @@ public enum BenchCommand {
         do {
             options = try CommandOptions(
                 arguments,
-                known: ["model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens"],
+                known: ["model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens", "schema"],
                 booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
@@ -80,6 +80,15 @@ public enum BenchCommand {
         }
         let path = options.last("model") ?? ServerConfiguration().model
         let json = options.flags.contains("json")
+        if let schema = options.last("schema") {
+            do {
+                try await StructuredBench.run(
+                    modelPath: path, schemaPath: schema, threads: threadCounts, tokens: min(httpTokens, 96))
+                return 0
+            } catch {
+                return InferdCLI.fail("\(error)", code: 1)
+            }
+        }
         do {
             let file = try GGUFFile(path: path)
             let name = file.optionalString("general.name") ?? URL(fileURLWithPath: path).lastPathComponent

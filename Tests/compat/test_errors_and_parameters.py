@@ -76,7 +76,6 @@ def test_the_gguf_file_name_is_an_alias(client):
         ({"logprobs": True}, "logprobs"),
         ({"top_logprobs": 3, "logprobs": True}, "logprobs"),
         ({"logit_bias": {"50256": -100}}, "logit_bias"),
-        ({"response_format": {"type": "json_object"}}, "response_format"),
         ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
         ({"tool_choice": "auto"}, "tool_choice"),
         ({"extra_body": {"bogus_option": 1}}, "bogus_option"),

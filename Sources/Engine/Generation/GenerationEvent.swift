@@ -94,6 +94,9 @@ public struct GenerationResult: Sendable {
     /// the label (request id) of the request that started it. Usage and timings are then the
     /// shared run's.
     public var sharedFrom: String? = nil
+    /// With a constraint: whether the answer ended where the constraint allows an end (a
+    /// complete match). Nil without a constraint.
+    public var constraintSatisfied: Bool? = nil
 
     /// Public so a backend other than this engine (a remote or scripted one) can return results.
     public init(

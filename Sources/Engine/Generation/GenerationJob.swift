@@ -32,6 +32,10 @@ final class GenerationJob: @unchecked Sendable {
     var phase: Phase = .waiting
     var sequence: (any PredictorSequence)!
     var sampler: Sampler
+    /// The request's constraint at work (made when the job starts).
+    var processor: (any LogitsProcessor)?
+    /// A stop string cut the answer (a constrained answer cut so is not complete).
+    var stoppedByString = false
     var decoder: any IncrementalTextDecoder
     let matcher: StopStringMatcher
     var decodedText = ""
@@ -183,6 +187,7 @@ final class GenerationJob: @unchecked Sendable {
                 promptTokens: prompt.count, maxTokens: request.maxTokens, contextLength: predictor.contextLength)
         }
         try request.sampling.validate()
+        processor = request.constraint?.makeProcessor()
         startedAt = .now
         let needed = prompt.count + request.maxTokens
         history.reserveCapacity(needed)
@@ -205,11 +210,17 @@ final class GenerationJob: @unchecked Sendable {
         if request.ignoreEndOfGeneration {
             for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
         }
+        processor?.process(logits: logits)
         return sampler.sample(logits: logits, recent: history[...])
     }
 
     private func accept(_ token: Int32) {
         history.append(token)
+        if let processor, !processor.accept(token: token) {
+            // The mask allowed nothing (a vocabulary that cannot spell the grammar): stop here.
+            finish(.stop)
+            return
+        }
         if endOfGeneration.contains(token) {
             finish(.stop)
             return
@@ -219,6 +230,7 @@ final class GenerationJob: @unchecked Sendable {
             decodedText += piece
             switch matcher.check(decodedText) {
             case .stopped(let at):
+                stoppedByString = true
                 decodedText = String(decodedText.prefix(at))
                 visibleCount = at
                 finish(.stop)
@@ -230,7 +242,10 @@ final class GenerationJob: @unchecked Sendable {
                 }
             }
         }
-        if generated.count >= request.maxTokens {
+        if let processor, processor.mustEnd {
+            // The grammar is complete and nothing may follow: end without asking the model.
+            finish(.stop)
+        } else if generated.count >= request.maxTokens {
             finish(.length)
         } else {
             phase = .decode
@@ -247,7 +262,7 @@ final class GenerationJob: @unchecked Sendable {
         let computed = request.promptTokens.count - cachedTokens
         // A stopped answer shows everything decoded; held-back text was never a stop string.
         let content = reason == .cancelled ? String(decodedText.prefix(visibleCount)) : decodedText
-        let result = GenerationResult(
+        var result = GenerationResult(
             content: content, finishReason: reason,
             usage: GenerationUsage(
                 promptTokens: request.promptTokens.count, completionTokens: generated.count,
@@ -257,7 +272,15 @@ final class GenerationJob: @unchecked Sendable {
                 promptTokensPerSecond: promptMS > 0 ? Double(computed) / promptMS * 1000 : 0,
                 generationTokensPerSecond: genMS > 0 ? Double(max(generated.count - 1, 0)) / genMS * 1000 : 0),
             tokens: Array(generated), stepsAfterCancel: stepsAfterCancel)
+        result.constraintSatisfied = processor.map { _ in constraintSatisfied(reason) }
         onFinish(.success(result))
+    }
+
+    /// A constrained answer is complete when it ended (end of generation or the grammar's own
+    /// end) where the grammar allows; a cut or cancelled one never is.
+    private func constraintSatisfied(_ reason: FinishReason) -> Bool {
+        guard reason == .stop, !stoppedByString, let processor else { return false }
+        return processor.canEnd
     }
 
     func fail(_ error: GenerationError) {

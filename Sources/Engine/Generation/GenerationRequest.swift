@@ -18,6 +18,9 @@ public struct GenerationRequest: Sendable {
     /// When the whole request (waiting, prompt and generation) must be over. Passed while waiting:
     /// `GenerationError.queueTimeout`; while running: the answer so far, `FinishReason.timeout`.
     public var deadline: ContinuousClock.Instant?
+    /// Shapes the output (structured output: a grammar the answer must match). Its processor
+    /// masks the logits before every sample and is told every sampled token.
+    public var constraint: (any GenerationConstraint)?
 
     public init(
         promptTokens: [Int32], maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

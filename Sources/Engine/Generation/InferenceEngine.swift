@@ -18,6 +18,10 @@ public final class InferenceEngine: Sendable {
     /// Shares one generation between identical deterministic requests in flight.
     public let singleFlight: SingleFlight
     private let runCounted: SingleFlight.Run
+    /// The vocabulary's token trie for constraints, built on first use (see `InferenceEngine+Constraint`).
+    let constraintTrie = Locked<TokenTrie?>(nil)
+    /// Constraints by identity, so a schema used again shares its warm automaton.
+    let constraintCache = Locked<[String: GrammarConstraint]>([:])
 
     public var contextLength: Int { model.config.contextLength }
     /// `general.architecture` (one of `Architecture.supported`).

@@ -16,6 +16,8 @@ struct SingleFlightKey: Hashable, Sendable {
     let ignoreEndOfGeneration: Bool
     /// A background request must not ride on an interactive one's place, nor the reverse.
     let priority: GenerationPriority
+    /// What the constraint allows (nil without one): a constrained answer differs.
+    let constraint: String?
 
     /// Nil when the request must run on its own. One with a deadline (`timeout_seconds`) runs on
     /// its own too: its timeout must end its own generation, not a shared one.
@@ -29,6 +31,7 @@ struct SingleFlightKey: Hashable, Sendable {
         self.sampling = sampling
         stop = request.stop
         ignoreEndOfGeneration = request.ignoreEndOfGeneration
+        constraint = request.constraint?.identity
     }
 
     // Hashes a subset of what `==` compares (equal keys still hash equally); `SamplingOptions`
@@ -38,5 +41,6 @@ struct SingleFlightKey: Hashable, Sendable {
         hasher.combine(maxTokens)
         hasher.combine(sampling.seed)
         hasher.combine(stop)
+        hasher.combine(constraint)
     }
 }

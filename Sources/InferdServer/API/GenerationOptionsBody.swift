@@ -14,9 +14,11 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var maxTokens: Int?
     var stop: StopList?
     var ignoreEos: Bool?
+    /// Structured output: `json_schema`, `json_object` or `grammar` (see `FormatField`).
+    var format: FormatField?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case temperature, seed, stop
+        case temperature, seed, stop, format
         case topK = "top_k"
         case topP = "top_p"
         case minP = "min_p"
@@ -48,6 +50,7 @@ extension GenerationOptionsBody {
         maxTokens = try f.int("max_tokens")
         stop = try f.stringOrList("stop").map(StopList.init)
         ignoreEos = try f.bool("ignore_eos")
+        format = try FormatField.native(f)
     }
 
     /// The `options` object of `f`, if present.

@@ -1,5 +1,6 @@
 import Engine
 import HTTPServer
+import StructuredOutput
 
 /// `POST /v1/generations`: one independent prompt, answered once or streamed as snapshots.
 package struct GenerationRequestBody: Sendable {
@@ -86,9 +87,13 @@ struct GenerationBody: Codable, Sendable {
     var timings: TimingsBody
     /// Why it was cancelled (`client_disconnected`, `shutdown`, …); absent when completed.
     var reason: String?
+    /// Structured (JSON) answers: the value (see `StructuredValue`); absent otherwise.
+    var value: JSONValue?
+    /// With `value`: false only when the answer is complete and validated.
+    var partial: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case id, object, created, model, status, content, usage, timings, reason
+        case id, object, created, model, status, content, usage, timings, reason, value, partial
         case finishReason = "finish_reason"
     }
 }

@@ -76,7 +76,7 @@ extension InferdApp {
         let prompt = try preparePrompt(backend, .conversation(instructions: nil, messages: chat.messages))
         let generation = try openAIRequest(
             prompt: prompt, chat.parameters, backend: backend, requestID: request.id, promptParam: "messages",
-            arrival: arrival)
+            arrival: arrival, body: request.body)
         return try await answer(
             generation, kind: .chat, id: "chatcmpl-\(request.id)", chat.parameters, backend: backend, request: request,
             arrival: arrival)
@@ -104,7 +104,7 @@ extension InferdApp {
         guard prompt.tokenCount > 0 else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
         let generation = try openAIRequest(
             prompt: prompt, completion.parameters, backend: backend, requestID: request.id, promptParam: "prompt",
-            arrival: arrival)
+            arrival: arrival, body: request.body)
         return try await answer(
             generation, kind: .text, id: "cmpl-\(request.id)", completion.parameters, backend: backend,
             request: request, arrival: arrival)
@@ -113,13 +113,13 @@ extension InferdApp {
     /// The native validation (`makeRequest`), with its errors naming OpenAI's parameters.
     func openAIRequest(
         prompt: PreparedPrompt, _ p: OpenAIGenerationParameters, backend: any GenerationBackend, requestID: String,
-        promptParam: String, arrival: ContinuousClock.Instant
+        promptParam: String, arrival: ContinuousClock.Instant, body: [UInt8] = []
     ) throws -> BackendRequest {
         var generation: BackendRequest
         do {
             generation = try generations.makeRequest(
                 prompt: prompt, options: p.options, backend: backend, label: requestID,
-                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
+                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam), body: body)
         } catch {
             throw OpenAIError(error)
         }

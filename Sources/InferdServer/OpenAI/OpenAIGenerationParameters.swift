@@ -37,6 +37,7 @@ struct OpenAIGenerationParameters: Sendable {
         o.seed = try f.seed("seed")
         o.ignoreEos = try f.bool("ignore_eos")
         if let stop = try f.stringOrList("stop") { o.stop = StopList(stop) }
+        o.format = try FormatField.openAI(f)
         maxTokensParam = maxTokensKeys.last ?? "max_tokens"
         // The first key present wins (`max_completion_tokens` replaces the deprecated `max_tokens`).
         for key in maxTokensKeys {

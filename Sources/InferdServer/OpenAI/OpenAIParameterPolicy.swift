@@ -25,6 +25,7 @@ struct OpenAIParameterPolicy: Sendable {
     static let common: Set<String> = [
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
         "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "priority", "timeout_seconds",
+        "response_format", "grammar",
     ]
 
     static let commonRefused: [String: Refusal] = [
@@ -48,7 +49,6 @@ struct OpenAIParameterPolicy: Sendable {
                 "tool_choice": Refusal { $0 == .string("none") },
                 "functions": Refusal(hint: "function calling is not supported") { $0 == .array([]) },
                 "function_call": Refusal { $0 == .string("none") },
-                "response_format": Refusal(hint: "only plain text output") { $0 == .object(["type": .string("text")]) },
                 "modalities": Refusal(hint: "text only") { $0 == .array([.string("text")]) },
                 "audio": Refusal(hint: "text only"),
                 "prediction": Refusal(),

@@ -1,5 +1,6 @@
 import Engine
 import HTTPServer
+import StructuredOutput
 
 /// A generation's running events and its error, in the one wire shape every native and session
 /// stream uses: the SSE name is the event's `GenerationEventName`, the payload a sorted-key JSON
@@ -8,8 +9,9 @@ import HTTPServer
 extension EventStream {
     /// `queued` and `started` are sent as they come; snapshots are conflated for a slow reader
     /// (a newer one replaces an unsent one, which loses nothing: each holds the whole answer).
-    /// `started` names the replica that runs the request.
-    func send(_ event: GenerationEvent, replica: String) {
+    /// `started` names the replica that runs the request; a `structured` answer's snapshots carry
+    /// the JSON value so far, closed so that it parses (`partial: true`).
+    func send(_ event: GenerationEvent, replica: String, structured: Bool = false) {
         let id = requestID
         switch event {
         case .queued(let position):
@@ -19,7 +21,10 @@ extension EventStream {
         case .snapshot(let content, let n):
             sendSnapshot(
                 event: GenerationEventName.snapshot.rawValue,
-                data: WireJSON.string(SnapshotEvent(requestId: id, content: content, completionTokens: n)))
+                data: WireJSON.string(
+                    SnapshotEvent(
+                        requestId: id, content: content, completionTokens: n,
+                        value: structured ? PartialJSON.value(content) : nil, partial: structured ? true : nil)))
         }
     }
 
@@ -63,9 +68,12 @@ struct SnapshotEvent: Codable, Sendable {
     var requestId: String
     var content: String
     var completionTokens: Int
+    /// Structured (JSON) answers: the value so far, closed (always `partial`).
+    var value: JSONValue? = nil
+    var partial: Bool? = nil
     enum CodingKeys: String, CodingKey {
         case requestId = "request_id"
-        case content
+        case content, value, partial
         case completionTokens = "completion_tokens"
     }
 }

@@ -24,7 +24,7 @@ final class GenerationService: Sendable {
     /// error names its field as `names` spells it for the caller's wire format.
     func makeRequest(
         prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
-        names: FieldNames = .native
+        names: FieldNames = .native, body: [UInt8] = []
     ) throws(HTTPError) -> BackendRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
@@ -60,6 +60,8 @@ final class GenerationService: Sendable {
         }
         var request = BackendRequest(prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
         request.ignoreEndOfGeneration = o.ignoreEos ?? false
+        // `body` lets the schema be re-read in its key order (the option readers' objects are unordered).
+        request.constraint = try o.format?.constraint(backend: backend, body: body)
         return request
     }
 

@@ -290,6 +290,11 @@ extension InferdApp {
     /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
     func turnParameters(_ o: GenerationOptionsBody, names: FieldNames = .native) throws(HTTPError) -> TurnParameters {
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
+        if let f = o.format {
+            // Refused rather than ignored: a session turn does not take a constraint yet.
+            throw .badRequest(
+                "\(f.param): structured output is not available in sessions yet", code: "unsupported", param: f.param)
+        }
         if let m = o.maxTokens, m < 1 {
             throw .badRequest(
                 "\(names.maxTokens) must be at least 1", code: "invalid_option", param: names.maxTokensParam)

@@ -1,0 +1,316 @@
+/// A pushdown recognizer over bytes for a `CompiledGrammar`, run as a lazily built automaton.
+///
+/// A stack is a node in an arena, hash-consed by (position, parent), so equal stacks are one
+/// node: each top is at a terminal position (a byte set that may come next), its lower entries
+/// the positions to continue at when a rule ends. A matcher state is a set of stacks, interned
+/// too, so a state is an id; the state after a byte is computed once and remembered in a
+/// transition table (`transitions[state * 256 + byte]`). Inside a JSON string, for example, every
+/// character leads back to the same state, so after the first few bytes a mask walk over the
+/// whole token trie is table lookups. The mask of a state is kept in a small cache as well.
+///
+/// Buffers only grow, and only when states never seen before appear; past a bound the memory is
+/// flushed and rebuilt from the current state. Not thread-safe; one per generation.
+public final class GrammarMatcher {
+    let grammar: CompiledGrammar
+
+    // Arena: node i is (position[i], parent[i]); parent -1 is the bottom.
+    var nodePosition: [Int32] = []
+    var nodeParent: [Int32] = []
+    var nodeNext: [Int32] = []
+    /// When this node was last added to a state being built (`epoch`), to keep states duplicate-free.
+    var nodeStamp: [UInt32] = []
+    var buckets: [Int32]
+    var bucketMask: Int
+    var epoch: UInt32 = 0
+
+    // Interned states: state s is `stateTops[stateStart[s]..<stateStart[s + 1]]` (sorted node ids).
+    var stateTops: [Int32] = []
+    var stateStart: [Int32] = [0]
+    var stateAccepting: [Bool] = []
+    var stateNext: [Int32] = []
+    var stateBuckets: [Int32]
+    var stateBucketMask: Int
+    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte.
+    /// Raw memory, so the mask walk's lookups are plain loads.
+    var transitions: UnsafeMutablePointer<Int32>
+    var transitionStates = 64
+    /// The state the output so far leads to.
+    var current: Int32 = 0
+    /// The state being built by `close`.
+    var scratch: [Int32] = []
+    /// The walk's state per trie depth.
+    var levelState: [Int32] = []
+
+    // Mask cache: `maskSlot[state]` is a slot of `maskBits` (or -1); slots are reused round robin.
+    var maskSlot: [Int32] = []
+    var slotState: [Int32]
+    var maskBits: UnsafeMutableBufferPointer<UInt64>
+    var maskWords = 0
+    var nextSlot = 0
+    static let maskSlots = 32
+
+    /// Past these sizes the memory is flushed (the current state is kept).
+    static let maxNodes = 1 << 20
+    static let maxStates = 1 << 15
+
+    /// Whether `accept` may flush the memory past its bounds (not when generations share it:
+    /// their state ids must stay valid; see `GrammarConstraint`).
+    let flushes: Bool
+
+    public init(grammar: CompiledGrammar, flushes: Bool = true) {
+        self.grammar = grammar
+        self.flushes = flushes
+        buckets = [Int32](repeating: -1, count: 1 << 12)
+        bucketMask = (1 << 12) - 1
+        stateBuckets = [Int32](repeating: -1, count: 1 << 10)
+        stateBucketMask = (1 << 10) - 1
+        slotState = [Int32](repeating: -1, count: Self.maskSlots)
+        maskBits = .allocate(capacity: 0)
+        transitions = .allocate(capacity: 64 * 256)
+        reset()
+    }
+
+    deinit {
+        maskBits.deallocate()
+        transitions.deallocate()
+    }
+
+    /// Back to the start of the grammar (what was learnt about states is kept).
+    public func reset() {
+        if stateAccepting.isEmpty {
+            epoch &+= 1
+            scratch.removeAll(keepingCapacity: true)
+            var accepting = false
+            let r = grammar.root
+            for a in grammar.alternatives[Int(grammar.ruleStart[Int(r)])..<Int(grammar.ruleEnd[Int(r)])] {
+                close(a, parent: -1, accepting: &accepting)
+            }
+            _ = intern(accepting: accepting)
+        }
+        current = 0
+    }
+
+    /// The output so far is a complete match (end of generation may come now).
+    public var canEnd: Bool { stateAccepting[Int(current)] }
+    /// No byte can come next: the output is complete and must end.
+    public var mustEnd: Bool { stateStart[Int(current)] == stateStart[Int(current) + 1] }
+
+    // MARK: - Arena
+
+    @inline(__always)
+    static func mix(_ a: Int32, _ b: Int32) -> Int {
+        let h = (UInt32(bitPattern: a) &* 0x9E37_79B1) ^ (UInt32(bitPattern: b) &* 0x2C1B_3C6D)
+        return Int(truncatingIfNeeded: h ^ (h >> 15))
+    }
+
+    @inline(__always)
+    func node(_ position: Int32, _ parent: Int32) -> Int32 {
+        let b = Self.mix(position, parent) & bucketMask
+        var i = buckets[b]
+        while i >= 0 {
+            if nodePosition[Int(i)] == position && nodeParent[Int(i)] == parent { return i }
+            i = nodeNext[Int(i)]
+        }
+        let id = Int32(nodePosition.count)
+        nodePosition.append(position)
+        nodeParent.append(parent)
+        nodeNext.append(buckets[b])
+        nodeStamp.append(0)
+        buckets[b] = id
+        if nodePosition.count > buckets.count * 2 { rehashNodes(buckets.count * 4) }
+        return id
+    }
+
+    func rehashNodes(_ size: Int) {
+        buckets = [Int32](repeating: -1, count: size)
+        bucketMask = size - 1
+        for id in 0..<nodePosition.count {
+            let b = Self.mix(nodePosition[id], nodeParent[id]) & bucketMask
+            nodeNext[id] = buckets[b]
+            buckets[b] = Int32(id)
+        }
+    }
+
+    // MARK: - Closure
+
+    /// Adds to `scratch` every stack that continues at `position` under `parent`, expanded until
+    /// each top is a terminal. Reaching the end of the root sets `accepting`.
+    func close(_ position: Int32, parent: Int32, accepting: inout Bool) {
+        let id = node(position, parent)
+        if nodeStamp[Int(id)] == epoch { return }
+        nodeStamp[Int(id)] = epoch
+        switch grammar.kinds[Int(position)] {
+        case .terminal:
+            scratch.append(id)
+        case .reference:
+            // A reference in tail position returns straight to the parent: repetition by right
+            // recursion runs in constant stack depth.
+            let continuation = grammar.kinds[Int(position) + 1] == .end ? parent : node(position + 1, parent)
+            let r = Int(grammar.arguments[Int(position)])
+            for a in grammar.alternatives[Int(grammar.ruleStart[r])..<Int(grammar.ruleEnd[r])] {
+                close(a, parent: continuation, accepting: &accepting)
+            }
+        case .end:
+            if parent < 0 {
+                accepting = true
+            } else {
+                close(nodePosition[Int(parent)], parent: nodeParent[Int(parent)], accepting: &accepting)
+            }
+        }
+    }
+
+    // MARK: - States
+
+    /// The id of the state in `scratch` (sorted here), made if new.
+    func intern(accepting: Bool) -> Int32 {
+        // Insertion sort: states are small, and this allocates nothing.
+        if scratch.count > 1 {
+            for k in 1..<scratch.count {
+                let v = scratch[k]
+                var j = k - 1
+                while j >= 0 && scratch[j] > v {
+                    scratch[j + 1] = scratch[j]
+                    j -= 1
+                }
+                scratch[j + 1] = v
+            }
+        }
+        var h = accepting ? 0x51_7CC1 : 0x2545_F491
+        for t in scratch { h = (h &* 31) ^ Self.mix(t, 0x5BD1) }
+        let b = h & stateBucketMask
+        var s = stateBuckets[b]
+        while s >= 0 {
+            let start = Int(stateStart[Int(s)])
+            let end = Int(stateStart[Int(s) + 1])
+            if stateAccepting[Int(s)] == accepting && end - start == scratch.count {
+                var same = true
+                for k in 0..<scratch.count where stateTops[start + k] != scratch[k] {
+                    same = false
+                    break
+                }
+                if same { return s }
+            }
+            s = stateNext[Int(s)]
+        }
+        let id = Int32(stateAccepting.count)
+        stateTops.append(contentsOf: scratch)
+        stateStart.append(Int32(stateTops.count))
+        stateAccepting.append(accepting)
+        stateNext.append(stateBuckets[b])
+        stateBuckets[b] = id
+        if Int(id) >= transitionStates {
+            let grown = UnsafeMutablePointer<Int32>.allocate(capacity: transitionStates * 2 * 256)
+            grown.update(from: transitions, count: transitionStates * 256)
+            transitions.deallocate()
+            transitions = grown
+            transitionStates *= 2
+        }
+        (transitions + Int(id) * 256).initialize(repeating: -2, count: 256)
+        maskSlot.append(-1)
+        if stateAccepting.count > stateBuckets.count * 2 { rehashStates(stateBuckets.count * 4) }
+        return id
+    }
+
+    func rehashStates(_ size: Int) {
+        stateBuckets = [Int32](repeating: -1, count: size)
+        stateBucketMask = size - 1
+        for s in 0..<stateAccepting.count {
+            var h = stateAccepting[s] ? 0x51_7CC1 : 0x2545_F491
+            for k in Int(stateStart[s])..<Int(stateStart[s + 1]) { h = (h &* 31) ^ Self.mix(stateTops[k], 0x5BD1) }
+            let b = h & stateBucketMask
+            stateNext[s] = stateBuckets[b]
+            stateBuckets[b] = Int32(s)
+        }
+    }
+
+    /// The state after `byte` from state `s` (-1: none), computed once.
+    @inline(__always)
+    func step(_ s: Int32, _ byte: UInt8) -> Int32 {
+        let t = transitions[Int(s) &* 256 &+ Int(byte)]
+        if t != -2 { return t }
+        return computeStep(s, byte)
+    }
+
+    func computeStep(_ s: Int32, _ byte: UInt8) -> Int32 {
+        epoch &+= 1
+        scratch.removeAll(keepingCapacity: true)
+        var accepting = false
+        for k in Int(stateStart[Int(s)])..<Int(stateStart[Int(s) + 1]) {
+            let top = stateTops[k]
+            let position = nodePosition[Int(top)]
+            if grammar.terminal(position, matches: byte) {
+                close(position + 1, parent: nodeParent[Int(top)], accepting: &accepting)
+            }
+        }
+        let r = scratch.isEmpty && !accepting ? -1 : intern(accepting: accepting)
+        transitions[Int(s) &* 256 &+ Int(byte)] = r
+        return r
+    }
+
+    /// Advances the current state over `bytes`; false (and the state unchanged) when they do
+    /// not continue a match.
+    @discardableResult
+    public func accept<C: Collection<UInt8>>(bytes: C) -> Bool {
+        var s = current
+        for b in bytes {
+            s = step(s, b)
+            if s < 0 { return false }
+        }
+        current = s
+        if flushes && isOverLimit { flush() }
+        return true
+    }
+
+    /// Grown past the memory it should keep.
+    var isOverLimit: Bool { nodePosition.count > Self.maxNodes || stateAccepting.count > Self.maxStates }
+
+    /// Forgets every state but the current one (rebuilt first in a fresh arena).
+    func flush() {
+        var chains: [[Int32]] = []
+        for k in Int(stateStart[Int(current)])..<Int(stateStart[Int(current) + 1]) {
+            var chain: [Int32] = []
+            var n = stateTops[k]
+            while n >= 0 {
+                chain.append(nodePosition[Int(n)])
+                n = nodeParent[Int(n)]
+            }
+            chains.append(chain)
+        }
+        let accepting = stateAccepting[Int(current)]
+        nodePosition.removeAll(keepingCapacity: true)
+        nodeParent.removeAll(keepingCapacity: true)
+        nodeNext.removeAll(keepingCapacity: true)
+        nodeStamp.removeAll(keepingCapacity: true)
+        for i in buckets.indices { buckets[i] = -1 }
+        stateTops.removeAll(keepingCapacity: true)
+        stateStart = [0]
+        stateAccepting.removeAll(keepingCapacity: true)
+        stateNext.removeAll(keepingCapacity: true)
+        for i in stateBuckets.indices { stateBuckets[i] = -1 }
+        maskSlot.removeAll(keepingCapacity: true)
+        for i in slotState.indices { slotState[i] = -1 }
+        // The start state is state 0 again, then the current one.
+        let saved = current
+        _ = saved
+        reset()
+        scratch.removeAll(keepingCapacity: true)
+        for chain in chains {
+            var parent: Int32 = -1
+            for position in chain.reversed() { parent = node(position, parent) }
+            scratch.append(parent)
+        }
+        current = intern(accepting: accepting)
+    }
+
+    // MARK: - Saved states (tests and references)
+
+    /// The current state, to come back to with `restore`.
+    public struct Snapshot: Sendable, Equatable {
+        var state: Int32
+    }
+
+    public func snapshot() -> Snapshot { Snapshot(state: current) }
+
+    /// Returns to a snapshot taken from this matcher (not valid across a flush).
+    public func restore(_ s: Snapshot) { current = s.state }
+}

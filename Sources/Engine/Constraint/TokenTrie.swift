@@ -1,0 +1,117 @@
+/// The vocabulary's tokens as a trie over the bytes they put in the output, laid out in
+/// pre-order: node i's subtree is `i..<subtreeEnd[i]`, so a walk that rejects a byte skips the
+/// whole subtree with one jump. Only tokens that spell output text are in it (normal, byte and
+/// user-defined tokens with at least one byte); control, unknown and unused tokens never are, so
+/// a constraint never lets them through. Built once per vocabulary and shared.
+public struct TokenTrie: Sendable {
+    /// Per node: the byte on the edge into it, its depth (bytes from the root, 1 for the first
+    /// level), where its subtree ends, and its tokens `tokenIDs[tokenStart[i]..<tokenEnd[i]]`.
+    let bytes: [UInt8]
+    let depths: [UInt16]
+    let subtreeEnd: [Int32]
+    let tokenStart: [Int32]
+    let tokenEnd: [Int32]
+    let tokenIDs: [Int32]
+    public let vocabularySize: Int
+    /// Tokens that end the output (allowed only where the grammar can end).
+    public let endOfGeneration: [Int32]
+    /// The longest token, in bytes.
+    public let maxDepth: Int
+    /// Every allowed token's bytes, by id: `flatBytes[byteOffsets[id]..<byteOffsets[id + 1]]`;
+    /// `allowedToken[id]` false for tokens not in the trie.
+    let flatBytes: [UInt8]
+    let byteOffsets: [Int32]
+    let allowedToken: [Bool]
+
+    public var nodeCount: Int { bytes.count }
+    public var tokenCount: Int { tokenIDs.count }
+
+    /// - Parameters:
+    ///   - tokens: each token's output bytes, by id; nil for tokens never allowed.
+    ///   - endOfGeneration: ids that end the answer.
+    public init(tokens: [[UInt8]?], endOfGeneration: Set<Int32>) {
+        vocabularySize = tokens.count
+        self.endOfGeneration = endOfGeneration.sorted()
+        var entries: [(bytes: [UInt8], id: Int32)] = []
+        var flat: [UInt8] = []
+        var offsets: [Int32] = [0]
+        var allowedToken = [Bool](repeating: false, count: tokens.count)
+        for (id, b) in tokens.enumerated() {
+            defer { offsets.append(Int32(flat.count)) }
+            guard let b, !b.isEmpty, b.count < Int(UInt16.max), !endOfGeneration.contains(Int32(id)) else { continue }
+            entries.append((b, Int32(id)))
+            flat += b
+            allowedToken[id] = true
+        }
+        flatBytes = flat
+        byteOffsets = offsets
+        self.allowedToken = allowedToken
+        entries.sort { $0.bytes.lexicographicallyPrecedes($1.bytes) || ($0.bytes == $1.bytes && $0.id < $1.id) }
+        var bytes: [UInt8] = []
+        var depths: [UInt16] = []
+        var subtreeEnd: [Int32] = []
+        var tokenStart: [Int32] = []
+        var tokenEnd: [Int32] = []
+        var ids: [Int32] = []
+        // path[d] is the node at depth d + 1 on the current path.
+        var path: [Int] = []
+        var previous: [UInt8] = []
+        var maxDepth = 0
+        for entry in entries {
+            let b = entry.bytes
+            var common = 0
+            while common < min(b.count, previous.count) && b[common] == previous[common] { common += 1 }
+            // Close the nodes deeper than the shared prefix.
+            while path.count > common {
+                subtreeEnd[path.removeLast()] = Int32(bytes.count)
+            }
+            for d in common..<b.count {
+                path.append(bytes.count)
+                bytes.append(b[d])
+                depths.append(UInt16(d + 1))
+                subtreeEnd.append(0)
+                tokenStart.append(Int32(ids.count))
+                tokenEnd.append(Int32(ids.count))
+            }
+            let last = path[b.count - 1]
+            if tokenEnd[last] != Int32(ids.count) {
+                // A repeated spelling whose node is not the newest: cannot happen in sorted order.
+                preconditionFailure("token trie: entries out of order")
+            }
+            ids.append(entry.id)
+            tokenEnd[last] = Int32(ids.count)
+            maxDepth = max(maxDepth, b.count)
+            previous = b
+        }
+        while let n = path.popLast() { subtreeEnd[n] = Int32(bytes.count) }
+        self.bytes = bytes
+        self.depths = depths
+        self.subtreeEnd = subtreeEnd
+        self.tokenStart = tokenStart
+        self.tokenEnd = tokenEnd
+        self.tokenIDs = ids
+        self.maxDepth = maxDepth
+    }
+
+    /// The bytes a token puts in the output; nil for a token the trie leaves out.
+    public func tokenBytes(_ id: Int32) -> ArraySlice<UInt8>? {
+        guard id >= 0, Int(id) < vocabularySize, allowedToken[Int(id)] else { return nil }
+        return flatBytes[Int(byteOffsets[Int(id)])..<Int(byteOffsets[Int(id) + 1])]
+    }
+
+    /// The trie of a model's vocabulary: each token's decoded bytes (byte-fallback `<0xNN>`
+    /// tokens are their byte, byte-level spellings are decoded), control/unknown/unused left out.
+    public init(tokenizer: Tokenizer, endOfGeneration: Set<Int32>) {
+        var tokens: [[UInt8]?] = []
+        tokens.reserveCapacity(tokenizer.vocabularySize)
+        for id in 0..<Int32(tokenizer.vocabularySize) {
+            switch tokenizer.table.type(id) {
+            case .normal, .byte, .userDefined, .undefined:
+                tokens.append(tokenizer.tokenBytes(id))
+            default:
+                tokens.append(nil)
+            }
+        }
+        self.init(tokens: tokens, endOfGeneration: endOfGeneration.union(tokenizer.endOfGenerationIDs))
+    }
+}

@@ -1,0 +1,79 @@
+import Engine
+
+/// The JSON building blocks every structured grammar uses, as named rules.
+///
+/// Whitespace between JSON tokens is bounded: at most `maxNewlines` line breaks, each line's
+/// run of spaces or tabs at most `maxIndent` long, so a model cannot run away in whitespace.
+public enum JSONGrammar {
+    public static let maxNewlines = 2
+    public static let maxIndent = 20
+
+    static let ws = "ws"
+    static let value = "json-value"
+    static let string = "json-string"
+    static let stringChar = "json-char"
+    static let number = "json-number"
+    static let integer = "json-integer"
+    static let object = "json-object"
+    static let array = "json-array"
+
+    static let digit = GrammarExpression.byteSet([0x30...0x39])
+    static let nonZeroDigit = GrammarExpression.byteSet([0x31...0x39])
+
+    /// Adds the base rules to `rules`.
+    static func addBase(to rules: inout [String: GrammarExpression]) {
+        let blanks = GrammarExpression.repetition(.chars(" \t"), minimum: 0, maximum: maxIndent)
+        rules[ws] = .sequence([
+            blanks, .repetition(.sequence([.text("\n"), blanks]), minimum: 0, maximum: maxNewlines),
+        ])
+        rules[stringChar] = .choice([
+            .characters([0...0x1F, 0x22...0x22, 0x5C...0x5C], negated: true),
+            .sequence([.text("\\"), .chars("\"\\/bfnrt")]),
+            .sequence([
+                .text("\\u"), .repetition(.byteSet([0x30...0x39, 0x41...0x46, 0x61...0x66]), minimum: 4, maximum: 4),
+            ]),
+        ])
+        rules[string] = .sequence([.text("\""), .zeroOrMore(.rule(stringChar)), .text("\"")])
+        rules[integer] = .sequence([
+            .optional(.text("-")), .choice([.text("0"), .sequence([nonZeroDigit, .zeroOrMore(digit)])]),
+        ])
+        rules[number] = .sequence([
+            .rule(integer), .optional(.sequence([.text("."), .oneOrMore(digit)])),
+            .optional(.sequence([.chars("eE"), .optional(.chars("+-")), .oneOrMore(digit)])),
+        ])
+        rules[value] = .choice([
+            .rule(object), .rule(array), .rule(string), .rule(number), .text("true"), .text("false"), .text("null"),
+        ])
+        // `{ ws }` or `{ ws m (ws , ws m)* ws }`: never two `ws` in a row, so the bound holds.
+        rules[object] = .sequence([
+            .text("{"),
+            .optional(
+                .sequence([
+                    .rule(ws), member(.rule(string), .rule(value)),
+                    .zeroOrMore(.sequence([separator, member(.rule(string), .rule(value))])),
+                ])),
+            .rule(ws), .text("}"),
+        ])
+        rules[array] = .sequence([
+            .text("["),
+            .optional(.sequence([.rule(ws), .rule(value), .zeroOrMore(.sequence([separator, .rule(value)]))])),
+            .rule(ws), .text("]"),
+        ])
+    }
+
+    /// `ws "," ws`
+    static var separator: GrammarExpression { .sequence([.rule(ws), .text(","), .rule(ws)]) }
+
+    /// `key ws ":" ws value`
+    static func member(_ key: GrammarExpression, _ value: GrammarExpression) -> GrammarExpression {
+        .sequence([key, .rule(ws), .text(":"), .rule(ws), value])
+    }
+
+    /// JSON mode: any JSON object, with leading and trailing whitespace bounded like the rest.
+    public static func anyObject() -> Grammar {
+        var g = Grammar(root: "root")
+        addBase(to: &g.rules)
+        g.rules["root"] = .rule(object)
+        return g
+    }
+}

@@ -1,0 +1,127 @@
+import Engine
+
+extension JSONSchemaCompiler {
+    /// A character inside a JSON string (escapes included).
+    static var stringChar: GrammarExpression { .rule(JSONGrammar.stringChar) }
+
+    // MARK: Strings
+
+    mutating func string(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        let minLength = try nonNegativeInt(schema, "minLength", path: path)
+        let maxLength = try nonNegativeInt(schema, "maxLength", path: path)
+        let lengthKeyword = minLength != nil ? "minLength" : maxLength != nil ? "maxLength" : nil
+        if let f = schema["format"] {
+            guard case .string(let name) = f else {
+                throw .invalidSchema(path: path + ".format", message: "must be a string")
+            }
+            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with format)") }
+            if schema["pattern"] != nil { throw .unsupportedKeyword(keyword: "pattern", path: "\(path) (with format)") }
+            guard let body = StringFormats.grammar(name) else {
+                throw .unsupportedKeyword(keyword: "format", path: "\(path).format ('\(name)')")
+            }
+            return .sequence([.text("\""), body, .text("\"")])
+        }
+        if let p = schema["pattern"] {
+            guard case .string(let source) = p else {
+                throw .invalidSchema(path: path + ".pattern", message: "must be a string")
+            }
+            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with pattern)") }
+            let body: GrammarExpression
+            do {
+                body = try RegexParser.parse(source)
+            } catch {
+                throw .unsupportedKeyword(keyword: "pattern", path: "\(path).pattern (\(error.message))")
+            }
+            return .sequence([.text("\""), body, .text("\"")])
+        }
+        if minLength == nil && maxLength == nil { return .rule(JSONGrammar.string) }
+        if let minLength, let maxLength, minLength > maxLength { return .choice([]) }
+        return .sequence([
+            .text("\""), .repetition(Self.stringChar, minimum: minLength ?? 0, maximum: maxLength), .text("\""),
+        ])
+    }
+
+    // MARK: Numbers
+
+    /// The bounds as integers: (lower, upper, exclusive either side). Non-integer bounds are
+    /// beyond the documented subset.
+    /// Integer bounds; for numbers, whether each side is exclusive.
+    func bounds(_ schema: JSONValue, path: String, integer: Bool) throws(StructuredOutputError) -> (
+        lo: Int64?, hi: Int64?, loExclusive: Bool, hiExclusive: Bool
+    ) {
+        var lo: Int64? = nil
+        var hi: Int64? = nil
+        var loExclusive = false
+        var hiExclusive = false
+        for key in ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"] {
+            guard let v = schema[key] else { continue }
+            if case .bool = v {
+                throw .unsupportedKeyword(keyword: key, path: "\(path).\(key) (the draft-4 boolean form)")
+            }
+            guard case .number(_, let d) = v, abs(d) < 1e15 else {
+                throw .invalidSchema(path: "\(path).\(key)", message: "must be a number")
+            }
+            let isMin = key.lowercased().hasSuffix("minimum")
+            let isExclusive = key.hasPrefix("exclusive")
+            var bound: Int64
+            if d == d.rounded() {
+                bound = Int64(d)
+                if isExclusive {
+                    if integer {
+                        bound += isMin ? 1 : -1
+                    } else if isMin {
+                        loExclusive = true
+                    } else {
+                        hiExclusive = true
+                    }
+                }
+            } else if integer {
+                // An integer bound by a fraction: the nearest integer inside.
+                bound = Int64(isMin ? d.rounded(.up) : d.rounded(.down))
+            } else {
+                throw .unsupportedKeyword(keyword: key, path: "\(path).\(key) (a non-integer bound on a number)")
+            }
+            if isMin { lo = max(lo ?? bound, bound) } else { hi = min(hi ?? bound, bound) }
+        }
+        return (lo, hi, loExclusive, hiExclusive)
+    }
+
+    mutating func integer(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        let (lo, hi, _, _) = try bounds(schema, path: path, integer: true)
+        if lo == nil && hi == nil { return .rule(JSONGrammar.integer) }
+        return IntegerRanges.integers(lo, hi)
+    }
+
+    mutating func number(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        let (lo, hi, loExclusive, hiExclusive) = try bounds(schema, path: path, integer: false)
+        if lo == nil && hi == nil { return .rule(JSONGrammar.number) }
+        let digit = IntegerRanges.digit
+        // With bounds: no exponent, and a fraction only with a non-zero digit, so n.f lies strictly
+        // between n and n + 1 and the integer part alone decides the bounds.
+        let fraction = GrammarExpression.sequence([
+            .text("."), .zeroOrMore(digit), .byteSet([0x31...0x39]), .zeroOrMore(digit),
+        ])
+        var options: [GrammarExpression] = []
+        let intLo = loExclusive ? lo.map { $0 + 1 } : lo
+        let intHi = hiExclusive ? hi.map { $0 - 1 } : hi
+        options.append(IntegerRanges.integers(intLo, intHi))
+        // n.f for n >= 0 lies in (n, n + 1): lo <= n and n + 1 <= hi.
+        if hi.map({ $0 >= 1 }) ?? true {
+            options.append(
+                .sequence([IntegerRanges.naturals(UInt64(max(0, lo ?? 0)), hi.map { UInt64($0 - 1) }), fraction]))
+        }
+        // -n.f for n >= 1 lies in (-(n + 1), -n): -hi <= n and n + 1 <= -lo.
+        if lo.map({ $0 <= -2 }) ?? true {
+            let from = UInt64(max(1, hi.map { -$0 } ?? 1))
+            let to = lo.map { UInt64(-$0 - 1) }
+            if to.map({ $0 >= from }) ?? true {
+                options.append(.sequence([.text("-"), IntegerRanges.naturals(from, to), fraction]))
+            }
+        }
+        // -0.f lies in (-1, 0).
+        if lo.map({ $0 <= -1 }) ?? true, hi.map({ $0 >= 0 }) ?? true {
+            options.append(.sequence([.text("-0"), fraction]))
+        }
+        return .choice(options)
+    }
+}

@@ -1,0 +1,165 @@
+import Engine
+
+extension JSONSchemaCompiler {
+    func nonNegativeInt(_ schema: JSONValue, _ key: String, path: String) throws(StructuredOutputError) -> Int? {
+        guard let v = schema[key] else { return nil }
+        guard case .number(_, let d) = v, d >= 0, d == d.rounded(), d < 1e6 else {
+            throw .invalidSchema(path: "\(path).\(key)", message: "must be a non-negative integer")
+        }
+        return Int(d)
+    }
+
+    // MARK: Objects
+
+    mutating func object(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        var properties: [JSONValue.Member] = []
+        if let p = schema["properties"] {
+            guard let members = p.objectMembers else {
+                throw .invalidSchema(path: path + ".properties", message: "must be an object")
+            }
+            properties = members
+        }
+        var required: Set<String> = []
+        if let r = schema["required"] {
+            guard case .array(let names) = r else {
+                throw .invalidSchema(path: path + ".required", message: "must be an array of strings")
+            }
+            for n in names {
+                guard case .string(let s) = n else {
+                    throw .invalidSchema(path: path + ".required", message: "must be an array of strings")
+                }
+                required.insert(s)
+            }
+        }
+        // A required name with no schema of its own: any value, placed after the listed ones.
+        for name in required.sorted() where !properties.contains(where: { $0.key == name }) {
+            properties.append(JSONValue.Member(name, .bool(true)))
+        }
+        var items: [(member: GrammarExpression, required: Bool)] = []
+        for p in properties {
+            let value = try compile(p.value, path: "\(path).properties.\(p.key)")
+            items.append(
+                (JSONGrammar.member(.text(JSONValue.string(p.key).compactText), value), required.contains(p.key)))
+        }
+        // Extra members: absent / true / a schema allow them; false forbids them.
+        var extra: GrammarExpression? = nil
+        switch schema["additionalProperties"] {
+        case .bool(false)?: extra = nil
+        case nil, .bool(true)?:
+            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), .rule(JSONGrammar.value))
+        case let s?:
+            let value = try compile(s, path: path + ".additionalProperties")
+            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), value)
+        }
+        // tail(i, first): the members from i on, `first` when none has been written yet.
+        let id = freshName("object")
+        func name(_ i: Int, _ first: Bool) -> String { "\(id)-\(i)\(first ? "f" : "")" }
+        let separator = JSONGrammar.separator
+        for i in stride(from: items.count, through: 0, by: -1) {
+            for first in [true, false] {
+                if i == items.count {
+                    if let extra {
+                        let more = GrammarExpression.zeroOrMore(.sequence([separator, extra]))
+                        rules[name(i, first)] =
+                            first ? .optional(.sequence([.rule(JSONGrammar.ws), extra, more])) : more
+                    } else {
+                        rules[name(i, first)] = .empty
+                    }
+                    continue
+                }
+                let take = GrammarExpression.sequence(
+                    (first ? [.rule(JSONGrammar.ws)] : [separator]) + [items[i].member, .rule(name(i + 1, false))])
+                rules[name(i, first)] = items[i].required ? take : .choice([take, .rule(name(i + 1, first))])
+            }
+        }
+        // Each member brings the whitespace before it: `{ ws }` when empty, never two `ws` in a row.
+        return .sequence([.text("{"), .rule(name(0, true)), .rule(JSONGrammar.ws), .text("}")])
+    }
+
+    /// A JSON string key (plain characters, no escapes) that is none of `names`.
+    static func keyOutside(_ names: [String]) -> GrammarExpression {
+        let plain = GrammarExpression.characters([0...0x1F, 0x22...0x22, 0x5C...0x5C], negated: true)
+        let words = names.map { Array($0.unicodeScalars.map(\.value)) }
+        // Walks the names' trie: at each node, a character no name continues with (then
+        // anything), or one that does (then the rest must differ), or the end when no name ends here.
+        func differ(_ group: [[UInt32]], depth: Int) -> GrammarExpression {
+            let live = group.filter { $0.count > depth }
+            let ends = live.count < group.count
+            var options: [GrammarExpression] = []
+            if !ends { options.append(.empty) }
+            let nexts = Set(live.map { $0[depth] }).sorted()
+            var excluded: [ClosedRange<UInt32>] = [0...0x1F, 0x22...0x22, 0x5C...0x5C]
+            excluded += nexts.map { $0...$0 }
+            options.append(.sequence([.characters(excluded, negated: true), .zeroOrMore(plain)]))
+            for c in nexts {
+                options.append(
+                    .sequence([
+                        .characters([c...c], negated: false), differ(live.filter { $0[depth] == c }, depth: depth + 1),
+                    ]))
+            }
+            return .choice(options)
+        }
+        let body = names.isEmpty ? .zeroOrMore(plain) : differ(words, depth: 0)
+        return .sequence([.text("\""), body, .text("\"")])
+    }
+
+    // MARK: Arrays
+
+    mutating func array(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        var prefix: [GrammarExpression] = []
+        if let p = schema["prefixItems"] {
+            guard case .array(let list) = p else {
+                throw .invalidSchema(path: path + ".prefixItems", message: "must be an array")
+            }
+            for (i, s) in list.enumerated() { prefix.append(try compile(s, path: "\(path).prefixItems[\(i)]")) }
+        }
+        var rest: GrammarExpression? = .rule(JSONGrammar.value)
+        if let s = schema["items"] {
+            if case .bool(false) = s { rest = nil } else { rest = try compile(s, path: path + ".items") }
+        }
+        let minimum = try nonNegativeInt(schema, "minItems", path: path) ?? 0
+        var maximum = try nonNegativeInt(schema, "maxItems", path: path)
+        if rest == nil { maximum = min(maximum ?? prefix.count, prefix.count) }
+        if let maximum, maximum < minimum {
+            return .choice([])  // unsatisfiable
+        }
+        let explicit = max(prefix.count, minimum)
+        func slot(_ j: Int) -> GrammarExpression? { j < prefix.count ? prefix[j] : rest }
+        let separator = JSONGrammar.separator
+        // Built from the end: after(j) is what may follow element j - 1.
+        var after: GrammarExpression
+        if let rest, maximum.map({ $0 > explicit }) ?? true {
+            after = .repetition(.sequence([separator, rest]), minimum: 0, maximum: maximum.map { $0 - explicit })
+        } else {
+            after = .empty
+        }
+        var j = explicit - 1
+        while j >= 1 {
+            if let maximum, j >= maximum {
+                after = .empty
+            } else if let s = slot(j) {
+                let take = GrammarExpression.sequence([separator, s, after])
+                after = j < minimum ? take : .optional(take)
+            } else {
+                return .choice([])
+            }
+            j -= 1
+        }
+        var elements: GrammarExpression
+        if maximum == 0 {
+            elements = .empty
+        } else if let first = slot(0) {
+            let take = GrammarExpression.sequence([.rule(JSONGrammar.ws), first, after])
+            elements = minimum >= 1 ? take : .optional(take)
+        } else {
+            elements = .empty
+        }
+        if explicit == 0, let rest, maximum != 0 {
+            // No explicit slot: the first element, then the repetition (one fewer allowed).
+            let more = GrammarExpression.repetition(
+                .sequence([separator, rest]), minimum: 0, maximum: maximum.map { $0 - 1 })
+            elements = .optional(.sequence([.rule(JSONGrammar.ws), rest, more]))
+        }
+        return .sequence([.text("["), elements, .rule(JSONGrammar.ws), .text("]")])
+    }
+}

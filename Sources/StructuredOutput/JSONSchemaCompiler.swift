@@ -1,0 +1,247 @@
+import Engine
+import Foundation
+
+/// Compiles a JSON Schema to a grammar whose matches are exactly JSON texts that validate
+/// (within the documented subset; see the README's keyword table). A keyword it does not
+/// implement is an error naming the keyword and its path, never silently skipped.
+///
+/// Object members come in the order of `properties`; `oneOf` is compiled as `anyOf` (the
+/// branches' exclusivity is not enforced); extra keys (`additionalProperties` not false) are
+/// plain keys (no escapes) different from every listed property.
+public struct JSONSchemaCompiler {
+    /// Keywords that only annotate: accepted, no effect on the output.
+    static let annotations: Set<String> = [
+        "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly",
+        "writeOnly", "$defs", "definitions", "strict", "name",
+    ]
+    /// Keywords the compiler implements.
+    static let supported: Set<String> = [
+        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
+        "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
+        "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable",
+    ]
+
+    let root: JSONValue
+    var rules: [String: GrammarExpression] = [:]
+    /// `$ref` targets already given a rule, by pointer.
+    var refRules: [String: String] = [:]
+    var counter = 0
+
+    /// The grammar for a schema.
+    public static func compile(_ schema: JSONValue) throws(StructuredOutputError) -> Grammar {
+        var c = JSONSchemaCompiler(root: schema)
+        JSONGrammar.addBase(to: &c.rules)
+        let body = try c.compile(schema, path: "$")
+        c.rules["root"] = body
+        return Grammar(root: "root", rules: c.rules)
+    }
+
+    init(root: JSONValue) {
+        self.root = root
+    }
+
+    mutating func freshName(_ hint: String) -> String {
+        counter += 1
+        return "\(hint)-\(counter)"
+    }
+
+    // MARK: - Dispatch
+
+    mutating func compile(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        switch schema {
+        case .bool(true): return .rule(JSONGrammar.value)
+        case .bool(false): return .choice([])
+        case .object(let members):
+            for m in members where !Self.annotations.contains(m.key) && !Self.supported.contains(m.key) {
+                throw .unsupportedKeyword(keyword: m.key, path: path)
+            }
+        default:
+            throw .invalidSchema(path: path, message: "a schema must be an object or a boolean")
+        }
+        if let ref = schema["$ref"] {
+            let siblings = schema.objectMembers!.filter {
+                $0.key != "$ref" && !Self.annotations.contains($0.key)
+            }
+            if let first = siblings.first {
+                throw .unsupportedKeyword(keyword: first.key, path: "\(path) (beside $ref)")
+            }
+            return try reference(ref, path: path + ".$ref")
+        }
+        if let allOf = schema["allOf"] {
+            guard case .array(let parts) = allOf, !parts.isEmpty else {
+                throw .invalidSchema(path: path + ".allOf", message: "must be a non-empty array")
+            }
+            var merged = JSONValue.object(schema.objectMembers!.filter { $0.key != "allOf" })
+            for (i, part) in parts.enumerated() {
+                merged = try merge(merged, try resolved(part, path: "\(path).allOf[\(i)]"), path: "\(path).allOf[\(i)]")
+            }
+            return try compile(merged, path: path)
+        }
+        for keyword in ["anyOf", "oneOf"] {
+            guard let options = schema[keyword] else { continue }
+            guard case .array(let parts) = options, !parts.isEmpty else {
+                throw .invalidSchema(path: "\(path).\(keyword)", message: "must be a non-empty array")
+            }
+            let rest = JSONValue.object(schema.objectMembers!.filter { $0.key != keyword })
+            let hasRest = rest.objectMembers!.contains { !Self.annotations.contains($0.key) }
+            var choices: [GrammarExpression] = []
+            for (i, part) in parts.enumerated() {
+                let p = "\(path).\(keyword)[\(i)]"
+                let branch = hasRest ? try merge(rest, try resolved(part, path: p), path: p) : part
+                choices.append(try compile(branch, path: p))
+            }
+            return .choice(choices)
+        }
+        if let values = schema["enum"] {
+            guard case .array(let items) = values, !items.isEmpty else {
+                throw .invalidSchema(path: path + ".enum", message: "must be a non-empty array")
+            }
+            return .choice(items.map { .text($0.compactText) })
+        }
+        if let value = schema["const"] {
+            return .text(value.compactText)
+        }
+        var types = try typeNames(schema, path: path)
+        if case .bool(true) = schema["nullable"] ?? .null, !types.contains("null") { types.append("null") }
+        if types.isEmpty { return .rule(JSONGrammar.value) }
+        var choices: [GrammarExpression] = []
+        for t in types {
+            switch t {
+            case "object": choices.append(try object(schema, path: path))
+            case "array": choices.append(try array(schema, path: path))
+            case "string": choices.append(try string(schema, path: path))
+            case "integer": choices.append(try integer(schema, path: path))
+            case "number": choices.append(try number(schema, path: path))
+            case "boolean": choices.append(.choice([.text("true"), .text("false")]))
+            case "null": choices.append(.text("null"))
+            default: throw .invalidSchema(path: path + ".type", message: "unknown type '\(t)'")
+            }
+        }
+        return choices.count == 1 ? choices[0] : .choice(choices)
+    }
+
+    /// The schema's types: `type` (a name or a list), else what its keywords imply (none: any value).
+    func typeNames(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> [String] {
+        switch schema["type"] {
+        case .string(let t)?: return [t]
+        case .array(let list)?:
+            var out: [String] = []
+            for t in list {
+                guard case .string(let name) = t else {
+                    throw .invalidSchema(path: path + ".type", message: "type names must be strings")
+                }
+                out.append(name)
+            }
+            return out
+        case nil:
+            if ["properties", "required", "additionalProperties"].contains(where: { schema[$0] != nil }) {
+                return ["object"]
+            }
+            if ["items", "prefixItems", "minItems", "maxItems"].contains(where: { schema[$0] != nil }) {
+                return ["array"]
+            }
+            if ["minLength", "maxLength", "pattern", "format"].contains(where: { schema[$0] != nil }) {
+                return ["string"]
+            }
+            if ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"].contains(where: { schema[$0] != nil }) {
+                return ["number"]
+            }
+            return []
+        default:
+            throw .invalidSchema(path: path + ".type", message: "must be a string or an array of strings")
+        }
+    }
+
+    // MARK: - References
+
+    /// The target of a local `$ref` (`#`, `#/$defs/x`, `#/definitions/x`, any JSON pointer into
+    /// this schema), given a rule of its own so recursive schemas work.
+    mutating func reference(_ ref: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+        guard case .string(let pointer) = ref else { throw .invalidSchema(path: path, message: "must be a string") }
+        if let name = refRules[pointer] { return .rule(name) }
+        let target = try resolve(pointer, path: path)
+        let name = freshName("ref")
+        refRules[pointer] = name
+        rules[name] = .empty  // placeholder while compiling (recursion refers to the name)
+        rules[name] = try compile(target, path: pointer.isEmpty ? "#" : pointer)
+        return .rule(name)
+    }
+
+    func resolve(_ pointer: String, path: String) throws(StructuredOutputError) -> JSONValue {
+        guard pointer.hasPrefix("#") else {
+            throw .unsupportedKeyword(keyword: "$ref", path: "\(path) (only local references '#...' are supported)")
+        }
+        var node = root
+        let tail = pointer.dropFirst()
+        guard !tail.isEmpty else { return node }
+        guard tail.hasPrefix("/") else { throw .invalidSchema(path: path, message: "not a JSON pointer: \(pointer)") }
+        for raw in tail.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            let token = raw.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            switch node {
+            case .object:
+                guard let next = node[token] else {
+                    throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
+                }
+                node = next
+            case .array(let items):
+                guard let i = Int(token), items.indices.contains(i) else {
+                    throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
+                }
+                node = items[i]
+            default:
+                throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
+            }
+        }
+        return node
+    }
+
+    /// The schema itself, or the target of its `$ref` (for merging).
+    func resolved(_ schema: JSONValue, path: String, depth: Int = 0) throws(StructuredOutputError) -> JSONValue {
+        guard depth < 32 else { throw .invalidSchema(path: path, message: "$ref chain too deep") }
+        if case .string(let pointer)? = schema["$ref"] {
+            return try resolved(try resolve(pointer, path: path), path: path, depth: depth + 1)
+        }
+        return schema
+    }
+
+    // MARK: - allOf
+
+    /// The conjunction of two object-level schemas, member by member (`properties` merged,
+    /// `required` joined, equal values kept; a conflict is an unsupported `allOf`).
+    func merge(_ a: JSONValue, _ b: JSONValue, path: String) throws(StructuredOutputError) -> JSONValue {
+        if case .bool(true) = b { return a }
+        guard var out = a.objectMembers, let extra = b.objectMembers else {
+            throw .unsupportedKeyword(keyword: "allOf", path: "\(path) (only object schemas can be merged)")
+        }
+        for m in extra {
+            guard let i = out.firstIndex(where: { $0.key == m.key }) else {
+                out.append(m)
+                continue
+            }
+            let existing = out[i].value
+            if existing == m.value || Self.annotations.contains(m.key) { continue }
+            switch m.key {
+            case "properties":
+                var props = existing.objectMembers ?? []
+                for p in m.value.objectMembers ?? [] {
+                    if let j = props.firstIndex(where: { $0.key == p.key }) {
+                        props[j].value = try merge(
+                            try resolved(props[j].value, path: path), try resolved(p.value, path: path),
+                            path: "\(path).properties.\(p.key)")
+                    } else {
+                        props.append(p)
+                    }
+                }
+                out[i].value = .object(props)
+            case "required":
+                guard case .array(let x) = existing, case .array(let y) = m.value else {
+                    throw .invalidSchema(path: path + ".required", message: "must be an array")
+                }
+                out[i].value = .array(x + y.filter { !x.contains($0) })
+            default:
+                throw .unsupportedKeyword(keyword: "allOf", path: "\(path) (conflicting '\(m.key)')")
+            }
+        }
+        return .object(out)
+    }
+}

@@ -1,0 +1,31 @@
+import Engine
+import Foundation
+import Testing
+
+@testable import StructuredOutput
+
+/// Compiles formats and checks byte strings against them with the Engine's matcher.
+enum SchemaCheck {
+    static func matcher(_ format: StructuredFormat) throws -> GrammarMatcher {
+        GrammarMatcher(grammar: try format.compiledGrammar())
+    }
+
+    static func schema(_ json: String) throws -> StructuredFormat {
+        .jsonSchema(try JSONParser.parse(json))
+    }
+
+    /// Whether `text` is a complete match.
+    static func accepts(_ m: GrammarMatcher, _ text: String) -> Bool {
+        m.reset()
+        return m.accept(bytes: Array(text.utf8)) && m.canEnd
+    }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The default model's tokenizer (the test fails when the model file is missing).
+    static let tokenizer: Result<Tokenizer, Error> = Result {
+        let path = packageRoot.appendingPathComponent("models/SmolLM2-135M-Instruct.Q4_1.gguf").path
+        return try Tokenizer(gguf: GGUFFile(path: path))
+    }
+}
