@@ -245,7 +245,10 @@ import Testing
                 (["tools": [["type": "function", "name": "f"]]], 400, "unsupported_parameter", "tools"),
                 (["reasoning": ["effort": "high"]], 400, "unsupported_parameter", "reasoning"),
                 (["include": ["message.output_text.logprobs"]], 400, "unsupported_parameter", "include"),
-                (["text": ["format": ["type": "json_object"]]], 400, "unsupported_parameter", "text.format"),
+                (
+                    ["text": ["format": ["type": "json_object", "bogus": 1]]], 400, "unknown_parameter",
+                    "text.format.bogus"
+                ),
                 (["background": true, "store": false], 400, "invalid_value", "background"),
                 (["previous_response_id": "resp_nope"], 404, "response_not_found", "previous_response_id"),
                 (["truncation": "sometimes"], 400, "invalid_value", "truncation"),

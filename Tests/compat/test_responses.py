@@ -218,7 +218,7 @@ def test_refusals_name_the_field(client, model):
     cases = [
         ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
         ({"reasoning": {"effort": "high"}}, "reasoning"),
-        ({"text": {"format": {"type": "json_object"}}}, "text.format"),
+        ({"text": {"format": {"type": "json_object", "bogus": 1}}}, "text.format.bogus"),
         ({"extra_body": {"temprature": 0}}, "temprature"),
         ({"background": True, "store": False}, "background"),
     ]

@@ -33,6 +33,22 @@ def test_parse_with_a_pydantic_model(client, model):
     assert json.loads(choice.message.content) == person.model_dump()
 
 
+def test_responses_parse_with_a_pydantic_model(client, model):
+    """The Responses API's `text.format` is the same constrained decoding."""
+    response = client.responses.parse(
+        model=model,
+        input="Invent a person with two hobbies.",
+        text_format=Person,
+        temperature=0,
+        max_output_tokens=200,
+    )
+    assert response.status == "completed"
+    person = response.output_parsed
+    assert isinstance(person, Person)
+    assert json.loads(response.output_text) == person.model_dump()
+    jsonschema.validate(json.loads(response.output_text), Person.model_json_schema())
+
+
 SCHEMAS = {
     "weather_arguments": {
         "type": "object",

@@ -115,7 +115,7 @@ extension InferdApp {
         do {
             generation = try generations.makeRequest(
                 prompt: prompt, options: body.options, backend: backend, label: request.id,
-                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"), body: request.body)
         } catch {
             throw OpenAIError(error)
         }

@@ -52,7 +52,7 @@ package struct ResponsesRequest: Sendable {
                 "conversation and previous_response_id cannot be used together", param: "previous_response_id")
         }
         metadata = try Self.metadata(f)
-        try Self.checkText(f)
+        let format = try Self.checkText(f)
         input = try Self.input(f)
 
         var o = GenerationOptionsBody()
@@ -64,6 +64,7 @@ package struct ResponsesRequest: Sendable {
         o.seed = try f.seed("seed")
         o.ignoreEos = try f.bool("ignore_eos")
         o.maxTokens = maxOutputTokens
+        o.format = format
         options = o
         admission = try OpenAIGenerationParameters.admission(f)
     }
@@ -183,8 +184,10 @@ package struct ResponsesRequest: Sendable {
 
     /// `text`: only `{"format": {"type": "text"}}` (and `verbosity: medium`) until structured
     /// output exists; `json_schema` and `json_object` are refused naming `text.format`.
-    static func checkText(_ f: OpenAIFields) throws(OpenAIError) {
-        guard let text = try f.object("text") else { return }
+    /// `text`: its `format` is structured output (`json_schema` with `name`, `schema`, `strict`,
+    /// or `json_object`), compiled like the chat route's `response_format`.
+    static func checkText(_ f: OpenAIFields) throws(OpenAIError) -> FormatField? {
+        guard let text = try f.object("text") else { return nil }
         if let unknown = text.values.keys.sorted().first(where: { !["format", "verbosity"].contains($0) }) {
             throw .invalid(
                 "Unknown parameter: '\(text.name(unknown))'.", param: text.name(unknown), code: "unknown_parameter")
@@ -192,17 +195,32 @@ package struct ResponsesRequest: Sendable {
         if let verbosity = try text.string("verbosity"), verbosity != "medium" {
             throw .unsupported("text.verbosity '\(verbosity)' is not supported", param: "text.verbosity")
         }
-        guard let format = try text.object("format") else { return }
+        guard let format = try text.object("format") else { return nil }
+        let known = ["type", "name", "schema", "strict", "description"]
+        if let unknown = format.values.keys.sorted().first(where: { !known.contains($0) }) {
+            throw .invalid(
+                "Unknown parameter: '\(format.name(unknown))'.", param: format.name(unknown), code: "unknown_parameter")
+        }
         let type = try format.string("type") ?? ""
         switch type {
         case "text":
-            return
-        case "json_schema", "json_object":
-            throw .unsupported(
-                "text.format '\(type)' is not supported yet: structured output is not available on this server",
-                param: "text.format")
+            return nil
+        case "json_object":
+            return FormatField(kind: .jsonObject, param: "text.format")
+        case "json_schema":
+            _ = try format.string("name")
+            _ = try format.bool("strict")
+            _ = try format.string("description")
+            guard let schema = format["schema"] else {
+                throw .invalid(
+                    "text.format.schema is required", param: "text.format.schema", code: "missing_required_parameter")
+            }
+            return FormatField(
+                kind: .jsonSchema, schema: schema, schemaPath: ["text", "format", "schema"],
+                param: "text.format.schema")
         default:
-            throw .invalid("text.format.type must be text, got '\(type)'", param: "text.format")
+            throw .invalid(
+                "text.format.type must be text, json_object or json_schema, got '\(type)'", param: "text.format.type")
         }
     }
 }
