@@ -21,7 +21,7 @@ RUN swift build -c release --static-swift-stdlib --product inferd \
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        libmicrohttpd12 libgnutls30 libsqlite3-0 libcurl4 libstdc++6 ca-certificates >/dev/null \
+        libmicrohttpd12 libgnutls30 libsqlite3-0 libpq5 libcurl4 libstdc++6 ca-certificates >/dev/null \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin inferd \
     && mkdir -p /data /models && chown inferd /data
