@@ -240,6 +240,7 @@ def main():
                      "options": {"max_tokens": 400, "ignore_eos": True}})
         st.read_until(lambda ev: names(ev).count("snapshot") >= 3)
         killed = st.replica
+        t_kill = time.monotonic()
         replicas[killed][0].send_signal(signal.SIGKILL)
         replicas[killed][0].wait()
         st.read_until(lambda ev: False, timeout=10)
@@ -249,9 +250,11 @@ def main():
         s, h, b = request(lb_port, "POST", f"/v1/sessions/{sid}/responses",
                           {"prompt": "Thank you.", "options": {"temperature": 0, "max_tokens": 8}})
         next_replica = h.get("x-inferd-replica")
+        recovered = time.monotonic() - t_kill
         usage = b.get("usage", {}) if isinstance(b, dict) else {}
         checks.append((f"the next turn succeeds on another replica ({next_replica}) with a rebuilt cache "
-                       f"(cached_tokens {usage.get('cached_tokens')})",
+                       f"(cached_tokens {usage.get('cached_tokens')}; {recovered:.2f} s from kill -9 to its answer, "
+                       f"1.5 s of it waiting for two failed health checks)",
                        s == 200 and next_replica not in (None, killed) and usage.get("cached_tokens") == 0))
         _, _, b = request(replicas[next_replica][1], "GET", f"/v1/sessions/{sid}") if next_replica in replicas else (0, {}, {})
         statuses = [e.get("status") for e in b.get("transcript", []) if e.get("type") == "response"]
