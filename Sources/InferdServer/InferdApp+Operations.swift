@@ -12,23 +12,46 @@ extension InferdApp {
         var contextLength: Int?
         var uptimeSeconds: Int
         var error: String?
+        /// The session store: `ok`, or `unavailable` (session routes answer 503 meanwhile; the
+        /// model still serves stateless requests, so the server stays healthy).
+        var store: StoreHealth?
         enum CodingKeys: String, CodingKey {
-            case status, model, error, architecture
+            case status, model, error, architecture, store
             case weightTypes = "weight_types"
             case contextLength = "context_length"
             case uptimeSeconds = "uptime_seconds"
         }
     }
 
-    /// 200 once the model is loaded; 503 while it loads or if it failed.
-    func health(_ request: HTTPRequest) -> HTTPResponse {
+    struct StoreHealth: Encodable {
+        var kind: String
+        var status: String
+        var error: String?
+    }
+
+    /// The session store's state, asked now (a shared store can go away while the server runs).
+    func storeHealth() async -> StoreHealth {
+        let store = sessions.environment.store
+        let kind = store.isShared ? "postgresql" : "sqlite"
+        do {
+            try await store.checkReachable()
+            return StoreHealth(kind: kind, status: "ok")
+        } catch {
+            return StoreHealth(kind: kind, status: "unavailable", error: "\(error)")
+        }
+    }
+
+    /// 200 once the model is loaded; 503 while it loads or if it failed. Also says whether the
+    /// session store is reachable.
+    func health(_ request: HTTPRequest) async -> HTTPResponse {
         let uptime = Int(Date().timeIntervalSince(startedAt))
         switch host.current {
         case .ready(let backend):
             return .json(
                 HealthBody(
                     status: "ok", model: backend.modelName, architecture: backend.architecture,
-                    weightTypes: backend.weightTypes, contextLength: backend.contextLength, uptimeSeconds: uptime))
+                    weightTypes: backend.weightTypes, contextLength: backend.contextLength, uptimeSeconds: uptime,
+                    store: await storeHealth()))
         case .loading:
             return .json(HealthBody(status: "loading", uptimeSeconds: uptime), status: 503)
         case .failed(let why):

@@ -55,7 +55,7 @@ public final class InferdApp: Sendable {
     public func makeRouter() -> Router {
         let router = Router()
         router.use { [self] request, next in try await authenticate(request, next: next) }
-        router.get("/health") { [self] request in health(request) }
+        router.get("/health") { [self] request in await health(request) }
         router.get("/metrics") { [self] _ in metricsText() }
         router.post("/v1/generations") { [self] request in try await createGeneration(request) }
         addResponsesRoutes(to: router)

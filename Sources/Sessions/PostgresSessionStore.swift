@@ -119,6 +119,11 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    public func checkReachable() async throws(StoreError) {
+        let c = main
+        _ = try await worker.run { () throws(StoreError) in try c.query("SELECT 1") }
+    }
+
     public func sessionOfRequest(_ requestID: String) async throws(StoreError) -> String? {
         let c = main
         return try await worker.run { () throws(StoreError) in

@@ -35,6 +35,8 @@ public protocol SessionStore: Sendable {
     /// holds it releases it when the turn is recorded; a server that dies loses it at once.
     /// Taking it also records `interrupted` any response left `in_progress` by a dead server.
     func tryTurnLease(session: String) async throws(StoreError) -> (any TurnLease)?
+    /// Throws when the store cannot be reached now (for `/health`).
+    func checkReachable() async throws(StoreError)
 }
 
 /// A held turn lease (see `SessionStore.tryTurnLease`).

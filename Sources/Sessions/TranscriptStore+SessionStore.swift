@@ -24,6 +24,11 @@ extension TranscriptStore: SessionStore {
 
     public func tryTurnLease(session: String) -> (any TurnLease)? { LocalTurnLease() }
 
+    /// A file this process holds open: reachable while the process runs.
+    public func checkReachable() throws(StoreError) {
+        _ = try db.query("SELECT 1")
+    }
+
     struct LocalTurnLease: TurnLease {
         func release() {}
     }

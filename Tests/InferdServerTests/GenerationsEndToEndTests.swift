@@ -207,6 +207,8 @@ import Testing
         // The default model: a llama file of Q4_1 matrices, a Q8_0 embedding and F32 norms.
         #expect(ok.json?["architecture"] as? String == "llama")
         #expect(ok.json?["weight_types"] as? [String] == ["F32", "Q4_1", "Q8_0"])
+        let store = ok.json?["store"] as? [String: Any]
+        #expect(store?["kind"] as? String == "sqlite" && store?["status"] as? String == "ok", "\(ok.text)")
         await ready.server.shutdown()
     }
 

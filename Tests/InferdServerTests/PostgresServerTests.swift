@@ -244,10 +244,17 @@ final class PostgresServerTests {
             #expect(got.status == 503 && got.errorCode == "store_unavailable", "\(got.text)")
             let create = try server.client().postJSON("/v1/sessions", "{}")
             #expect(create.status == 503 && create.errorCode == "store_unavailable", "\(create.text)")
+            // /health says so, and stays 200: the model still serves stateless requests.
+            let down = try server.client().request("GET", "/health")
+            let downStore = down.json?["store"] as? [String: Any]
+            #expect(down.status == 200 && downStore?["kind"] as? String == "postgresql", "\(down.text)")
+            #expect(downStore?["status"] as? String == "unavailable", "\(down.text)")
             // Back up: the server reconnects by itself and nothing was half-written.
             try TestPostgres.resumeCluster(cluster.dir)
             let after = try server.client().request("GET", "/v1/sessions/\(id)")
             #expect(after.status == 200)
+            let up = try server.client().request("GET", "/health").json?["store"] as? [String: Any]
+            #expect(up?["status"] as? String == "ok")
             let transcript = after.json?["transcript"] as? [[String: Any]] ?? []
             #expect(transcript.compactMap { $0["status"] as? String } == ["completed"], "\(transcript)")
             let again = try server.client().postJSON(
