@@ -27,15 +27,8 @@ struct OpenAIGenerationParameters: Sendable {
         } else {
             includeUsage = false
         }
-        var o = GenerationOptionsBody()
-        o.temperature = try f.float("temperature")
-        o.topP = try f.float("top_p")
-        o.topK = try f.int("top_k")
-        o.minP = try f.float("min_p")
-        o.repeatPenalty = try f.float("repeat_penalty")
+        var o = try Self.sampling(f)
         o.repeatLastN = try f.int("repeat_last_n")
-        o.seed = try f.seed("seed")
-        o.ignoreEos = try f.bool("ignore_eos")
         if let stop = try f.stringOrList("stop") { o.stop = StopList(stop) }
         o.format = try FormatField.openAI(f)
         maxTokensParam = maxTokensKeys.last ?? "max_tokens"
@@ -49,6 +42,20 @@ struct OpenAIGenerationParameters: Sendable {
         }
         options = o
         admission = try Self.admission(f)
+    }
+
+    /// The sampling fields OpenAI's routes share (with inferd's extensions `top_k`, `min_p`,
+    /// `repeat_penalty`, `seed`, `ignore_eos`), onto the native options.
+    static func sampling(_ f: OpenAIFields) throws(OpenAIError) -> GenerationOptionsBody {
+        var o = GenerationOptionsBody()
+        o.temperature = try f.float("temperature")
+        o.topP = try f.float("top_p")
+        o.topK = try f.int("top_k")
+        o.minP = try f.float("min_p")
+        o.repeatPenalty = try f.float("repeat_penalty")
+        o.seed = try f.seed("seed")
+        o.ignoreEos = try f.bool("ignore_eos")
+        return o
     }
 
     static func admission(_ f: OpenAIFields) throws(OpenAIError) -> AdmissionFields {

@@ -55,14 +55,7 @@ package struct ResponsesRequest: Sendable {
         let format = try Self.checkText(f)
         input = try Self.input(f)
 
-        var o = GenerationOptionsBody()
-        o.temperature = try f.float("temperature")
-        o.topP = try f.float("top_p")
-        o.topK = try f.int("top_k")
-        o.minP = try f.float("min_p")
-        o.repeatPenalty = try f.float("repeat_penalty")
-        o.seed = try f.seed("seed")
-        o.ignoreEos = try f.bool("ignore_eos")
+        var o = try OpenAIGenerationParameters.sampling(f)
         o.maxTokens = maxOutputTokens
         o.format = format
         options = o
