@@ -34,7 +34,9 @@ struct ck_pool {
     ck_worker *workers;
     ck_chunk_fn fn;
     void *ctx;
-    int n_chunks;
+    // Atomic (relaxed) because a worker still finishing generation g reads it while the caller
+    // already writes g+1's count; the claim's generation then refuses the stale chunk.
+    atomic_int n_chunks;
     _Atomic uint64_t claim;
     _Atomic uint32_t generation;  // futex word, mirrors the high half of claim
     _Atomic int done;
@@ -77,7 +79,7 @@ static void pool_work(ck_pool *pool, uint32_t g, int thread) {
         const uint32_t i = (uint32_t)s;
         // n_chunks cannot change while chunks of g remain unclaimed (the caller is still waiting);
         // if it was already replaced, the CAS below fails on the generation.
-        if (i >= (uint32_t)pool->n_chunks) return;
+        if (i >= (uint32_t)atomic_load_explicit(&pool->n_chunks, memory_order_relaxed)) return;
         if (!atomic_compare_exchange_weak_explicit(&pool->claim, &s, s + 1, memory_order_acq_rel,
                                                    memory_order_acquire)) {
             continue;
@@ -116,6 +118,7 @@ ck_pool *ck_pool_create(int n_threads) {
     if (!pool) return NULL;
     pool->n = n_threads;
     atomic_init(&pool->claim, 0);
+    atomic_init(&pool->n_chunks, 0);
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->done, 0);
     atomic_init(&pool->sleepers, 0);
@@ -146,7 +149,7 @@ void ck_pool_run_chunks(ck_pool *pool, ck_chunk_fn fn, void *ctx, int n_chunks) 
     }
     pool->fn = fn;
     pool->ctx = ctx;
-    pool->n_chunks = n_chunks;
+    atomic_store_explicit(&pool->n_chunks, n_chunks, memory_order_relaxed);
     atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     const uint32_t g = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
     atomic_store(&pool->claim, (uint64_t)g << 32);  // seq_cst: publishes fn, ctx, n_chunks
