@@ -1,3 +1,5 @@
+import Engine
+
 /// A JSON value that keeps the order of object members as written (a schema's `properties`
 /// order is the order the output follows; Foundation's parser loses it).
 public indirect enum JSONValue: Sendable, Hashable {
@@ -72,25 +74,6 @@ public indirect enum JSONValue: Sendable, Hashable {
     }
 
     static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        JinjaJSON.quote(s, into: &out)
     }
 }

@@ -1,7 +1,7 @@
 /// `tojson` as Hugging Face defines it for chat templates: Python's `json.dumps` with
 /// `ensure_ascii=False` and keys in insertion order (`sort_keys` only when asked); `", "` and
 /// `": "` separators, or `","` at line ends when indenting.
-enum JinjaJSON {
+package enum JinjaJSON {
     static func encode(_ value: JinjaValue, indent: Int?, sortKeys: Bool) throws(JinjaError) -> String {
         var output = ""
         try write(
@@ -72,7 +72,9 @@ enum JinjaJSON {
         if let indent { output += "\n" + String(repeating: " ", count: indent * level) }
     }
 
-    private static func quote(_ text: String, into output: inout String) {
+    /// A JSON string literal for `text` (the escapes JSON requires, other controls as `\u00XX`);
+    /// also what the structured-output front ends write keys and strings with.
+    package static func quote(_ text: String, into output: inout String) {
         output += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
