@@ -20,6 +20,8 @@ final class FakePredictor: TokenPredictor, @unchecked Sendable {
     let contextLength: Int
     /// Tokens run through the model so far (prompt chunks and generated tokens).
     let computed = Atomic<Int>(0)
+    /// The sequence of each compute step, in order: two generations that overlap interleave here.
+    let steps = Locked<[ObjectIdentifier]>([])
 
     init(reply: String, contextLength: Int = 4096, stepDelay: Double = 0.002) {
         self.reply = Array(reply.utf8)
@@ -41,6 +43,7 @@ final class FakePredictor: TokenPredictor, @unchecked Sendable {
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
         computed.add(tokens.count, ordering: .relaxed)
+        steps.withLock { $0.append(ObjectIdentifier(sequence)) }
         if stepDelay > 0 { Thread.sleep(forTimeInterval: stepDelay) }
         let seq = sequence as! Sequence
         guard seq.tokens.count + tokens.count <= seq.capacity else { throw GenerationError.computeFailed("overflow") }
