@@ -197,6 +197,24 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    /// A transcript edit by hand, in one transaction (see `SessionStore.editTranscript`).
+    public func editTranscript(session: String, adding: [TranscriptEntry], deleting: [Int]) async throws(StoreError) {
+        let c = main
+        try await worker.run { () throws(StoreError) in
+            try c.transaction { () throws(StoreError) in
+                for entry in adding { try Self.insert(entry, session: session, c) }
+                guard !deleting.isEmpty else { return }
+                try c.query(
+                    """
+                    UPDATE entries SET kind = 'deleted', content = '', request_id = NULL, status = NULL,
+                        finish_reason = NULL, reason = NULL
+                    WHERE session_id = $1 AND position = ANY($2::integer[])
+                    """,
+                    [session, "{" + deleting.map(String.init).joined(separator: ",") + "}"])
+            }
+        }
+    }
+
     public func removeEntries(session: String, positions: [Int]) async throws(StoreError) {
         let c = main
         _ = try await worker.run { () throws(StoreError) in

@@ -3,9 +3,12 @@ import Cancellation
 import Engine
 
 extension Session {
-    /// The conversation the model sees. A turn counts when its response completed or was
-    /// cancelled (with what was shown); failed and interrupted turns stay in the transcript
-    /// for the record but are not shown to the model. A turn still in progress counts its prompt.
+    /// The conversation the model sees, in transcript order. A turn counts when its response
+    /// completed or was cancelled (with what was shown); failed and interrupted turns stay in the
+    /// transcript for the record but are not shown to the model. A turn still in progress counts
+    /// its prompt. Messages added by hand always count, with their role; so does each half of a
+    /// turn whose other half was deleted by hand (a prompt alone is a user message, a finished
+    /// response alone an assistant message). Deleted entries are shown to nobody.
     func conversationMessages() -> [ChatMessage] {
         var messages: [ChatMessage] = []
         var responses: [String: TranscriptEntry] = [:]
@@ -14,20 +17,25 @@ extension Session {
         }
         for e in entries {
             switch e.kind {
-            case .instructions:
+            case .instructions, .systemItem, .developerItem:
                 messages.append(ChatMessage(role: .system, content: e.content))
+            case .userItem:
+                messages.append(ChatMessage(role: .user, content: e.content))
+            case .assistantItem:
+                messages.append(ChatMessage(role: .assistant, content: e.content))
             case .prompt:
-                let response = e.requestID.flatMap { responses[$0] }
-                switch response?.status {
-                case .completed, .cancelled:
-                    messages.append(ChatMessage(role: .user, content: e.content))
-                    messages.append(ChatMessage(role: .assistant, content: response!.content))
-                case .inProgress:
+                switch e.requestID.flatMap({ responses[$0] })?.status {
+                case .completed, .cancelled, .inProgress, nil:
                     messages.append(ChatMessage(role: .user, content: e.content))
                 default:
                     break
                 }
             case .response:
+                // A response follows its prompt (the two take adjacent positions).
+                if e.status == .completed || e.status == .cancelled {
+                    messages.append(ChatMessage(role: .assistant, content: e.content))
+                }
+            case .deleted:
                 break
             }
         }
@@ -37,7 +45,7 @@ extension Session {
     public func snapshot(backend model: (any GenerationBackend)?) -> SessionSnapshot {
         SessionSnapshot(
             id: id, created: created, onBusy: onBusy, options: options, responding: queue.active != nil,
-            activeRequest: queue.active, queued: queue.waitingCount, entries: entries,
+            activeRequest: queue.active, queued: queue.waitingCount, entries: entries.filter { $0.kind != .deleted },
             contextTokens: model.flatMap {
                 try? $0.prepare(.conversation(instructions: nil, messages: conversationMessages())).tokenCount
             },

@@ -33,6 +33,7 @@ extension Session {
         let turn = turns[requestID]!
         let request = turn.request
         let model = turn.model
+        if let edit = request.edit { return await executeEdit(requestID, edit, model: model) }
         if let deadline = request.deadline, deadline <= .now {
             // It expired just as its turn came: refused before it touches the transcript.
             turns[requestID]!.lifecycle.refuse()
@@ -72,7 +73,9 @@ extension Session {
         // Earlier turns but no cache here (dropped under kv_cache_mib, gone with a restart, or the
         // session's turns ran on another server): the whole prompt is computed from the transcript.
         if cache != nil, previous == nil,
-            entries.contains(where: { $0.kind == .response && [.completed, .cancelled].contains($0.status) })
+            entries.contains(where: {
+                ($0.kind == .response && [.completed, .cancelled].contains($0.status)) || $0.kind.itemRole != nil
+            })
         {
             count("inferd_session_cache_rebuilds_total", [:])
         }
@@ -97,6 +100,7 @@ extension Session {
         generation.ignoreEndOfGeneration = request.parameters.ignoreEndOfGeneration
         generation.priority = request.priority
         generation.deadline = request.deadline
+        generation.constraint = request.parameters.constraint
 
         probe.enter()
         let result: Result<GenerationResult, GenerationError>
@@ -116,6 +120,7 @@ extension Session {
             finishReason: try? result.get().finishReason, usage: try? result.get().usage)
         outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
         outcome.timings = try? result.get().timings
+        outcome.constraintSatisfied = try? result.get().constraintSatisfied
         var keepCache = true
         var sequenceToKeep = sequenceToUse
         switch resolution {

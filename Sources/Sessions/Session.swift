@@ -84,7 +84,7 @@ public actor Session {
         guard !closed else { throw .sessionNotFound(id) }
         // A live id must be unique; an ended one may be reused (clients may send their own ids).
         guard turns[request.id] == nil else { throw .duplicateRequest(request.id) }
-        _ = try plan(request, model: model)
+        if request.edit == nil { _ = try plan(request, model: model) }
         let action = queue.submit(id: request.id, policy: request.onBusy, priority: request.priority)
         switch action {
         case .rejectBusy(let active):

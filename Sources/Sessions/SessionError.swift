@@ -9,6 +9,8 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `on_busy: queue` with `limit` requests already waiting.
     case queueFull(limit: Int)
     case duplicateRequest(String)
+    /// A transcript edit named an entry the transcript does not hold (never, or no longer).
+    case entryNotFound(position: Int)
     /// The engine refused or failed the generation (context overflow, compute failure, …).
     case generation(GenerationError)
     /// The transcript store could not record the turn.
@@ -27,6 +29,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy(nil): "the session is answering a request on another server (on_busy is reject)"
         case .queueFull(let limit): "the session already has \(limit) requests waiting"
         case .duplicateRequest(let id): "request \(id) is already in this session"
+        case .entryNotFound(let position): "the transcript holds no entry at position \(position)"
         case .generation(let e): "\(e)"
         case .storage(let why): "the transcript could not be stored: \(why)"
         case .storeUnavailable(let why): "the session store is unavailable: \(why)"

@@ -26,6 +26,9 @@ public protocol SessionStore: Sendable {
     func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) async throws(StoreError)
     /// A terminal event: the response entry takes its final content and status.
     func finishTurn(session: String, response: TranscriptEntry) async throws(StoreError)
+    /// A transcript edit by hand, in one transaction: the entries of `adding` enter, and each
+    /// entry at a position of `deleting` becomes `deleted` (its content and request erased).
+    func editTranscript(session: String, adding: [TranscriptEntry], deleting: [Int]) async throws(StoreError)
     /// A discarded turn leaves the transcript.
     func removeEntries(session: String, positions: [Int]) async throws(StoreError)
     func deleteSession(_ id: String) async throws(StoreError)

@@ -2,7 +2,40 @@
 /// the KV cache is rebuilt from it whenever it is dropped.
 public struct TranscriptEntry: Sendable, Equatable {
     public enum Kind: String, Sendable {
+        /// A turn's entries: `prompt` and `response` share a request id and enter together.
         case instructions, prompt, response
+        /// Messages added by hand (OpenAI's `POST /v1/conversations/{id}/items`), one kind per
+        /// role. Not `prompt`/`response`: those are a turn's pair, shown to the model according
+        /// to how the turn ended and found by request id, while an added message belongs to no
+        /// request and is always shown, with its own role (`developer` stays `developer`).
+        case userItem = "user_item", assistantItem = "assistant_item", systemItem = "system_item"
+        case developerItem = "developer_item"
+        /// What a deleted entry leaves behind: no content, shown to nobody. It keeps the
+        /// position taken, so a position (an item's id) never names a second entry, even after a
+        /// restart, where the next position is the highest stored one plus one.
+        case deleted
+
+        /// The kind of an added message with this role (user, assistant, system or developer).
+        public static func item(role: String) -> Kind? {
+            switch role {
+            case "user": .userItem
+            case "assistant": .assistantItem
+            case "system": .systemItem
+            case "developer": .developerItem
+            default: nil
+            }
+        }
+
+        /// The role of an added message; nil for the other kinds.
+        public var itemRole: String? {
+            switch self {
+            case .userItem: "user"
+            case .assistantItem: "assistant"
+            case .systemItem: "system"
+            case .developerItem: "developer"
+            case .instructions, .prompt, .response, .deleted: nil
+            }
+        }
     }
 
     /// The state of a response entry.

@@ -98,6 +98,21 @@ public final class TranscriptStore: Sendable {
         }
     }
 
+    /// A transcript edit by hand, in one transaction (see `SessionStore.editTranscript`).
+    public func editTranscript(session: String, adding: [TranscriptEntry], deleting: [Int]) throws(StoreError) {
+        try db.transaction { t throws(StoreError) in
+            for entry in adding { try Self.insert(entry, session: session, t) }
+            for p in deleting {
+                try t.query(
+                    """
+                    UPDATE entries SET kind = 'deleted', content = '', request_id = NULL, status = NULL,
+                        finish_reason = NULL, reason = NULL
+                    WHERE session_id = ? AND position = ?
+                    """, [.text(session), .int(p)])
+            }
+        }
+    }
+
     /// A discarded turn leaves the transcript.
     public func removeEntries(session: String, positions: [Int]) throws(StoreError) {
         try db.transaction { t throws(StoreError) in

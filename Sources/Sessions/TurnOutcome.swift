@@ -21,6 +21,10 @@ public struct TurnOutcome: Sendable, Equatable {
     public var timings: GenerationTimings?
     /// Set when failed.
     public var error: SessionError?
+    /// With a constraint: whether the answer ended where its grammar may end (nil without one).
+    public var constraintSatisfied: Bool?
+    /// A transcript edit: the entries it added (empty for a deletion and for turns).
+    public var addedEntries: [TranscriptEntry] = []
     /// Steps the engine computed after the stop was requested.
     public var stepsAfterCancel: Int = 0
 

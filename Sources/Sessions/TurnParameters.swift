@@ -7,11 +7,15 @@ public struct TurnParameters: Sendable {
     public var sampling: SamplingOptions
     public var stop: [String]
     public var ignoreEndOfGeneration: Bool
+    /// Structured output: the grammar the answer must follow (made by the backend's
+    /// `makeConstraint`); nil leaves the answer free.
+    public var constraint: (any GenerationConstraint)?
 
     public init(
         maxTokens: Int? = nil, sampling: SamplingOptions = .init(), stop: [String] = [],
-        ignoreEndOfGeneration: Bool = false
+        ignoreEndOfGeneration: Bool = false, constraint: (any GenerationConstraint)? = nil
     ) {
+        self.constraint = constraint
         self.maxTokens = maxTokens
         self.sampling = sampling
         self.stop = stop

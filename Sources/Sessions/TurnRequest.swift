@@ -11,6 +11,8 @@ public struct TurnRequest: Sendable {
     /// When the whole request (the session's queue, the engine's queue, prompt and generation)
     /// must be over; nil: no limit. See `Session.run`.
     public var deadline: ContinuousClock.Instant?
+    /// Set when the request edits the transcript instead of generating (`prompt` is then unused).
+    public var edit: TranscriptEdit?
 
     public init(
         id: String, prompt: String, onBusy: BusyPolicy = .queue, onCancel: CancelPolicy = .keep,
@@ -24,5 +26,13 @@ public struct TurnRequest: Sendable {
         self.priority = priority
         self.parameters = parameters
         self.deadline = deadline
+    }
+
+    /// A transcript edit as a request of the session's queue. `on_busy` is the session's, except
+    /// that an edit never supersedes a running turn: `replace` waits as `queue` does.
+    public static func editing(_ edit: TranscriptEdit, id: String, onBusy: BusyPolicy) -> TurnRequest {
+        var request = TurnRequest(id: id, prompt: "", onBusy: onBusy == .reject ? .reject : .queue)
+        request.edit = edit
+        return request
     }
 }

@@ -6,9 +6,15 @@ import StructuredOutput
 /// cancelled, timed out) the last partial value, never a repaired one.
 enum StructuredValue {
     static func final(_ result: GenerationResult) -> (value: JSONValue?, partial: Bool) {
-        if result.constraintSatisfied == true, let v = try? JSONParser.parse(result.content) {
+        final(content: result.content, satisfied: result.constraintSatisfied)
+    }
+
+    /// The same from an answer's text and whether it ended where its grammar allows (a session
+    /// turn's outcome carries both).
+    static func final(content: String, satisfied: Bool?) -> (value: JSONValue?, partial: Bool) {
+        if satisfied == true, let v = try? JSONParser.parse(content) {
             return (v, false)
         }
-        return (PartialJSON.value(result.content), true)
+        return (PartialJSON.value(content), true)
     }
 }

@@ -33,7 +33,8 @@ extension InferdApp {
             turn = try await admitSessionTurn(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
-                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
+                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"),
+                body: request.body)
         } catch let e as HTTPError {
             var error = OpenAIError(e)
             switch e.code {

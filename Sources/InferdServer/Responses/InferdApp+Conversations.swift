@@ -8,8 +8,8 @@ import Sessions
 /// `sess_x`), its items are the session's transcript, and a response with `conversation` is a
 /// turn of that session, so its actor serializes them with the session's `on_busy` policy
 /// (queued by default; 409 with `reject`), its KV cache is kept between them, and its durable
-/// transcript survives restarts. Items come only from responses: adding or deleting items by
-/// hand is refused (a transcript is only ever appended by turns).
+/// transcript survives restarts. Items may also be added or deleted by hand
+/// (`InferdApp+ConversationItems.swift`): those edits go through the session's queue as well.
 extension InferdApp {
     func addConversationRoutes(to router: Router) {
         router.post("/v1/conversations", openAI { [self] request in try await createConversation(request) })
@@ -17,7 +17,8 @@ extension InferdApp {
         router.post("/v1/conversations/{id}", openAI { [self] request in try await updateConversation(request) })
         router.delete("/v1/conversations/{id}", openAI { [self] request in try await deleteConversation(request) })
         router.get("/v1/conversations/{id}/items", openAI { [self] request in try await conversationItems(request) })
-        router.post("/v1/conversations/{id}/items", openAI { [self] request in try await refuseItemEdit(request) })
+        router.post(
+            "/v1/conversations/{id}/items", openAI { [self] request in try await addConversationItems(request) })
         router.get(
             "/v1/conversations/{id}/items/{item_id}",
             openAI { [self] request in
@@ -26,7 +27,7 @@ extension InferdApp {
         router.delete(
             "/v1/conversations/{id}/items/{item_id}",
             openAI { [self] request in
-                try await refuseItemEdit(request)
+                try await deleteConversationItem(request)
             })
     }
 
@@ -140,72 +141,6 @@ extension InferdApp {
         return .json(DeletedConversation(id: id))
     }
 
-    /// A session's transcript as conversation items: its instructions as a system message, each
-    /// prompt a user message, each response an assistant message.
-    func conversationItems(of session: Session) async -> [ResponseItem] {
-        let hex = session.id.dropFirst(ConversationObject.sessionPrefix.count)
-        return await session.snapshot(backend: nil).entries.map { e in
-            let id = "msg_\(hex)_\(e.position)"
-            switch e.kind {
-            case .instructions:
-                return ResponseItem(
-                    id: id, status: "completed", role: "system", content: [.init(type: "input_text", text: e.content)])
-            case .prompt:
-                return ResponseItem(
-                    id: id, status: "completed", role: "user", content: [.init(type: "input_text", text: e.content)])
-            case .response:
-                let status =
-                    switch e.status {
-                    case .completed: "completed"
-                    case .inProgress: "in_progress"
-                    default: "incomplete"
-                    }
-                return ResponseItem(id: id, status: status, role: "assistant", content: [.output(e.content)])
-            }
-        }
-    }
-
-    /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
-    /// `order=asc`, as OpenAI's default).
-    func conversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        var query: ListQuery
-        do {
-            query = try ListQuery(request.query.filter { $0.key != "include" })
-        } catch {
-            throw OpenAIError(error)
-        }
-        if request.query["order"] == nil { query.order = .desc }
-        let items = await conversationItems(of: session)
-        let page: (items: [ResponseItem], hasMore: Bool)
-        do {
-            page = try query.page(of: items, id: \.id)
-        } catch {
-            throw OpenAIError(error)
-        }
-        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
-    }
-
-    func conversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        let itemID = request.pathParameters["item_id"] ?? ""
-        guard let item = await conversationItems(of: session).first(where: { $0.id == itemID }) else {
-            throw OpenAIError(
-                status: 404, message: "No item found with id '\(itemID)'.", type: "invalid_request_error",
-                param: "item_id", code: "item_not_found")
-        }
-        return .json(item)
-    }
-
-    func refuseItemEdit(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try await requireConversation(request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        throw OpenAIError.unsupported(
-            "a conversation's items are its session's transcript, appended only by its responses; they cannot be added or deleted by hand",
-            param: "items")
-    }
-
     /// A response in a conversation: one user message as a turn of the session (its actor
     /// serializes turns with the session's `on_busy`), the session's instructions and KV cache.
     func createConversationResponse(
@@ -232,7 +167,7 @@ extension InferdApp {
             turn = try await admitSessionTurn(
                 to: session, id: request.id, prompt: body.input[0].text, onBusy: nil, onCancel: nil,
                 admission: body.admission, arrival: arrival, options: body.options, backend: backend,
-                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"), body: request.body)
         } catch let e as HTTPError {
             var error = OpenAIError(e)
             if ["session_busy", "session_queue_full", "session_not_found"].contains(e.code) {
@@ -257,9 +192,11 @@ extension InferdApp {
         let finish = { @Sendable (outcome: TurnOutcome) async -> ResponseRecord in
             let history = await session.snapshot(backend: nil).entries.compactMap { e -> HistoryMessage? in
                 switch e.kind {
-                case .instructions: nil
+                case .instructions, .deleted: nil
                 case .prompt: HistoryMessage(role: "user", content: e.content)
                 case .response: HistoryMessage(role: "assistant", content: e.content)
+                case .userItem, .assistantItem, .systemItem, .developerItem:
+                    HistoryMessage(role: e.kind.itemRole ?? "user", content: e.content)
                 }
             }
             return finisher.finish(turn: outcome, history: history)

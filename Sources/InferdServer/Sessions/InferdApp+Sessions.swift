@@ -140,7 +140,9 @@ extension InferdApp {
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await admitSessionTurn(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
-            admission: admission, arrival: arrival, options: body.options, backend: backend)
+            admission: admission, arrival: arrival, options: body.options, backend: backend, body: request.body)
+        // A JSON answer's snapshots carry its value so far, as the stateless route's do.
+        let structured = body.options?.format.map { $0.kind != .grammar } ?? false
         let reason = sessionCancelReason(request.context)
         let latency = generations.latency(route: "sessions", priority: admission.priority, arrival: arrival)
         if body.stream == true {
@@ -149,13 +151,13 @@ extension InferdApp {
                     turn.id,
                     observer: { event in
                         latency.observe(event)
-                        stream.send(event, replica: replicaId)
+                        stream.send(event, replica: replicaId, structured: structured)
                     }
                 ) { reason() }
                 latency.finish(promptMilliseconds: outcome.timings?.promptMilliseconds)
                 switch outcome.status {
-                case .completed: stream.send(.completed, SessionTurnBody(outcome))
-                case .cancelled: stream.send(.cancelled, SessionTurnBody(outcome))
+                case .completed: stream.send(.completed, SessionTurnBody(outcome, structured: structured))
+                case .cancelled: stream.send(.cancelled, SessionTurnBody(outcome, structured: structured))
                 case .failed:
                     stream.sendError(Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown"))))
                 }
@@ -166,7 +168,7 @@ extension InferdApp {
         if outcome.status == .failed {
             throw Self.httpError(for: outcome.error ?? .generation(.computeFailed("unknown")))
         }
-        return .json(SessionTurnBody(outcome))
+        return .json(SessionTurnBody(outcome, structured: structured))
     }
 
     /// Checks and admits one turn to a session: the native session endpoint and the OpenAI
@@ -177,7 +179,7 @@ extension InferdApp {
     func admitSessionTurn(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        backend: any GenerationBackend, names: FieldNames = .native
+        backend: any GenerationBackend, names: FieldNames = .native, body: [UInt8] = []
     ) async throws -> TurnRequest {
         guard !prompt.isEmpty else {
             throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
@@ -204,7 +206,8 @@ extension InferdApp {
             id: id, prompt: prompt,
             onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
             priority: admission.priority,
-            parameters: try turnParameters((options ?? GenerationOptionsBody()).over(base), names: names),
+            parameters: try turnParameters(
+                (options ?? GenerationOptionsBody()).over(base), names: names, constrainFor: backend, body: body),
             deadline: admission.deadline(from: arrival))
         do {
             try backend.checkCapacity()
@@ -287,13 +290,23 @@ extension InferdApp {
         return session
     }
 
-    /// Sampling, stop strings and max_tokens, checked; the context budget is the session's to check.
-    func turnParameters(_ o: GenerationOptionsBody, names: FieldNames = .native) throws(HTTPError) -> TurnParameters {
+    /// Sampling, stop strings, max_tokens and the structured-output constraint, checked; the
+    /// context budget is the session's to check. `format` needs the backend it is compiled for
+    /// and the raw body (its schema is re-read there in its key order); without a backend (a
+    /// session's default options, kept as JSON whose keys are sorted) it is refused.
+    func turnParameters(
+        _ o: GenerationOptionsBody, names: FieldNames = .native, constrainFor backend: (any GenerationBackend)? = nil,
+        body: [UInt8] = []
+    ) throws(HTTPError) -> TurnParameters {
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
+        var constraint: (any GenerationConstraint)?
         if let f = o.format {
-            // Refused rather than ignored: a session turn does not take a constraint yet.
-            throw .badRequest(
-                "\(f.param): structured output is not available in sessions yet", code: "unsupported", param: f.param)
+            guard let backend else {
+                throw .badRequest(
+                    "\(f.param): a session's default options cannot hold a format; give it in each turn's options",
+                    code: "unsupported", param: f.param)
+            }
+            constraint = try f.constraint(backend: backend, body: body)
         }
         if let m = o.maxTokens, m < 1 {
             throw .badRequest(
@@ -306,7 +319,8 @@ extension InferdApp {
                 code: "max_tokens_too_large", param: names.maxTokensParam)
         }
         return TurnParameters(
-            maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false)
+            maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false,
+            constraint: constraint)
     }
 
     /// A policy named on the wire, as its enum: an unknown name is a 400 naming the field.
@@ -329,6 +343,7 @@ extension InferdApp {
         case .busy: .conflict("\(error)", code: "session_busy")
         case .queueFull: .tooManyRequests("\(error)", code: "session_queue_full")
         case .duplicateRequest: .conflict("\(error)", code: "duplicate_request")
+        case .entryNotFound: .notFound("\(error)", code: "entry_not_found")
         case .generation(let e): GenerationService.httpError(for: e)
         case .storage: HTTPError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         case .storeUnavailable:

@@ -1,6 +1,7 @@
 import Engine
 import HTTPServer
 import Sessions
+import StructuredOutput
 
 /// `POST /v1/sessions` (the body is optional).
 package struct CreateSessionBody: Sendable {
@@ -125,8 +126,12 @@ struct SessionTurnBody: Encodable, Sendable {
     var reason: String?
     /// The native usage shape (with `total_tokens`), zero for a turn that never started.
     var usage: UsageBody
+    /// Structured (JSON) answers: the value, validated (`partial: false`) only when the answer
+    /// ended where its grammar allows; else the last partial value (see `StructuredValue`).
+    var value: JSONValue?
+    var partial: Bool?
 
-    init(_ o: TurnOutcome) {
+    init(_ o: TurnOutcome, structured: Bool = false) {
         id = o.requestID
         requestId = o.requestID
         sessionId = o.sessionID
@@ -135,10 +140,13 @@ struct SessionTurnBody: Encodable, Sendable {
         finishReason = o.finishReason?.rawValue
         reason = o.reason?.rawValue
         usage = o.usage.map(UsageBody.init) ?? UsageBody(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
+        if structured {
+            (value, partial) = StructuredValue.final(content: o.content, satisfied: o.constraintSatisfied)
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, object, status, content, reason, usage
+        case id, object, status, content, reason, usage, value, partial
         case requestId = "request_id"
         case sessionId = "session_id"
         case finishReason = "finish_reason"

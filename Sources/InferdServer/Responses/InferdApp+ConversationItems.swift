@@ -1,0 +1,194 @@
+import Backend
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+
+/// A conversation's items: its session's transcript seen as OpenAI's message items. An item's
+/// id is its entry's position in the transcript (`msg_<session hex>_<position>`), stored with the
+/// entry, so ids survive restarts; a deleted item leaves a `deleted` entry behind, so its
+/// position (its id) is never handed out again.
+///
+/// Adding and deleting items edit the session: each edit is a request of the session's queue
+/// (`TranscriptEdit`), run by its actor between turns, so it never lands in the middle of a
+/// response. It waits for a running response as a turn would (a conversation's `on_busy` is
+/// `queue`; a session made with `reject` refuses it with 409), is written in one transaction, and
+/// a deletion cuts the kept KV cache back to before the deleted item.
+extension InferdApp {
+    /// At most this many items per `POST …/items`, as OpenAI allows.
+    static let maxItemsPerCreate = 20
+
+    /// One transcript entry as a conversation item; nil for a deleted one.
+    static func conversationItem(_ e: TranscriptEntry, sessionID: String) -> ResponseItem? {
+        let id = itemID(sessionID: sessionID, position: e.position)
+        switch e.kind {
+        case .deleted:
+            return nil
+        case .instructions:
+            return ResponseItem(
+                id: id, status: "completed", role: "system", content: [.init(type: "input_text", text: e.content)])
+        case .prompt:
+            return ResponseItem(
+                id: id, status: "completed", role: "user", content: [.init(type: "input_text", text: e.content)])
+        case .response:
+            let status =
+                switch e.status {
+                case .completed: "completed"
+                case .inProgress: "in_progress"
+                default: "incomplete"
+                }
+            return ResponseItem(id: id, status: status, role: "assistant", content: [.output(e.content)])
+        case .userItem, .assistantItem, .systemItem, .developerItem:
+            let role = e.kind.itemRole ?? "user"
+            var item = ResponseItem.input(role: role, text: e.content)
+            item.id = id
+            return item
+        }
+    }
+
+    static func itemID(sessionID: String, position: Int) -> String {
+        "msg_\(sessionID.dropFirst(ConversationObject.sessionPrefix.count))_\(position)"
+    }
+
+    /// The transcript position an item id of this session names; nil for any other id.
+    static func itemPosition(_ itemID: String, sessionID: String) -> Int? {
+        let prefix = Self.itemID(sessionID: sessionID, position: 0).dropLast()
+        guard itemID.hasPrefix(prefix), let p = Int(itemID.dropFirst(prefix.count)), p >= 0,
+            itemID == Self.itemID(sessionID: sessionID, position: p)
+        else { return nil }
+        return p
+    }
+
+    /// A session's transcript as conversation items, in order.
+    func conversationItems(of session: Session) async -> [ResponseItem] {
+        await session.snapshot(backend: nil).entries.compactMap { Self.conversationItem($0, sessionID: session.id) }
+    }
+
+    /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
+    /// `order=asc`, as OpenAI's default).
+    func conversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        var query: ListQuery
+        do {
+            query = try ListQuery(request.query.filter { $0.key != "include" })
+        } catch {
+            throw OpenAIError(error)
+        }
+        if request.query["order"] == nil { query.order = .desc }
+        let items = await conversationItems(of: session)
+        let page: (items: [ResponseItem], hasMore: Bool)
+        do {
+            page = try query.page(of: items, id: \.id)
+        } catch {
+            throw OpenAIError(error)
+        }
+        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
+    }
+
+    func conversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        let itemID = request.pathParameters["item_id"] ?? ""
+        guard let item = await conversationItems(of: session).first(where: { $0.id == itemID }) else {
+            throw Self.itemNotFound(itemID)
+        }
+        return .json(item)
+    }
+
+    static func itemNotFound(_ itemID: String) -> OpenAIError {
+        OpenAIError(
+            status: 404, message: "No item found with id '\(itemID)'.", type: "invalid_request_error",
+            param: "item_id", code: "item_not_found")
+    }
+
+    /// `POST /v1/conversations/{id}/items`: `items` (1 to 20 message items, roles user,
+    /// assistant, system or developer, text content) appended in order; answers the list of the
+    /// items created. `include` (a query parameter) names extra output inferd does not produce:
+    /// refused unless empty.
+    func addConversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        if let include = request.query.first(where: { $0.key == "include" || $0.key == "include[]" }),
+            !include.value.isEmpty
+        {
+            throw OpenAIError.unsupported(
+                "include: inferd's message items have no additional fields to include", param: "include")
+        }
+        let f = try openAIFields(request)
+        if let unknown = f.values.keys.sorted().first(where: { $0 != "items" }) {
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+        }
+        guard let raw = f["items"] else {
+            throw OpenAIError.invalid("items is required", param: "items", code: "missing_required_parameter")
+        }
+        guard case .array(let list) = raw else { throw f.typeError("items", "a list of message items", raw) }
+        guard (1...Self.maxItemsPerCreate).contains(list.count) else {
+            throw OpenAIError.invalid(
+                "items must hold 1 to \(Self.maxItemsPerCreate) items, got \(list.count)", param: "items")
+        }
+        var messages: [TranscriptEdit.Message] = []
+        for (i, item) in list.enumerated() {
+            let message = try ResponsesRequest.message(item, path: "items[\(i)]")
+            messages.append(TranscriptEdit.Message(role: message.role, text: message.text))
+        }
+        let held = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt || $0.kind.itemRole != nil }
+        guard held.count + messages.count <= configuration.maxSessionTurns else {
+            throw OpenAIError(
+                status: 409,
+                message:
+                    "conversation holds \(held.count) messages and turns; with \(messages.count) more it would pass \(configuration.maxSessionTurns), the most this server keeps",
+                type: "invalid_request_error", param: "items", code: "session_full")
+        }
+        let outcome = try await runEdit(.append(messages), on: session, request: request)
+        let created = outcome.addedEntries.compactMap { Self.conversationItem($0, sessionID: session.id) }
+        return .json(ListPage(data: created, hasMore: false, id: \.id))
+    }
+
+    /// `DELETE /v1/conversations/{id}/items/{item_id}`: answers the conversation.
+    func deleteConversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireConversation(
+            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+        let itemID = request.pathParameters["item_id"] ?? ""
+        guard let position = Self.itemPosition(itemID, sessionID: session.id) else { throw Self.itemNotFound(itemID) }
+        do {
+            _ = try await runEdit(.delete(position: position), on: session, request: request)
+        } catch let e as OpenAIError where e.code == "entry_not_found" {
+            throw Self.itemNotFound(itemID)
+        }
+        return .json(conversationObject(session))
+    }
+
+    /// Admits an edit to the session's queue and runs it there; a client that leaves while it
+    /// waits takes it out of the queue (nothing is applied).
+    func runEdit(_ edit: TranscriptEdit, on session: Session, request: HTTPRequest) async throws -> TurnOutcome {
+        let backend = try requireBackend()
+        let turn = TurnRequest.editing(edit, id: request.id, onBusy: session.onBusy)
+        do {
+            try await sessions.admit(turn, to: session, backend: backend)
+        } catch {
+            throw Self.editError(error)
+        }
+        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: sessionCancelReason(request.context))
+        switch outcome.status {
+        case .completed: return outcome
+        case .cancelled:
+            throw OpenAIError(
+                status: 409, message: "the edit was cancelled before it was applied", type: "invalid_request_error",
+                param: nil, code: "cancelled")
+        case .failed:
+            throw Self.editError(outcome.error ?? .storage("unknown"))
+        }
+    }
+
+    static func editError(_ error: SessionError) -> OpenAIError {
+        if case .entryNotFound = error {
+            return OpenAIError(
+                status: 404, message: "\(error)", type: "invalid_request_error", param: "item_id",
+                code: "entry_not_found")
+        }
+        var e = OpenAIError(httpError(for: error))
+        if ["session_busy", "session_queue_full", "session_not_found"].contains(e.code) { e.param = "conversation_id" }
+        return e
+    }
+}
