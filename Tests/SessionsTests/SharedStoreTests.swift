@@ -109,6 +109,40 @@ struct SharedStoreTests {
         #expect(b.manager.count == 0)
     }
 
+    @Test func anEditOnOneServerWaitsForTheOthersTurnAndItsNextTurnSeesIt() async throws {
+        let url = try TestPostgres.freshDatabase()
+        let model = FakeModel()
+        let a = try Harness(model: model, store: try PostgresSessionStore.open(url: url, password: nil))
+        let b = try Harness(model: model, store: try PostgresSessionStore.open(url: url, password: nil))
+        let onA = try await a.manager.create(instructions: "Be brief.", onBusy: .queue, options: nil)
+        let onB = try #require(try await b.manager.find(onA.id))
+        #expect(try await b.respond(Harness.request("r1", "hi"), onB).status == .completed)
+        let running = try await b.start(Harness.request("r2", "long", maxTokens: 60, longRun: true), onB)
+        let store = a.manager.environment.store
+        let deadline = Date().addingTimeInterval(10)
+        while try await store.loadSession(onA.id)?.entries.count ?? 0 < 5, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        // b holds the session's lease while r2 runs: a's edit waits for it, then lands after r2.
+        let edit = try await a.respond(TranscriptEditTests.add("e1", ("user", "from a")), onA)
+        #expect(edit.status == .completed && edit.addedEntries.map(\.position) == [5])
+        let stored = try #require(try await store.loadSession(onA.id))
+        #expect(stored.entries[4].requestID == "r2" && stored.entries[4].status == .completed, "r2 was recorded first")
+        #expect(await running.value.status == .completed)
+        // A deletion on a: b's next turn renders the edited transcript, and its kept cache (from
+        // r2, which held the deleted prompt) serves only the prefix both prompts share.
+        let r2Prompt = ScriptedBackend.render(
+            .conversation(instructions: nil, messages: await onB.conversationMessages().dropLast()))
+        #expect(try await a.respond(TranscriptEditTests.edit("e2", .delete(position: 1)), onA).status == .completed)
+        let edited = await onA.conversationMessages()
+        #expect(edited.map(\.content).contains("hi") == false && edited.last?.content == "from a")
+        let next = try await b.respond(Harness.request("r3", "third"), onB)
+        let prompt = ScriptedBackend.render(
+            .conversation(instructions: nil, messages: edited + [ChatMessage(role: .user, content: "third")]))
+        #expect(next.usage?.promptTokens == prompt.count)
+        #expect(next.usage?.cachedTokens == zip(r2Prompt, prompt).prefix { $0 == $1 }.count)
+    }
+
     @Test func concurrentTurnsOfOneSessionOnTwoServersNeverOverlap() async throws {
         let url = try TestPostgres.freshDatabase()
         let model = FakeModel(stepDelay: 0.003)

@@ -109,7 +109,9 @@ extension InferdApp {
     func addConversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await requireConversation(
             request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        if let include = request.query.first(where: { $0.key == "include" || $0.key == "include[]" }),
+        // `include` or `include[]` (how clients spell a list in a query), possibly percent-encoded.
+        if let include = request.query.first(where: { ($0.key.removingPercentEncoding ?? $0.key).hasPrefix("include") }
+        ),
             !include.value.isEmpty
         {
             throw OpenAIError.unsupported(
