@@ -107,6 +107,23 @@ import Testing
         }
     }
 
+    @Test func theChatRoutesSessionIDTakesAResponseFormat() async throws {
+        try await RunningServer.with { s in
+            let sid = try await createSession(s)
+            let model = try SharedModel.engine().modelName
+            let body = #"""
+                {"model":\#(jsonString([model]).dropFirst().dropLast()),"session_id":"\#(sid)","temperature":0,"max_tokens":120,
+                 "messages":[{"role":"user","content":"Invent a person."}],
+                 "response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":\#(S.personSchema)}}}
+                """#
+            let r = try await offPool { try s.client().postJSON("/v1/chat/completions", body) }
+            let choice = try #require((r.json?["choices"] as? [[String: Any]])?.first, "\(r.text)")
+            #expect(choice["finish_reason"] as? String == "stop")
+            let content = try #require((choice["message"] as? [String: Any])?["content"] as? String)
+            S().checkPerson(try? JSONSerialization.jsonObject(with: Data(content.utf8)))
+        }
+    }
+
     @Test func aSessionsDefaultOptionsCannotHoldAFormat() async throws {
         try await RunningServer.with(state: .ready(ScriptedBackend(reply: "{}"))) { s in
             let r = try await offPool {

@@ -73,7 +73,8 @@ def test_item_refusals_name_the_field(client, model):
 
 
 def test_structured_output_in_a_conversation_and_a_chain(client, model):
-    schema = Person.model_json_schema()
+    # Closed, as strict mode (and the client's parse helper) closes it: no extra properties.
+    schema = {**Person.model_json_schema(), "additionalProperties": False}
     conv = client.conversations.create()
     fmt = {"format": {"type": "json_schema", "name": "person", "schema": schema, "strict": True}}
     first = client.responses.create(model=model, input="Invent a person with two hobbies.", conversation=conv.id,
@@ -91,3 +92,33 @@ def test_structured_output_in_a_conversation_and_a_chain(client, model):
                                      text_format=Person, temperature=0, max_output_tokens=200)
     assert chained.status == "completed" and isinstance(chained.output_parsed, Person)
     assert chained.usage.input_tokens_details.cached_tokens > 0
+
+
+def test_item_ids_survive_a_restart(tmp_path, model):
+    from test_responses import Server
+
+    key = "compat-key-items-0123456789"
+    server = Server(tmp_path, key)
+    try:
+        c = server.client(key)
+        conv = c.conversations.create(items=[{"role": "system", "content": SYSTEM}])
+        added = c.conversations.items.create(conv.id, items=[
+            {"role": "user", "content": "My name is Ada."},
+            {"role": "assistant", "content": "Hi Ada."},
+            {"role": "user", "content": "Forget this."},
+        ])
+        c.conversations.items.delete(added.data[2].id, conversation_id=conv.id)
+        before = [(i.id, i.role, i.content[0].text) for i in c.conversations.items.list(conv.id, order="asc")]
+    finally:
+        server.stop()
+    server = Server(tmp_path, key)
+    try:
+        c = server.client(key)
+        after = [(i.id, i.role, i.content[0].text) for i in c.conversations.items.list(conv.id, order="asc")]
+        assert after == before and len(after) == 3
+        more = c.conversations.items.create(conv.id, items=[{"role": "user", "content": "Again."}])
+        assert more.data[0].id not in [added.data[2].id] + [i[0] for i in before]
+        answer = ask(c, model, conv.id)
+        assert answer.status in ("completed", "incomplete")
+    finally:
+        server.stop()
