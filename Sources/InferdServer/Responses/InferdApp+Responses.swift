@@ -58,7 +58,8 @@ extension InferdApp {
         if body.background {
             // Owned by the server, not the connection: the request's cancellation never reaches it.
             let task = Task { [self] () -> Void in
-                _ = finisher.finish(await settle(ticket, requestID: request.id), cancelledBy: "cancel_request")
+                let result = await settleBackground(ticket, responseID: id, requestID: request.id)
+                _ = finisher.finish(result, cancelledBy: "cancel_request")
             }
             liveResponses.setTask(id, task)
             return .json(run.record.response)
@@ -194,7 +195,7 @@ extension InferdApp {
             try responseStore.save(
                 StoredResponse(
                     id: record.response.id, owner: record.owner, createdAt: record.response.createdAt,
-                    status: record.response.status, payload: Self.json(record)))
+                    status: record.response.status, payload: Self.json(record), replica: replicaId))
             if !record.response.isFinished {
                 let cutoff = Int(Date().timeIntervalSince1970) - configuration.responseMaxAgeDays * 86_400
                 for id in try responseStore.prune(olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses) {
