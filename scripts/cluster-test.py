@@ -178,6 +178,11 @@ def responses_checks(replicas, checks, binary, model, url, root, started):
 
     # A background response on r1, polled through r2 until it ends.
     s, _, bg = create(p1, input="Name three colours.", background=True, max_output_tokens=24)
+    # Meanwhile a client streams it through r2, which sends the events once r1 has finished it.
+    streamed = {}
+    reader = threading.Thread(target=lambda: streamed.update(
+        r=request(p2, "GET", f"/v1/responses/{bg.get('id')}?stream=true")))
+    reader.start()
     seen, end = [], time.monotonic() + 60
     while time.monotonic() < end:
         st, hh, polled = request(p2, "GET", f"/v1/responses/{bg.get('id')}")
@@ -186,6 +191,16 @@ def responses_checks(replicas, checks, binary, model, url, root, started):
             break
         time.sleep(0.1)
     final_r1 = request(p1, "GET", f"/v1/responses/{bg.get('id')}")[2]
+    reader.join(timeout=60)
+    st, _, text = streamed.get("r", (0, {}, ""))
+    events = [json.loads(l[6:]) for l in text.split("\n") if l.startswith("data: ")] if isinstance(text, str) else []
+    deltas = "".join(e.get("delta", "") for e in events if e.get("type") == "response.output_text.delta")
+    final_text = "".join(c.get("text", "") for o in final_r1.get("output", []) for c in o.get("content", []))
+    checks.append((f"streamed through r2 while it ran on r1: {len(events)} events, "
+                   f"{events[-1].get('type') if events else None}, deltas == final text",
+                   st == 200 and events and events[-1].get("type") in ("response.completed", "response.incomplete")
+                   and [e.get("sequence_number") for e in events] == list(range(len(events)))
+                   and deltas == final_text and final_text != ""))
     checks.append((f"a background response on r1 is polled through r2 ({'/'.join(dict.fromkeys(map(str, seen)))})",
                    s == 200 and seen[-1] in ("completed", "incomplete") and polled.get("output") == final_r1.get("output")
                    and len(seen) > 1))
@@ -203,6 +218,8 @@ def responses_checks(replicas, checks, binary, model, url, root, started):
     status4 = request(p4, "GET", f"/v1/responses/{lid}")[2].get("status")
     checks.append((f"a replica starting while r1 runs a background response leaves it running ({status4})",
                    status4 in ("queued", "in_progress")))
+    sd = request(p2, "DELETE", f"/v1/responses/{lid}")[0]
+    checks.append((f"deleting it through r2 while it runs on r1 is refused ({sd})", sd == 409))
     t0 = time.monotonic()
     sc, hc, cancelled = request(p2, "POST", f"/v1/responses/{lid}/cancel")
     took = time.monotonic() - t0
