@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test image-test compat lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -63,9 +63,15 @@ postgres-test: deps test-models
 
 # The reference deployment on loopback (issue #15): a throwaway PostgreSQL, three replicas over it
 # and HAProxy in front hashing sessions to replicas; affinity, shared sessions, a disconnect through
-# the proxy, the turn lease across replicas and kill -9 of a replica mid-turn. Stops what it started.
+# the proxy, the turn lease across replicas, stored responses through any replica and kill -9 of a
+# replica mid-turn. Stops what it started.
 cluster-test: deps model build
 	python3 scripts/cluster-test.py $(BIN) $(MODEL)
+
+# The container image's runtime stage, verified without Docker (root; Debian's mirror; not part
+# of `make test`): scripts/image-test.py says what it checks.
+image-test: deps model
+	python3 scripts/image-test.py
 
 # The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
 compat: deps model build

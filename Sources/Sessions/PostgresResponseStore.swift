@@ -5,41 +5,46 @@ import Foundation
 /// All libpq calls run on one dedicated thread (`BlockingWorker`), with a connection of its own.
 ///
 /// A background response runs on the replica that accepted it, which records its `replica_id`
-/// with the row. To tell a dead replica from a live one, each replica holds an advisory lock on
-/// its own replica id (namespace `livenessNamespace`) on a connection kept for that alone for
-/// its whole life: PostgreSQL frees it when that connection closes, so when a replica dies (even
-/// `kill -9`) anyone can take the lock, and an unfinished response of that replica is then known
-/// to be orphaned and is marked `failed` + `interrupted` (at start-up, and whenever it is read).
-/// The live background responses of another replica are never touched.
+/// and its process's `instance` (a UUID drawn at each start) with the row. To tell a dead
+/// process from a live one, each holds an advisory lock on its instance (namespace
+/// `livenessNamespace`) on a connection kept for that alone for its whole life: PostgreSQL frees
+/// it when that connection closes, so when a replica dies (even `kill -9`) anyone can take the
+/// lock, and an unfinished response of that instance is then known to be orphaned and is marked
+/// `failed` + `interrupted` (at start-up, and whenever it is read). The live background
+/// responses of another process are never touched, whatever the replica ids (two replicas left
+/// with the default, the same host name, do not fail each other's).
 public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     public var isShared: Bool { true }
     public let interruptedOnOpen: [String]
     /// This replica's name, written with each response it saves.
     public let replica: String
+    /// This process's liveness name (a fresh UUID), written with each response it saves.
+    let instance: String
     private let worker: BlockingWorker
     /// Worker's thread only.
     private let main: PostgresConnection
     /// Holds this replica's liveness lock; worker's thread only.
     private let liveness: PostgresConnection
 
-    /// The first key of the liveness locks (the second is the replica id's hash); the session
+    /// The first key of the liveness locks (the second is the instance's hash); the session
     /// leases use 15_015 and the migrations 15_016.
     static let livenessNamespace = 15_017
     private static let unfinished = "status IN ('queued', 'in_progress')"
-    private static let columns = "id, owner, created, status, interrupted, replica_id, payload"
+    private static let columns = "id, owner, created, status, interrupted, replica_id, payload, instance"
 
-    /// Connects, applies the schema migrations, takes this replica's liveness lock (waiting up to
-    /// `lockWait` seconds for a previous process of the same replica id to go away), and marks
-    /// `failed` + `interrupted` the unfinished responses of this replica and of dead ones. An
-    /// unreachable database, or a live replica already using `replica`, is an error here.
-    public static func open(
-        url: String, password: String?, replica: String, lockWait: Double = 10
-    ) throws(StoreError) -> PostgresResponseStore {
-        try PostgresResponseStore(url: url, password: password, replica: replica, lockWait: lockWait)
+    /// Connects, applies the schema migrations, takes this process's liveness lock, and marks
+    /// `failed` + `interrupted` the unfinished responses of every dead process (this replica's
+    /// earlier lives included). An unreachable database is an error here.
+    public static func open(url: String, password: String?, replica: String) throws(StoreError)
+        -> PostgresResponseStore
+    {
+        try PostgresResponseStore(url: url, password: password, replica: replica)
     }
 
-    private init(url: String, password: String?, replica: String, lockWait: Double) throws(StoreError) {
+    private init(url: String, password: String?, replica: String) throws(StoreError) {
         self.replica = replica
+        let instance = UUID().uuidString.lowercased()
+        self.instance = instance
         let worker = BlockingWorker(name: "inferd-postgres-responses")
         self.worker = worker
         let redacted = PostgresSessionStore.redact(url)
@@ -53,12 +58,8 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
             self.main = main
             self.liveness = liveness
             try worker.runBlocking { () throws(StoreError) in try PostgresSchema.migrate(main) }
-            try worker.runBlocking { () throws(StoreError) in
-                try Self.takeLiveness(liveness, replica: replica, wait: lockWait)
-            }
-            interruptedOnOpen = try worker.runBlocking { () throws(StoreError) in
-                try Self.recoverOrphans(main, replica: replica)
-            }
+            try worker.runBlocking { () throws(StoreError) in try Self.takeLiveness(liveness, instance: instance) }
+            interruptedOnOpen = try worker.runBlocking { () throws(StoreError) in try Self.recoverOrphans(main) }
         } catch {
             worker.stop()
             throw StoreError(
@@ -74,27 +75,22 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
         "SELECT \(function)(\(livenessNamespace), hashtext($1))"
     }
 
-    /// Takes `replica`'s liveness lock on `c`, retrying while another connection holds it.
-    private static func takeLiveness(_ c: PostgresConnection, replica: String, wait: Double) throws(StoreError) {
-        let deadline = Date().addingTimeInterval(wait)
-        while try c.query(lockSQL("pg_try_advisory_lock"), [replica]).first?.first != "t" {
-            guard Date() < deadline else {
-                throw StoreError(
-                    "replica_id '\(replica)' is in use by another running inferd on this database; give each replica its own replica_id"
-                )
-            }
-            Thread.sleep(forTimeInterval: 0.25)
+    /// Takes `instance`'s liveness lock on `c`. Only a hash collision with a live process can
+    /// refuse it; then this process's responses would look alive after it dies, so it stops.
+    private static func takeLiveness(_ c: PostgresConnection, instance: String) throws(StoreError) {
+        guard try c.query(lockSQL("pg_try_advisory_lock"), [instance]).first?.first == "t" else {
+            throw StoreError("the liveness lock of instance \(instance) is held by another process")
         }
     }
 
-    /// Whether `c` holds `replica`'s liveness lock now (a reconnected connection has lost it).
-    private static func holdsLiveness(_ c: PostgresConnection, replica: String) throws(StoreError) -> Bool {
+    /// Whether `c` holds `instance`'s liveness lock now (a reconnected connection has lost it).
+    private static func holdsLiveness(_ c: PostgresConnection, instance: String) throws(StoreError) -> Bool {
         try c.query(
             """
             SELECT EXISTS(SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
                 AND granted AND objsubid = 2 AND classid = \(livenessNamespace)::oid
                 AND objid = (hashtext($1)::bigint & 4294967295)::oid)
-            """, [replica]
+            """, [instance]
         ).first?.first == "t"
     }
 
@@ -102,28 +98,28 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     /// again after the connection was lost and reopened).
     private func ensureLiveness() throws(StoreError) {
         // A connection the database dropped fails this check once, and reconnects to take it again.
-        if (try? Self.holdsLiveness(liveness, replica: replica)) != true {
-            try Self.takeLiveness(liveness, replica: replica, wait: 0)
+        if (try? Self.holdsLiveness(liveness, instance: instance)) != true {
+            try Self.takeLiveness(liveness, instance: instance)
         }
     }
 
-    /// Marks failed the unfinished responses of this replica (a previous life of it) and of every
-    /// replica whose liveness lock is free (dead); their ids, oldest first.
-    private static func recoverOrphans(_ c: PostgresConnection, replica: String) throws(StoreError) -> [String] {
-        let replicas = try c.query("SELECT DISTINCT replica_id FROM responses WHERE \(unfinished)")
+    /// Marks failed the unfinished responses of every process whose liveness lock is free (dead);
+    /// their ids, oldest first.
+    private static func recoverOrphans(_ c: PostgresConnection) throws(StoreError) -> [String] {
+        let instances = try c.query("SELECT DISTINCT instance FROM responses WHERE \(unfinished)")
         var ids: [(created: Int, seq: Int, id: String)] = []
-        for row in replicas {
-            let owner = row[0]
-            if let owner, owner != replica {
+        for row in instances {
+            if let owner = row[0] {
                 ids += try failIfDead(c, owner: owner, id: nil)
             } else {
-                ids += try failUnfinished(c, owner: owner, id: nil)
+                ids += try failUnfinished(c, owner: nil, id: nil)
             }
         }
         return ids.sorted { ($0.created, $0.seq) < ($1.created, $1.seq) }.map(\.id)
     }
 
-    /// Fails `owner`'s unfinished responses (only `id` when given) if `owner` holds no liveness lock.
+    /// Fails instance `owner`'s unfinished responses (only `id` when given) if `owner` holds no
+    /// liveness lock.
     private static func failIfDead(_ c: PostgresConnection, owner: String, id: String?) throws(StoreError) -> [(
         created: Int, seq: Int, id: String
     )] {
@@ -139,7 +135,7 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
         let rows = try c.query(
             """
             UPDATE responses SET status = 'failed', interrupted = true
-            WHERE \(unfinished) AND replica_id IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR id = $2)
+            WHERE \(unfinished) AND instance IS NOT DISTINCT FROM $1 AND ($2::text IS NULL OR id = $2)
             RETURNING created, seq, id
             """, [owner, id])
         return rows.map { (Int($0[0] ?? "") ?? 0, Int($0[1] ?? "") ?? 0, $0[2] ?? "") }
@@ -156,28 +152,31 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     }
 
     public func save(_ r: StoredResponse) throws(StoreError) {
-        let (c, replica) = (main, replica)
+        let (c, replica, instance) = (main, replica, instance)
         let running = StoredResponse.unfinishedStatuses.contains(r.status)
         try worker.runBlocking { () throws(StoreError) in
             if running { try self.ensureLiveness() }
             try c.query(
                 """
-                INSERT INTO responses(id, owner, created, status, interrupted, replica_id, payload)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                INSERT INTO responses(id, owner, created, status, interrupted, replica_id, payload, instance)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                 ON CONFLICT(id) DO UPDATE SET status = excluded.status, interrupted = excluded.interrupted,
-                    replica_id = excluded.replica_id, payload = excluded.payload
+                    replica_id = excluded.replica_id, payload = excluded.payload, instance = excluded.instance
                 """,
-                [r.id, r.owner, "\(r.createdAt)", r.status, r.interrupted ? "true" : "false", replica, r.payload])
+                [
+                    r.id, r.owner, "\(r.createdAt)", r.status, r.interrupted ? "true" : "false", replica, r.payload,
+                    instance,
+                ])
         }
     }
 
     public func load(_ id: String) throws(StoreError) -> StoredResponse? {
-        let (c, replica) = (main, replica)
+        let (c, instance) = (main, instance)
         return try worker.runBlocking { () throws(StoreError) -> StoredResponse? in
             guard var row = try c.query("SELECT \(Self.columns) FROM responses WHERE id = $1", [id]).first else {
                 return nil
             }
-            if StoredResponse.unfinishedStatuses.contains(row[3] ?? ""), let owner = row[5], owner != replica,
+            if StoredResponse.unfinishedStatuses.contains(row[3] ?? ""), let owner = row[7], owner != instance,
                 try !Self.failIfDead(c, owner: owner, id: id).isEmpty
             {
                 row = try c.query("SELECT \(Self.columns) FROM responses WHERE id = $1", [id]).first ?? row

@@ -23,7 +23,8 @@ enum PostgresSchema {
         ),
         (
             // Stored Responses-API responses (`PostgresResponseStore`): `seq` orders responses
-            // created in the same second; `replica_id` names the replica running an unfinished one;
+            // created in the same second; `replica_id` names the replica running an unfinished one
+            // and `instance` its process (whose liveness lock tells whether it still runs);
             // `cancel_requested` is how a cancel sent to another replica reaches it.
             2,
             [
@@ -31,10 +32,10 @@ enum PostgresSchema {
                 CREATE TABLE responses(
                     id TEXT PRIMARY KEY, seq BIGSERIAL, owner TEXT, created BIGINT NOT NULL, status TEXT NOT NULL,
                     interrupted BOOLEAN NOT NULL DEFAULT false, replica_id TEXT,
-                    cancel_requested BOOLEAN NOT NULL DEFAULT false, payload TEXT NOT NULL)
+                    instance TEXT, cancel_requested BOOLEAN NOT NULL DEFAULT false, payload TEXT NOT NULL)
                 """,
                 "CREATE INDEX responses_created ON responses(created, seq)",
-                "CREATE INDEX responses_unfinished ON responses(replica_id) WHERE status IN ('queued', 'in_progress')",
+                "CREATE INDEX responses_unfinished ON responses(instance) WHERE status IN ('queued', 'in_progress')",
                 "CREATE TABLE conversation_metadata(id TEXT PRIMARY KEY, payload TEXT NOT NULL)",
             ]
         ),
