@@ -218,6 +218,12 @@ def responses_checks(replicas, checks, binary, model, url, root, started):
     status4 = request(p4, "GET", f"/v1/responses/{lid}")[2].get("status")
     checks.append((f"a replica starting while r1 runs a background response leaves it running ({status4})",
                    status4 in ("queued", "in_progress")))
+    # r1 writes the status it moves to (queued -> in_progress) within its 200 ms poll.
+    seen_r2, end = None, time.monotonic() + 10
+    while seen_r2 != "in_progress" and time.monotonic() < end:
+        seen_r2 = request(p2, "GET", f"/v1/responses/{lid}")[2].get("status")
+        time.sleep(0.05)
+    checks.append((f"r2 reads it in_progress while r1 runs it ({seen_r2})", seen_r2 == "in_progress"))
     sd = request(p2, "DELETE", f"/v1/responses/{lid}")[0]
     checks.append((f"deleting it through r2 while it runs on r1 is refused ({sd})", sd == 409))
     t0 = time.monotonic()

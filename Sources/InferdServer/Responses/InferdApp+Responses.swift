@@ -58,7 +58,7 @@ extension InferdApp {
         if body.background {
             // Owned by the server, not the connection: the request's cancellation never reaches it.
             let task = Task { [self] () -> Void in
-                let result = await settleBackground(ticket, responseID: id, requestID: request.id)
+                let result = await settleBackground(ticket, run: run, requestID: request.id)
                 _ = finisher.finish(result, cancelledBy: "cancel_request")
             }
             liveResponses.setTask(id, task)
@@ -188,15 +188,16 @@ extension InferdApp {
         caches.checkIn(Self.cacheOwner(id), sequence: sequence, bytes: capacity * cache.kvBytesPerToken)
     }
 
-    /// Writes a stored response (and applies retention); a failing database is logged, never fatal to the answer.
-    func persist(_ record: ResponseRecord) {
+    /// Writes a stored response (and applies retention when it starts); a failing database is
+    /// logged, never fatal to the answer.
+    func persist(_ record: ResponseRecord, applyRetention: Bool = true) {
         guard record.response.store else { return }
         do {
             try responseStore.save(
                 StoredResponse(
                     id: record.response.id, owner: record.owner, createdAt: record.response.createdAt,
                     status: record.response.status, payload: Self.json(record), replica: replicaId))
-            if !record.response.isFinished {
+            if applyRetention, !record.response.isFinished {
                 let cutoff = Int(Date().timeIntervalSince1970) - configuration.responseMaxAgeDays * 86_400
                 for id in try responseStore.prune(olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses) {
                     sessions.environment.caches.drop(Self.cacheOwner(id))

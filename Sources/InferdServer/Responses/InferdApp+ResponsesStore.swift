@@ -27,17 +27,26 @@ extension InferdApp {
             url: c.storeURL, password: try storePassword(c), replica: c.effectiveReplicaId)
     }
 
-    /// A background response's generation, settled; on a shared store, a cancel that another
-    /// replica recorded in the store (`requestCancel`) stops it as a local cancel would.
-    func settleBackground(_ ticket: PendingGeneration, responseID id: String, requestID: String) async -> Result<
+    /// A background response's generation, settled. On a shared store, a watcher beside it stops
+    /// it when another replica recorded a cancel in the store (`requestCancel`), as a local cancel
+    /// would, and writes its status when it changes (`queued` → `in_progress`), so the other
+    /// replicas read where it is; its text is written when it ends.
+    func settleBackground(_ ticket: PendingGeneration, run: ResponseRun, requestID: String) async -> Result<
         GenerationResult, HTTPError
     > {
         guard responseStore.isShared else { return await settle(ticket, requestID: requestID) }
         return await withTaskGroup(of: Result<GenerationResult, HTTPError>?.self) { group in
             group.addTask { await self.settle(ticket, requestID: requestID) }
             group.addTask {
+                var written = run.record.response.status
                 while (try? await Task.sleep(for: Self.storePollInterval)) != nil {
-                    if (try? await self.responseStore.isCancelRequested(id)) == true { break }
+                    if (try? await self.responseStore.isCancelRequested(run.id)) == true { break }
+                    let now = run.record
+                    // The finisher writes the end; this Task has stopped before it does.
+                    if now.response.status != written, !now.response.isFinished {
+                        self.persist(now, applyRetention: false)
+                        written = now.response.status
+                    }
                 }
                 return nil
             }
