@@ -108,8 +108,6 @@ def base_root(base, leading_runs):
     if os.path.exists(os.path.join(cached, "done")):
         print(f"image-test: base root {suite} (cached, {cached})", flush=True)
         return os.path.join(cached, "rootfs")
-    if shutil.which("debootstrap") is None:
-        subprocess.run(["apt-get", "install", "-y", "-qq", "debootstrap"], check=True)
     shutil.rmtree(cached, ignore_errors=True)
     os.makedirs(cached)
     rootfs = os.path.join(cached, "rootfs")
@@ -141,6 +139,10 @@ def copy_source(src, flags, binary):
 def main():
     if os.geteuid() != 0:
         fail("needs root (debootstrap, chroot and namespaces)")
+    missing = [pkg for tool, pkg in (("debootstrap", "debootstrap"), ("ip", "iproute2"), ("pgrep", "procps"),
+                                     ("unshare", "util-linux")) if shutil.which(tool) is None]
+    if missing:
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True)
     # IMAGE_TEST_DOCKERFILE: another Dockerfile (e.g. one missing a package, to see the test fail).
     base, steps = runtime_stage(instructions(os.environ.get("IMAGE_TEST_DOCKERFILE") or os.path.join(ROOT, "Dockerfile")))
     first_copy = next((i for i, (k, _) in enumerate(steps) if k == "COPY"), len(steps))
