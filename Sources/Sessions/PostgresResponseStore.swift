@@ -170,9 +170,9 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
         }
     }
 
-    public func load(_ id: String) throws(StoreError) -> StoredResponse? {
+    public func load(_ id: String) async throws(StoreError) -> StoredResponse? {
         let (c, instance) = (main, instance)
-        return try worker.runBlocking { () throws(StoreError) -> StoredResponse? in
+        return try await worker.run { () throws(StoreError) -> StoredResponse? in
             guard var row = try c.query("SELECT \(Self.columns) FROM responses WHERE id = $1", [id]).first else {
                 return nil
             }
@@ -188,9 +188,9 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     }
 
     @discardableResult
-    public func delete(_ id: String) throws(StoreError) -> Bool {
+    public func delete(_ id: String) async throws(StoreError) -> Bool {
         let c = main
-        return try worker.runBlocking { () throws(StoreError) in
+        return try await worker.run { () throws(StoreError) in
             !(try c.query("DELETE FROM responses WHERE id = $1 RETURNING 1", [id]).isEmpty)
         }
     }

@@ -5,8 +5,9 @@
 /// and deleted through any other.
 ///
 /// The store keeps the server's JSON payload and never reads it; it queries only the columns of
-/// `StoredResponse`. Reads and writes are synchronous and short (one statement or one small
-/// transaction); the cancel flag, which a replica polls, is asynchronous.
+/// `StoredResponse`. Reads, deletes and the cancel flag are asynchronous (a shared store runs them
+/// on a thread of its own, so a slow database holds no cooperative thread); the writes made when a
+/// response starts and ends are synchronous and short (one statement or one small transaction).
 public protocol ResponseStoring: Sendable {
     /// True when other servers (replicas) read and write the same responses.
     var isShared: Bool { get }
@@ -20,9 +21,9 @@ public protocol ResponseStoring: Sendable {
     func save(_ r: StoredResponse) throws(StoreError)
     /// The response stored under `id`, or nil. On a shared store, an unfinished response whose
     /// replica has died is marked `failed` + `interrupted` on the way.
-    func load(_ id: String) throws(StoreError) -> StoredResponse?
+    func load(_ id: String) async throws(StoreError) -> StoredResponse?
     /// Removes a response; false when there was none.
-    @discardableResult func delete(_ id: String) throws(StoreError) -> Bool
+    @discardableResult func delete(_ id: String) async throws(StoreError) -> Bool
     /// Retention: deletes finished responses created before `olderThan` (Unix seconds), then the
     /// oldest finished ones beyond `keepingAtMost`, oldest first. Unfinished ones are never pruned.
     /// Returns the ids deleted.

@@ -13,8 +13,8 @@ extension InferdApp {
     func addResponsesRoutes(to router: Router) {
         router.post("/v1/responses", openAI { [self] request in try await createResponse(request) })
         router.get("/v1/responses/{id}", openAI { [self] request in try await getResponse(request) })
-        router.delete("/v1/responses/{id}", openAI { [self] request in try deleteResponse(request) })
-        router.get("/v1/responses/{id}/input_items", openAI { [self] request in try responseInputItems(request) })
+        router.delete("/v1/responses/{id}", openAI { [self] request in try await deleteResponse(request) })
+        router.get("/v1/responses/{id}/input_items", openAI { [self] request in try await responseInputItems(request) })
         router.post("/v1/responses/{id}/cancel", openAI { [self] request in try await cancelResponse(request) })
         addConversationRoutes(to: router)
     }
@@ -35,7 +35,7 @@ extension InferdApp {
             return try await createConversationResponse(
                 body, conversationID: conversation, backend: backend, request: request, arrival: arrival)
         }
-        let prepared = try prepareResponse(body, backend: backend, request: request, arrival: arrival)
+        let prepared = try await prepareResponse(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let relay = GenerationEventRelay()
         let ticket: PendingGeneration
@@ -91,10 +91,10 @@ extension InferdApp {
     func prepareResponse(
         _ body: ResponsesRequest, backend: any GenerationBackend, request: HTTPRequest,
         arrival: ContinuousClock.Instant
-    ) throws -> PreparedResponse {
+    ) async throws -> PreparedResponse {
         var history: [HistoryMessage] = []
         if let previous = body.previousResponseID {
-            let record = try loadResponse(previous, request, param: "previous_response_id")
+            let record = try await loadResponse(previous, request, param: "previous_response_id")
             guard record.response.isFinished else {
                 throw OpenAIError.invalid(
                     "previous response \(previous) is still \(record.response.status); wait until it has finished",

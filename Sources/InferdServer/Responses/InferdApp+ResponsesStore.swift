@@ -64,11 +64,11 @@ extension InferdApp {
     /// `timeout` passes; the last record read.
     func awaitStoredEnd(_ id: String, _ request: HTTPRequest, timeout: Duration?) async throws -> ResponseRecord {
         let start = ContinuousClock.now
-        var record = try loadResponse(id, request, param: "response_id")
+        var record = try await loadResponse(id, request, param: "response_id")
         while !record.response.isFinished, liveResponses.run(id) == nil {
             if let timeout, ContinuousClock.now - start > timeout { break }
             guard (try? await Task.sleep(for: Self.storePollInterval)) != nil else { break }
-            record = try loadResponse(id, request, param: "response_id")
+            record = try await loadResponse(id, request, param: "response_id")
         }
         return record
     }
@@ -83,10 +83,10 @@ extension InferdApp {
     }
 
     /// The stored record of `id` as `request` may see it, else 404 naming `param`.
-    func loadResponse(_ id: String, _ request: HTTPRequest, param: String) throws -> ResponseRecord {
+    func loadResponse(_ id: String, _ request: HTTPRequest, param: String) async throws -> ResponseRecord {
         let stored: StoredResponse?
         do {
-            stored = try responseStore.load(id)
+            stored = try await responseStore.load(id)
         } catch {
             throw OpenAIError(Self.httpError(for: error))
         }
@@ -112,14 +112,14 @@ extension InferdApp {
     }
 
     /// The live run of `id` (generating now) as `request` may see it, or its stored record.
-    func currentResponse(_ id: String, _ request: HTTPRequest, param: String = "response_id") throws -> (
+    func currentResponse(_ id: String, _ request: HTTPRequest, param: String = "response_id") async throws -> (
         ResponseRecord, ResponseRun?
     ) {
         if let run = liveResponses.run(id) {
             let record = run.record
             if record.response.store, mayAccess(ownedBy: record.owner, request) { return (record, run) }
         }
-        return (try loadResponse(id, request, param: param), nil)
+        return (try await loadResponse(id, request, param: param), nil)
     }
 
     /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` (from the
@@ -151,7 +151,7 @@ extension InferdApp {
             }
             after = n
         }
-        let (record, live) = try currentResponse(id, request)
+        let (record, live) = try await currentResponse(id, request)
         guard stream else { return .json(record.response) }
         let start = after
         if live == nil, !record.response.isFinished {
@@ -180,16 +180,16 @@ extension InferdApp {
     }
 
     /// `DELETE /v1/responses/{id}`: a finished response only (cancel a running one first).
-    func deleteResponse(_ request: HTTPRequest) throws -> HTTPResponse {
+    func deleteResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let (record, _) = try currentResponse(id, request)
+        let (record, _) = try await currentResponse(id, request)
         if !record.response.isFinished {
             throw OpenAIError(
                 status: 409, message: "response \(id) is still \(record.response.status); cancel it first",
                 type: "invalid_request_error", param: "response_id", code: "response_in_progress")
         }
         do {
-            try responseStore.delete(id)
+            try await responseStore.delete(id)
         } catch {
             throw OpenAIError(Self.httpError(for: error))
         }
@@ -199,7 +199,7 @@ extension InferdApp {
 
     /// `GET /v1/responses/{id}/input_items`: the response's input items, paged as OpenAI's lists
     /// (`after`, `limit`, `order`, newest first unless `order=asc`).
-    func responseInputItems(_ request: HTTPRequest) throws -> HTTPResponse {
+    func responseInputItems(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
         var query: ListQuery
         do {
@@ -211,7 +211,7 @@ extension InferdApp {
         if let include = request.query["include"], !include.isEmpty {
             throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
         }
-        let (record, _) = try currentResponse(id, request)
+        let (record, _) = try await currentResponse(id, request)
         let page: (items: [ResponseItem], hasMore: Bool)
         do {
             page = try query.page(of: record.input, id: \.id)
@@ -226,7 +226,7 @@ extension InferdApp {
     /// one is returned unchanged. A foreground response belongs to its connection: 400.
     func cancelResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let (record, _) = try currentResponse(id, request)
+        let (record, _) = try await currentResponse(id, request)
         guard record.response.background else {
             throw OpenAIError.invalid(
                 "only background responses can be cancelled; a foreground response stops when its client disconnects",
@@ -253,7 +253,7 @@ extension InferdApp {
             }
             return .json(final.response)
         }
-        return .json(try currentResponse(id, request).0.response)
+        return .json(try await currentResponse(id, request).0.response)
     }
 }
 
