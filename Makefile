@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test image-test compat lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -50,22 +50,30 @@ test: deps test-models lint
 	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
 	python3 scripts/cluster-test.py $(BIN) $(MODEL)
+	python3 scripts/image-test.py
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
 
 # The session store's suites on PostgreSQL: scripts/with-postgres.sh starts a throwaway server
 # (a cluster in a temp folder, unix socket only, run as the postgres user when root), exports its
 # URL and INFERD_EXPECT_POSTGRES=1 (so a missing server fails these suites instead of skipping
 # them), and stops it pass or fail. Without it (plain swift test) they are reported skipped.
-POSTGRES_SUITES := SessionStoreContractTests|SharedStoreTests|PostgresServerTests
+POSTGRES_SUITES := SessionStoreContractTests|ResponseStoreContractTests|SharedStoreTests|PostgresServerTests|PostgresResponsesServerTests
 postgres-test: deps test-models
 	swift build $(SWIFT_FLAGS)
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
 
 # The reference deployment on loopback (issue #15): a throwaway PostgreSQL, three replicas over it
 # and HAProxy in front hashing sessions to replicas; affinity, shared sessions, a disconnect through
-# the proxy, the turn lease across replicas and kill -9 of a replica mid-turn. Stops what it started.
+# the proxy, the turn lease across replicas, stored responses through any replica and kill -9 of a
+# replica mid-turn. Stops what it started.
 cluster-test: deps model build
 	python3 scripts/cluster-test.py $(BIN) $(MODEL)
+
+# The container image's runtime stage, verified without Docker (root; Debian's mirror), also part
+# of `make test` (16 s warm; the first run builds a static binary and a Debian root, about 6 min):
+# scripts/image-test.py says what it checks.
+image-test: deps model
+	python3 scripts/image-test.py
 
 # The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
 compat: deps model build

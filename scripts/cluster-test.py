@@ -8,7 +8,9 @@ what a user of that deployment relies on, then stops everything it started, pass
 Routing key: HAProxy copies the session id from the path (/v1/sessions/{id}/...) into
 X-Session-Id and balances on that header with consistent hashing; a client of the OpenAI routes
 that names a session in the body sends X-Session-Id itself. Requests without a key go round
-robin."""
+robin. Stored responses (/v1/responses) live in the same PostgreSQL database, so a response, its
+input items and a previous_response_id chain are found on any replica; a chain keeps its KV cache
+only where it is routed by the X-Session-Id the client sends with it (else it is rebuilt)."""
 import json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,6 +139,105 @@ backend replicas
 """
 
 
+def responses_checks(replicas, checks, binary, model, url, root, started):
+    """A stored response created on r1 is read, listed and deleted through r2; a chain continues
+    on r2 with its history; a background response on r1 is polled through r2, survives another
+    replica's start-up, and is cancelled through r2 (the cancel reaches r1 through the store)."""
+    p1, p2 = replicas["r1"][1], replicas["r2"][1]
+    model_name = request(p1, "GET", "/v1/models")[2]["data"][0]["id"]
+
+    def create(port, **fields):
+        return request(port, "POST", "/v1/responses", {"model": model_name, "temperature": 0, **fields})
+
+    s, h, first = create(p1, input="What is the capital of France?", max_output_tokens=12)
+    rid = first.get("id") if s == 200 else None
+    s2, h2, got = request(p2, "GET", f"/v1/responses/{rid}")
+    checks.append((f"a response stored on {h.get('x-inferd-replica')} is retrieved through "
+                   f"{h2.get('x-inferd-replica')} with the same output",
+                   s == 200 and s2 == 200 and h2.get("x-inferd-replica") == "r2"
+                   and got.get("output") == first.get("output") and got.get("status") == first.get("status")))
+    s2, _, items = request(p2, "GET", f"/v1/responses/{rid}/input_items?order=asc")
+    texts = [c.get("text") for i in items.get("data", []) for c in i.get("content", [])] if s2 == 200 else []
+    checks.append((f"its input items are listed through r2 {texts}", texts == ["What is the capital of France?"]))
+
+    # The chain's second turn goes straight to r2, which never saw the first: the history comes
+    # from the store and only the KV cache is rebuilt (cached_tokens 0).
+    s3, h3, second = create(p2, input="And of Italy?", previous_response_id=rid, max_output_tokens=12)
+    u1, u2 = first.get("usage", {}), second.get("usage", {}) if s3 == 200 else {}
+    history = u2.get("input_tokens", 0) > u1.get("input_tokens", 0) + u1.get("output_tokens", 0)
+    checks.append((f"a previous_response_id chain continues on r2 with its history (input_tokens "
+                   f"{u1.get('input_tokens')} then {u2.get('input_tokens')}, cached_tokens "
+                   f"{(u2.get('input_tokens_details') or {}).get('cached_tokens')})",
+                   s3 == 200 and second.get("status") in ("completed", "incomplete") and history
+                   and (u2.get("input_tokens_details") or {}).get("cached_tokens") == 0
+                   and second.get("previous_response_id") == rid))
+    s4, _, deleted = request(p2, "DELETE", f"/v1/responses/{rid}")
+    s5 = request(p1, "GET", f"/v1/responses/{rid}")[0]
+    checks.append((f"deleted through r2 ({s4}), gone on r1 ({s5})", s4 == 200 and deleted.get("deleted") is True
+                   and s5 == 404))
+
+    # A background response on r1, polled through r2 until it ends.
+    s, _, bg = create(p1, input="Name three colours.", background=True, max_output_tokens=24)
+    # Meanwhile a client streams it through r2, which sends the events once r1 has finished it.
+    streamed = {}
+    reader = threading.Thread(target=lambda: streamed.update(
+        r=request(p2, "GET", f"/v1/responses/{bg.get('id')}?stream=true")))
+    reader.start()
+    seen, end = [], time.monotonic() + 60
+    while time.monotonic() < end:
+        st, hh, polled = request(p2, "GET", f"/v1/responses/{bg.get('id')}")
+        seen.append(polled.get("status") if st == 200 else st)
+        if seen[-1] not in ("queued", "in_progress"):
+            break
+        time.sleep(0.1)
+    final_r1 = request(p1, "GET", f"/v1/responses/{bg.get('id')}")[2]
+    reader.join(timeout=60)
+    st, _, text = streamed.get("r", (0, {}, ""))
+    events = [json.loads(l[6:]) for l in text.split("\n") if l.startswith("data: ")] if isinstance(text, str) else []
+    deltas = "".join(e.get("delta", "") for e in events if e.get("type") == "response.output_text.delta")
+    final_text = "".join(c.get("text", "") for o in final_r1.get("output", []) for c in o.get("content", []))
+    checks.append((f"streamed through r2 while it ran on r1: {len(events)} events, "
+                   f"{events[-1].get('type') if events else None}, deltas == final text",
+                   st == 200 and events and events[-1].get("type") in ("response.completed", "response.incomplete")
+                   and [e.get("sequence_number") for e in events] == list(range(len(events)))
+                   and deltas == final_text and final_text != ""))
+    checks.append((f"a background response on r1 is polled through r2 ({'/'.join(dict.fromkeys(map(str, seen)))})",
+                   s == 200 and seen[-1] in ("completed", "incomplete") and polled.get("output") == final_r1.get("output")
+                   and len(seen) > 1))
+
+    # A long background response on r1; a fourth replica starting meanwhile must not fail it
+    # (r1 is alive), and a cancel sent to r2 stops it on r1.
+    s, _, long_bg = create(p1, input="Count from 1 to 500, one number per line.", background=True,
+                           max_output_tokens=900)
+    lid = long_bg.get("id")
+    d4 = os.path.join(root, "r4")
+    os.makedirs(d4)
+    proc4, p4, log4, _ = start_server("r4", binary, model, d4,
+                                      extra_args=("--store-url", url, "--replica-id", "r4", "--threads", "1"))
+    started.append(("replica", proc4, log4))
+    status4 = request(p4, "GET", f"/v1/responses/{lid}")[2].get("status")
+    checks.append((f"a replica starting while r1 runs a background response leaves it running ({status4})",
+                   status4 in ("queued", "in_progress")))
+    # r1 writes the status it moves to (queued -> in_progress) within its 200 ms poll.
+    seen_r2, end = None, time.monotonic() + 10
+    while seen_r2 != "in_progress" and time.monotonic() < end:
+        seen_r2 = request(p2, "GET", f"/v1/responses/{lid}")[2].get("status")
+        time.sleep(0.05)
+    checks.append((f"r2 reads it in_progress while r1 runs it ({seen_r2})", seen_r2 == "in_progress"))
+    sd = request(p2, "DELETE", f"/v1/responses/{lid}")[0]
+    checks.append((f"deleting it through r2 while it runs on r1 is refused ({sd})", sd == 409))
+    t0 = time.monotonic()
+    sc, hc, cancelled = request(p2, "POST", f"/v1/responses/{lid}/cancel")
+    took = time.monotonic() - t0
+    on_r1 = request(p1, "GET", f"/v1/responses/{lid}")[2]
+    checks.append((f"a cancel sent to r2 stops r1's background response ({sc}, {cancelled.get('status')}, "
+                   f"{took:.2f} s; r1 says {on_r1.get('status')})",
+                   sc == 200 and cancelled.get("status") == "cancelled" and on_r1.get("status") == "cancelled"
+                   and on_r1.get("output") == cancelled.get("output")))
+    proc4.send_signal(signal.SIGTERM)
+    proc4.wait(timeout=30)
+
+
 def main():
     binary, model = sys.argv[1], sys.argv[2]
     if not shutil.which("haproxy"):
@@ -233,13 +334,22 @@ def main():
                        f"(started {b_started - done_a.get('t', b_started):+.2f} s after it)",
                        "started" in names(b.events) and b_started >= done_a.get("t", float("inf")) - 0.01))
 
-        # 5. kill -9 of the owner mid-turn: the stream ends, the turn is on record as not
-        # completed, and the next turn succeeds on another replica, rebuilding the cache.
+        # 5. Stored responses live in PostgreSQL: whatever replica a request lands on sees them.
+        responses_checks(replicas, checks, binary, model, url, root, started)
+
+        # 6. kill -9 of the owner mid-turn: the stream ends, the turn is on record as not
+        # completed, and the next turn succeeds on another replica, rebuilding the cache; a
+        # background response the dead replica ran reads failed through the others.
         st = Stream(lb_port, f"/v1/sessions/{sid}/responses",
                     {"prompt": "Count from 1 to 300.", "stream": True,
                      "options": {"max_tokens": 400, "ignore_eos": True}})
         st.read_until(lambda ev: names(ev).count("snapshot") >= 3)
         killed = st.replica
+        # A background response running on the replica about to die, to read through another.
+        model_name = request(replicas[killed][1], "GET", "/v1/models")[2]["data"][0]["id"]
+        bg_status, _, bg = request(replicas[killed][1], "POST", "/v1/responses", {
+            "model": model_name, "input": "Count from 1 to 500, one number per line.", "background": True,
+            "max_output_tokens": 900})
         t_kill = time.monotonic()
         replicas[killed][0].send_signal(signal.SIGKILL)
         replicas[killed][0].wait()
@@ -264,6 +374,13 @@ def main():
         statuses = [e.get("status") for e in b.get("transcript", []) if e.get("type") == "response"]
         checks.append((f"the killed turn is recorded interrupted, the transcript intact {statuses}",
                        len(statuses) >= 6 and statuses[-2] == "interrupted" and statuses[-1] == "completed"))
+        # The dead replica's background response: failed (never re-run) for whoever reads it.
+        alive = next(n for n in replicas if n != killed)
+        _, _, orphan = request(replicas[alive][1], "GET", f"/v1/responses/{bg.get('id')}")
+        checks.append((f"{killed}'s background response reads failed through {alive} "
+                       f"({orphan.get('status')}, {(orphan.get('error') or {}).get('code')})",
+                       bg_status == 200 and orphan.get("status") == "failed"
+                       and (orphan.get("error") or {}).get("code") == "server_stopped"))
     finally:
         for kind, proc, log in reversed(started):
             if proc.poll() is None:

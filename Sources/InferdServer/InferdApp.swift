@@ -22,7 +22,7 @@ public final class InferdApp: Sendable {
     /// Validation, submission, metrics and error mapping shared by every route's generations.
     let generations: GenerationService
     /// Stored Responses-API responses (in-memory unless one is given) and the ones generating now.
-    let responseStore: ResponseStore
+    let responseStore: any ResponseStoring
     let liveResponses = ResponseRegistry()
     let startedAt = Date()
     /// This replica's name (`replica_id`, else the host name), on every response and `started` event.
@@ -30,14 +30,14 @@ public final class InferdApp: Sendable {
 
     public init(
         configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
-        sessions: SessionManager? = nil, responses: ResponseStore? = nil
+        sessions: SessionManager? = nil, responses: (any ResponseStoring)? = nil
     ) {
         self.configuration = configuration
         self.host = host
         self.logger = logger
         self.metrics = metrics
         replicaId = configuration.effectiveReplicaId
-        responseStore = responses ?? .inMemory()
+        responseStore = responses ?? ResponseStore.inMemory()
         generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
         do {
             (keyring, metricsKeyring) = try configuration.keyrings()

@@ -59,14 +59,17 @@ enum ServeCommand {
                 "session store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
             return 1
         }
-        let responses: ResponseStore
+        let responses: any ResponseStoring
         do {
-            responses = try ResponseStore.open(dataDir: config.dataDir)
+            responses = try InferdApp.openResponseStore(config)
             logger.info(
                 "responses restored",
-                ["count": "\(responses.count)", "interrupted": "\(responses.interruptedOnOpen.count)"])
+                [
+                    "count": "\(responses.count)", "interrupted": "\(responses.interruptedOnOpen.count)",
+                    "store": InferdApp.storeName(config),
+                ])
         } catch {
-            logger.error("response store unusable", ["data_dir": config.dataDir, "error": "\(error)"])
+            logger.error("response store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
             return 1
         }
         let chatTemplate: String?

@@ -20,7 +20,25 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX entries_in_progress ON entries(session_id) WHERE status = 'in_progress'",
             ]
-        )
+        ),
+        (
+            // Stored Responses-API responses (`PostgresResponseStore`): `seq` orders responses
+            // created in the same second; `replica_id` names the replica running an unfinished one
+            // and `instance` its process (whose liveness lock tells whether it still runs);
+            // `cancel_requested` is how a cancel sent to another replica reaches it.
+            2,
+            [
+                """
+                CREATE TABLE responses(
+                    id TEXT PRIMARY KEY, seq BIGSERIAL, owner TEXT, created BIGINT NOT NULL, status TEXT NOT NULL,
+                    interrupted BOOLEAN NOT NULL DEFAULT false, replica_id TEXT,
+                    instance TEXT, cancel_requested BOOLEAN NOT NULL DEFAULT false, payload TEXT NOT NULL)
+                """,
+                "CREATE INDEX responses_created ON responses(created, seq)",
+                "CREATE INDEX responses_unfinished ON responses(instance) WHERE status IN ('queued', 'in_progress')",
+                "CREATE TABLE conversation_metadata(id TEXT PRIMARY KEY, payload TEXT NOT NULL)",
+            ]
+        ),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

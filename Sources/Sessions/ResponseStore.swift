@@ -2,11 +2,10 @@ import Foundation
 
 /// Stored responses of the Responses API, in the same SQLite file as the session transcripts
 /// (`inferd.sqlite`, its own `responses` table and its own connection), so they survive a
-/// restart. Kept apart from `TranscriptStore` behind a small API (save, load, delete, prune) so
-/// another database can stand behind it later. Opening marks a response that was still
-/// `queued` or `in_progress` as `failed` + `interrupted`: the process ended under it, and it is
-/// never run again.
-public final class ResponseStore: Sendable {
+/// restart. The single-server `ResponseStoring` (`PostgresResponseStore` is the shared one).
+/// Opening marks a response that was still `queued` or `in_progress` as `failed` +
+/// `interrupted`: the process ended under it, and it is never run again.
+public final class ResponseStore: ResponseStoring {
     private let db: SQLiteDatabase
     /// Ids of the responses found unfinished (and marked failed) when the store was opened.
     public let interruptedOnOpen: [String]
@@ -27,6 +26,8 @@ public final class ResponseStore: Sendable {
         // Opening ":memory:" cannot meet a damaged file or a read-only folder.
         try! ResponseStore(path: ":memory:")
     }
+
+    public var isShared: Bool { false }
 
     public init(path: String) throws(StoreError) {
         db = try SQLiteDatabase(path: path)
@@ -132,4 +133,8 @@ public final class ResponseStore: Sendable {
             return ids
         }
     }
+
+    /// One server runs every response it stores: its registry cancels them, nobody else asks.
+    public func requestCancel(_ id: String) async throws(StoreError) -> Bool { false }
+    public func isCancelRequested(_ id: String) async throws(StoreError) -> Bool { false }
 }

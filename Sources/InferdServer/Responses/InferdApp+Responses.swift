@@ -13,8 +13,8 @@ extension InferdApp {
     func addResponsesRoutes(to router: Router) {
         router.post("/v1/responses", openAI { [self] request in try await createResponse(request) })
         router.get("/v1/responses/{id}", openAI { [self] request in try await getResponse(request) })
-        router.delete("/v1/responses/{id}", openAI { [self] request in try deleteResponse(request) })
-        router.get("/v1/responses/{id}/input_items", openAI { [self] request in try responseInputItems(request) })
+        router.delete("/v1/responses/{id}", openAI { [self] request in try await deleteResponse(request) })
+        router.get("/v1/responses/{id}/input_items", openAI { [self] request in try await responseInputItems(request) })
         router.post("/v1/responses/{id}/cancel", openAI { [self] request in try await cancelResponse(request) })
         addConversationRoutes(to: router)
     }
@@ -35,7 +35,7 @@ extension InferdApp {
             return try await createConversationResponse(
                 body, conversationID: conversation, backend: backend, request: request, arrival: arrival)
         }
-        let prepared = try prepareResponse(body, backend: backend, request: request, arrival: arrival)
+        let prepared = try await prepareResponse(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let relay = GenerationEventRelay()
         let ticket: PendingGeneration
@@ -58,7 +58,8 @@ extension InferdApp {
         if body.background {
             // Owned by the server, not the connection: the request's cancellation never reaches it.
             let task = Task { [self] () -> Void in
-                _ = finisher.finish(await settle(ticket, requestID: request.id), cancelledBy: "cancel_request")
+                let result = await settleBackground(ticket, run: run, requestID: request.id)
+                _ = finisher.finish(result, cancelledBy: "cancel_request")
             }
             liveResponses.setTask(id, task)
             return .json(run.record.response)
@@ -90,10 +91,10 @@ extension InferdApp {
     func prepareResponse(
         _ body: ResponsesRequest, backend: any GenerationBackend, request: HTTPRequest,
         arrival: ContinuousClock.Instant
-    ) throws -> PreparedResponse {
+    ) async throws -> PreparedResponse {
         var history: [HistoryMessage] = []
         if let previous = body.previousResponseID {
-            let record = try loadResponse(previous, request, param: "previous_response_id")
+            let record = try await loadResponse(previous, request, param: "previous_response_id")
             guard record.response.isFinished else {
                 throw OpenAIError.invalid(
                     "previous response \(previous) is still \(record.response.status); wait until it has finished",
@@ -187,15 +188,16 @@ extension InferdApp {
         caches.checkIn(Self.cacheOwner(id), sequence: sequence, bytes: capacity * cache.kvBytesPerToken)
     }
 
-    /// Writes a stored response (and applies retention); a failing database is logged, never fatal to the answer.
-    func persist(_ record: ResponseRecord) {
+    /// Writes a stored response (and applies retention when it starts); a failing database is
+    /// logged, never fatal to the answer.
+    func persist(_ record: ResponseRecord, applyRetention: Bool = true) {
         guard record.response.store else { return }
         do {
             try responseStore.save(
                 StoredResponse(
                     id: record.response.id, owner: record.owner, createdAt: record.response.createdAt,
-                    status: record.response.status, payload: Self.json(record)))
-            if !record.response.isFinished {
+                    status: record.response.status, payload: Self.json(record), replica: replicaId))
+            if applyRetention, !record.response.isFinished {
                 let cutoff = Int(Date().timeIntervalSince1970) - configuration.responseMaxAgeDays * 86_400
                 for id in try responseStore.prune(olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses) {
                     sessions.environment.caches.drop(Self.cacheOwner(id))

@@ -1,3 +1,5 @@
+import Backend
+import Engine
 import Foundation
 import HTTPServer
 import Sessions
@@ -10,6 +12,67 @@ extension InferdApp {
         "the server stopped while this response was running; it was not run again (no automatic retry)"
     static let interruptedCode = "server_stopped"
 
+    /// How often a replica looks in a shared store for what another replica asked or finished: a
+    /// cancel sent elsewhere for a background response it runs, or the end of a response that
+    /// runs elsewhere (a stream resumed, or a cancel awaited, on another replica).
+    static let storePollInterval: Duration = .milliseconds(200)
+    /// How long a cancel sent to another replica than the owner waits for the owner to stop it.
+    static let remoteCancelTimeout: Duration = .seconds(30)
+
+    /// The stored responses' store: `store_url`'s PostgreSQL (shared by the replicas), else the
+    /// sessions' SQLite file in `data_dir`.
+    public static func openResponseStore(_ c: ServerConfiguration) throws(StoreError) -> any ResponseStoring {
+        guard !c.storeURL.isEmpty else { return try ResponseStore.open(dataDir: c.dataDir) }
+        return try PostgresResponseStore.open(
+            url: c.storeURL, password: try storePassword(c), replica: c.effectiveReplicaId)
+    }
+
+    /// A background response's generation, settled. On a shared store, a watcher beside it stops
+    /// it when another replica recorded a cancel in the store (`requestCancel`), as a local cancel
+    /// would, and writes its status when it changes (`queued` → `in_progress`), so the other
+    /// replicas read where it is; its text is written when it ends.
+    func settleBackground(_ ticket: PendingGeneration, run: ResponseRun, requestID: String) async -> Result<
+        GenerationResult, HTTPError
+    > {
+        guard responseStore.isShared else { return await settle(ticket, requestID: requestID) }
+        return await withTaskGroup(of: Result<GenerationResult, HTTPError>?.self) { group in
+            group.addTask { await self.settle(ticket, requestID: requestID) }
+            group.addTask {
+                var written = run.record.response.status
+                while (try? await Task.sleep(for: Self.storePollInterval)) != nil {
+                    if (try? await self.responseStore.isCancelRequested(run.id)) == true { break }
+                    let now = run.record
+                    // The finisher writes the end; this Task has stopped before it does.
+                    if now.response.status != written, !now.response.isFinished {
+                        self.persist(now, applyRetention: false)
+                        written = now.response.status
+                    }
+                }
+                return nil
+            }
+            var result: Result<GenerationResult, HTTPError>?
+            while let next = await group.next() {
+                // Either the generation ended (stop watching) or a cancel was asked (stop it).
+                group.cancelAll()
+                if let next { result = next }
+            }
+            return result ?? .failure(.serviceUnavailable("the response ended without a result", code: "server_error"))
+        }
+    }
+
+    /// Re-reads `id` from the store until it has finished, or the calling Task is cancelled, or
+    /// `timeout` passes; the last record read.
+    func awaitStoredEnd(_ id: String, _ request: HTTPRequest, timeout: Duration?) async throws -> ResponseRecord {
+        let start = ContinuousClock.now
+        var record = try await loadResponse(id, request, param: "response_id")
+        while !record.response.isFinished, liveResponses.run(id) == nil {
+            if let timeout, ContinuousClock.now - start > timeout { break }
+            guard (try? await Task.sleep(for: Self.storePollInterval)) != nil else { break }
+            record = try await loadResponse(id, request, param: "response_id")
+        }
+        return record
+    }
+
     /// At shutdown, after the HTTP server has drained: stops the background responses still
     /// running and records each as `failed` (`server_stopped`), as a restart would find them.
     public func stopBackgroundResponses() async {
@@ -20,12 +83,12 @@ extension InferdApp {
     }
 
     /// The stored record of `id` as `request` may see it, else 404 naming `param`.
-    func loadResponse(_ id: String, _ request: HTTPRequest, param: String) throws -> ResponseRecord {
+    func loadResponse(_ id: String, _ request: HTTPRequest, param: String) async throws -> ResponseRecord {
         let stored: StoredResponse?
         do {
-            stored = try responseStore.load(id)
+            stored = try await responseStore.load(id)
         } catch {
-            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw OpenAIError(Self.httpError(for: error))
         }
         guard let stored, mayAccess(ownedBy: stored.owner, request),
             var record = try? JSONDecoder().decode(ResponseRecord.self, from: Data(stored.payload.utf8))
@@ -49,14 +112,14 @@ extension InferdApp {
     }
 
     /// The live run of `id` (generating now) as `request` may see it, or its stored record.
-    func currentResponse(_ id: String, _ request: HTTPRequest, param: String = "response_id") throws -> (
+    func currentResponse(_ id: String, _ request: HTTPRequest, param: String = "response_id") async throws -> (
         ResponseRecord, ResponseRun?
     ) {
         if let run = liveResponses.run(id) {
             let record = run.record
             if record.response.store, mayAccess(ownedBy: record.owner, request) { return (record, run) }
         }
-        return (try loadResponse(id, request, param: param), nil)
+        return (try await loadResponse(id, request, param: param), nil)
     }
 
     /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` (from the
@@ -88,10 +151,21 @@ extension InferdApp {
             }
             after = n
         }
-        let (record, live) = try currentResponse(id, request)
+        let (record, live) = try await currentResponse(id, request)
         guard stream else { return .json(record.response) }
-        let run = live ?? ResponseRun(record)
         let start = after
+        if live == nil, !record.response.isFinished {
+            // Running on another replica (shared store): its events are derived from the stored
+            // record once it has ended there (a stream resumed elsewhere catches up in one go).
+            return .eventStream { [self] stream in
+                guard let final = try? await awaitStoredEnd(id, request, timeout: nil), final.response.isFinished
+                else { return }
+                let run = ResponseRun(final)
+                let token = run.subscribe(after: start) { e in stream.send(event: e.type, data: Self.json(e)) }
+                run.unsubscribe(token)
+            }
+        }
+        let run = live ?? ResponseRun(record)
         return .eventStream { stream in
             let (events, continuation) = AsyncStream.makeStream(of: ResponseStreamEvent.self)
             let token = run.subscribe(after: start) { e in
@@ -106,18 +180,18 @@ extension InferdApp {
     }
 
     /// `DELETE /v1/responses/{id}`: a finished response only (cancel a running one first).
-    func deleteResponse(_ request: HTTPRequest) throws -> HTTPResponse {
+    func deleteResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let (record, live) = try currentResponse(id, request)
-        if live != nil, !record.response.isFinished {
+        let (record, _) = try await currentResponse(id, request)
+        if !record.response.isFinished {
             throw OpenAIError(
                 status: 409, message: "response \(id) is still \(record.response.status); cancel it first",
                 type: "invalid_request_error", param: "response_id", code: "response_in_progress")
         }
         do {
-            try responseStore.delete(id)
+            try await responseStore.delete(id)
         } catch {
-            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw OpenAIError(Self.httpError(for: error))
         }
         sessions.environment.caches.drop(Self.cacheOwner(id))
         return .json(DeletedResponse(id: id))
@@ -125,7 +199,7 @@ extension InferdApp {
 
     /// `GET /v1/responses/{id}/input_items`: the response's input items, paged as OpenAI's lists
     /// (`after`, `limit`, `order`, newest first unless `order=asc`).
-    func responseInputItems(_ request: HTTPRequest) throws -> HTTPResponse {
+    func responseInputItems(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
         var query: ListQuery
         do {
@@ -137,7 +211,7 @@ extension InferdApp {
         if let include = request.query["include"], !include.isEmpty {
             throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
         }
-        let (record, _) = try currentResponse(id, request)
+        let (record, _) = try await currentResponse(id, request)
         let page: (items: [ResponseItem], hasMore: Bool)
         do {
             page = try query.page(of: record.input, id: \.id)
@@ -152,7 +226,7 @@ extension InferdApp {
     /// one is returned unchanged. A foreground response belongs to its connection: 400.
     func cancelResponse(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        let (record, _) = try currentResponse(id, request)
+        let (record, _) = try await currentResponse(id, request)
         guard record.response.background else {
             throw OpenAIError.invalid(
                 "only background responses can be cancelled; a foreground response stops when its client disconnects",
@@ -161,8 +235,25 @@ extension InferdApp {
         if let task = liveResponses.task(id) {
             task.cancel()
             await task.value
+        } else if !record.response.isFinished, responseStore.isShared {
+            // It runs on another replica: ask it through the store (it polls the flag), then
+            // answer once it has stopped there, as a local cancel does.
+            do {
+                _ = try await responseStore.requestCancel(id)
+            } catch {
+                throw OpenAIError(Self.httpError(for: error))
+            }
+            let final = try await awaitStoredEnd(id, request, timeout: Self.remoteCancelTimeout)
+            guard final.response.isFinished else {
+                throw OpenAIError(
+                    status: 504,
+                    message:
+                        "response \(id) runs on another replica, which has not confirmed the cancel yet; the request stands, retry to see its state",
+                    type: "server_error", param: "response_id", code: "cancel_pending")
+            }
+            return .json(final.response)
         }
-        return .json(try currentResponse(id, request).0.response)
+        return .json(try await currentResponse(id, request).0.response)
     }
 }
 

@@ -38,17 +38,17 @@ extension InferdApp {
 
     static func openStore(_ c: ServerConfiguration) throws(StoreError) -> any SessionStore {
         guard !c.storeURL.isEmpty else { return try TranscriptStore.open(dataDir: c.dataDir) }
-        var password: String?
-        if !c.storePasswordFile.isEmpty {
-            do {
-                password = try String(contentsOfFile: c.storePasswordFile, encoding: .utf8)
-                    .trimmingCharacters(in: .newlines)
-            } catch {
-                throw StoreError(
-                    "cannot read store_password_file \(c.storePasswordFile): \(error.localizedDescription)")
-            }
+        return try PostgresSessionStore.open(url: c.storeURL, password: try storePassword(c))
+    }
+
+    /// The PostgreSQL password from `store_password_file`, if set (else the URL's or `PGPASSWORD`).
+    static func storePassword(_ c: ServerConfiguration) throws(StoreError) -> String? {
+        guard !c.storePasswordFile.isEmpty else { return nil }
+        do {
+            return try String(contentsOfFile: c.storePasswordFile, encoding: .utf8).trimmingCharacters(in: .newlines)
+        } catch {
+            throw StoreError("cannot read store_password_file \(c.storePasswordFile): \(error.localizedDescription)")
         }
-        return try PostgresSessionStore.open(url: c.storeURL, password: password)
     }
 
     /// Where sessions live, as logs may show it (never a password).
