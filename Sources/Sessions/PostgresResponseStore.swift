@@ -151,10 +151,10 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
             }) ?? 0
     }
 
-    public func save(_ r: StoredResponse) throws(StoreError) {
+    public func save(_ r: StoredResponse) async throws(StoreError) {
         let (c, replica, instance) = (main, replica, instance)
         let running = StoredResponse.unfinishedStatuses.contains(r.status)
-        try worker.runBlocking { () throws(StoreError) in
+        try await worker.run { () throws(StoreError) in
             if running { try self.ensureLiveness() }
             try c.query(
                 """
@@ -196,9 +196,9 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     }
 
     @discardableResult
-    public func prune(olderThan cutoff: Int, keepingAtMost limit: Int) throws(StoreError) -> [String] {
+    public func prune(olderThan cutoff: Int, keepingAtMost limit: Int) async throws(StoreError) -> [String] {
         let c = main
-        return try worker.runBlocking { () throws(StoreError) in
+        return try await worker.run { () throws(StoreError) in
             try c.transaction { () throws(StoreError) in
                 let finished = "status NOT IN ('queued', 'in_progress')"
                 var rows = try c.query(
@@ -240,9 +240,9 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
 
     // MARK: Conversations' metadata
 
-    public func saveConversationMetadata(_ id: String, _ payload: String) throws(StoreError) {
+    public func saveConversationMetadata(_ id: String, _ payload: String) async throws(StoreError) {
         let c = main
-        try worker.runBlocking { () throws(StoreError) in
+        try await worker.run { () throws(StoreError) in
             try c.query(
                 """
                 INSERT INTO conversation_metadata(id, payload) VALUES ($1, $2)
@@ -251,16 +251,16 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
         }
     }
 
-    public func conversationMetadata(_ id: String) throws(StoreError) -> String? {
+    public func conversationMetadata(_ id: String) async throws(StoreError) -> String? {
         let c = main
-        return try worker.runBlocking { () throws(StoreError) in
+        return try await worker.run { () throws(StoreError) in
             try c.query("SELECT payload FROM conversation_metadata WHERE id = $1", [id]).first?.first ?? nil
         }
     }
 
-    public func deleteConversationMetadata(_ id: String) throws(StoreError) {
+    public func deleteConversationMetadata(_ id: String) async throws(StoreError) {
         let c = main
-        try worker.runBlocking { () throws(StoreError) in
+        try await worker.run { () throws(StoreError) in
             try c.query("DELETE FROM conversation_metadata WHERE id = $1", [id])
         }
     }

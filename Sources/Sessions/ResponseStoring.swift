@@ -5,9 +5,9 @@
 /// and deleted through any other.
 ///
 /// The store keeps the server's JSON payload and never reads it; it queries only the columns of
-/// `StoredResponse`. Reads, deletes and the cancel flag are asynchronous (a shared store runs them
-/// on a thread of its own, so a slow database holds no cooperative thread); the writes made when a
-/// response starts and ends are synchronous and short (one statement or one small transaction).
+/// `StoredResponse`. Everything that touches the database is asynchronous: a shared store runs it on a thread of
+/// its own, so a slow or hung database holds no cooperative thread (SQLite's synchronous methods
+/// witness these requirements as they are).
 public protocol ResponseStoring: Sendable {
     /// True when other servers (replicas) read and write the same responses.
     var isShared: Bool { get }
@@ -18,7 +18,7 @@ public protocol ResponseStoring: Sendable {
     var count: Int { get }
 
     /// Writes `r`, replacing what was stored under its id (its place in the age order is kept).
-    func save(_ r: StoredResponse) throws(StoreError)
+    func save(_ r: StoredResponse) async throws(StoreError)
     /// The response stored under `id`, or nil. On a shared store, an unfinished response whose
     /// replica has died is marked `failed` + `interrupted` on the way.
     func load(_ id: String) async throws(StoreError) -> StoredResponse?
@@ -27,12 +27,12 @@ public protocol ResponseStoring: Sendable {
     /// Retention: deletes finished responses created before `olderThan` (Unix seconds), then the
     /// oldest finished ones beyond `keepingAtMost`, oldest first. Unfinished ones are never pruned.
     /// Returns the ids deleted.
-    @discardableResult func prune(olderThan cutoff: Int, keepingAtMost limit: Int) throws(StoreError) -> [String]
+    @discardableResult func prune(olderThan cutoff: Int, keepingAtMost limit: Int) async throws(StoreError) -> [String]
 
     /// A conversation's metadata (the server's JSON), kept beside the session it names.
-    func saveConversationMetadata(_ id: String, _ payload: String) throws(StoreError)
-    func conversationMetadata(_ id: String) throws(StoreError) -> String?
-    func deleteConversationMetadata(_ id: String) throws(StoreError)
+    func saveConversationMetadata(_ id: String, _ payload: String) async throws(StoreError)
+    func conversationMetadata(_ id: String) async throws(StoreError) -> String?
+    func deleteConversationMetadata(_ id: String) async throws(StoreError)
 
     /// Asks the replica running background response `id` to cancel it (it polls
     /// `isCancelRequested`). False when `id` is not stored unfinished. A store that is not

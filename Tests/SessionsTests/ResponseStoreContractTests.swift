@@ -36,21 +36,21 @@ extension StoreKind {
         do {
             let store = try kind.openResponses(place)
             #expect(store.interruptedOnOpen.isEmpty && store.count == 0)
-            try store.save(Self.response("done", created: 10, status: "completed"))
-            try store.save(Self.response("running", created: 11, status: "in_progress", owner: nil))
-            try store.save(Self.response("waiting", created: 11, status: "queued"))
+            try await store.save(Self.response("done", created: 10, status: "completed"))
+            try await store.save(Self.response("running", created: 11, status: "in_progress", owner: nil))
+            try await store.save(Self.response("waiting", created: 11, status: "queued"))
             var updated = Self.response("done", created: 10, status: "completed")
             updated.payload = "{\"final\":true}"
-            try store.save(updated)
+            try await store.save(updated)
             #expect(store.count == 3)
             #expect(Self.columns(try await store.load("done")) == Self.columns(updated))
             #expect(
                 Self.columns(try await store.load("running"))
                     == Self.columns(Self.response("running", created: 11, status: "in_progress", owner: nil)))
-            try store.saveConversationMetadata("conv_1", "{\"topic\":\"ü\"}")
-            try store.saveConversationMetadata("conv_1", "{\"topic\":\"b\"}")
-            #expect(try store.conversationMetadata("conv_1") == "{\"topic\":\"b\"}")
-            #expect(try store.conversationMetadata("conv_2") == nil)
+            try await store.saveConversationMetadata("conv_1", "{\"topic\":\"ü\"}")
+            try await store.saveConversationMetadata("conv_1", "{\"topic\":\"b\"}")
+            #expect(try await store.conversationMetadata("conv_1") == "{\"topic\":\"b\"}")
+            #expect(try await store.conversationMetadata("conv_2") == nil)
         }
         // Reopened by the same replica, as after kill -9: what it was running is failed, oldest first.
         try await Self.checkReopened(try kind.openResponses(place))
@@ -64,9 +64,9 @@ extension StoreKind {
         #expect(running.status == "failed" && running.interrupted && running.owner == nil)
         #expect(try await reopened.load("done")?.interrupted == false)
         #expect(try await reopened.load("nope") == nil)
-        #expect(try reopened.conversationMetadata("conv_1") == "{\"topic\":\"b\"}")
-        try reopened.deleteConversationMetadata("conv_1")
-        #expect(try reopened.conversationMetadata("conv_1") == nil)
+        #expect(try await reopened.conversationMetadata("conv_1") == "{\"topic\":\"b\"}")
+        try await reopened.deleteConversationMetadata("conv_1")
+        #expect(try await reopened.conversationMetadata("conv_1") == nil)
         #expect(try await reopened.delete("done"))
         #expect(try await !reopened.delete("done"))
         #expect(try await reopened.load("done") == nil && reopened.count == 2)
@@ -80,13 +80,13 @@ extension StoreKind {
         // r6 shares r5's second: the order of saving breaks the tie.
         let statuses = ["completed", "in_progress", "cancelled", "failed", "completed", "incomplete", "completed"]
         for (i, status) in statuses.enumerated() {
-            try store.save(Self.response("r\(i)", created: 100 + min(i, 5), status: status))
+            try await store.save(Self.response("r\(i)", created: 100 + min(i, 5), status: status))
         }
-        #expect(try store.prune(olderThan: 102, keepingAtMost: 100) == ["r0"])
-        #expect(try store.prune(olderThan: 0, keepingAtMost: 3) == ["r2", "r3", "r4"])
+        #expect(try await store.prune(olderThan: 102, keepingAtMost: 100) == ["r0"])
+        #expect(try await store.prune(olderThan: 0, keepingAtMost: 3) == ["r2", "r3", "r4"])
         #expect(store.count == 3)
         for id in ["r1", "r5", "r6"] { #expect(try await store.load(id) != nil) }
-        #expect(try store.prune(olderThan: 0, keepingAtMost: 0) == ["r5", "r6"])
+        #expect(try await store.prune(olderThan: 0, keepingAtMost: 0) == ["r5", "r6"])
         #expect(try await store.load("r1")?.status == "in_progress")
     }
 
@@ -111,11 +111,11 @@ extension StoreKind {
     func aReplicaFailsOnlyADeadReplicasRunningResponses(_ kind: StoreKind) async throws {
         let place = try kind.newPlace()
         let b = try kind.openResponses(place, replica: "b")
-        try b.save(Self.response("rb", created: 1, status: "in_progress"))
+        try await b.save(Self.response("rb", created: 1, status: "in_progress"))
         do {
             let a = try kind.openResponses(place, replica: "a")
             #expect(a.interruptedOnOpen.isEmpty, "b is alive: its response is not a's to fail")
-            try a.save(Self.response("ra", created: 2, status: "queued"))
+            try await a.save(Self.response("ra", created: 2, status: "queued"))
             #expect(try await a.load("rb")?.status == "in_progress")
             let ra = try await b.load("ra")
             #expect(ra?.status == "queued" && ra?.replica == "a")
@@ -124,7 +124,7 @@ extension StoreKind {
             let twin = try kind.openResponses(place, replica: "a")
             #expect(twin.interruptedOnOpen.isEmpty)
             #expect(try await twin.load("ra")?.status == "queued")
-            try twin.save(Self.response("twin", created: 2, status: "in_progress"))
+            try await twin.save(Self.response("twin", created: 2, status: "in_progress"))
             #expect(try await a.load("twin")?.status == "in_progress")
             withExtendedLifetime(a) {}
         }
@@ -137,7 +137,7 @@ extension StoreKind {
         // Start-up of another replica fails a dead replica's responses, and leaves the live one's.
         do {
             let d = try kind.openResponses(place, replica: "d")
-            try d.save(Self.response("rd", created: 3, status: "in_progress"))
+            try await d.save(Self.response("rd", created: 3, status: "in_progress"))
         }
         var failed: [String] = []
         let deadline = Date().addingTimeInterval(5)
@@ -170,7 +170,7 @@ extension StoreKind {
                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
             """, [a.instance])
         #expect(killed.count == 1)
-        try a.save(Self.response("ra", created: 1, status: "in_progress"))
+        try await a.save(Self.response("ra", created: 1, status: "in_progress"))
         // a holds its lock again: b must not take its running response for an orphan.
         try await Task.sleep(for: .milliseconds(200))
         #expect(try await b.load("ra")?.status == "in_progress")
@@ -182,8 +182,8 @@ extension StoreKind {
         let place = try kind.newPlace()
         let a = try kind.openResponses(place, replica: "a")
         let b = try kind.openResponses(place, replica: "b")
-        try a.save(Self.response("bg", created: 1, status: "in_progress"))
-        try a.save(Self.response("fin", created: 1, status: "completed"))
+        try await a.save(Self.response("bg", created: 1, status: "in_progress"))
+        try await a.save(Self.response("fin", created: 1, status: "completed"))
         #expect(try await !a.isCancelRequested("bg"))
         #expect(try await b.requestCancel("bg"))
         #expect(try await a.isCancelRequested("bg"))

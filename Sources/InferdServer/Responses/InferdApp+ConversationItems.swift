@@ -158,7 +158,7 @@ extension InferdApp {
         } catch let e as OpenAIError where e.code == "entry_not_found" {
             throw Self.itemNotFound(itemID)
         }
-        return .json(conversationObject(session))
+        return .json(await conversationObject(session))
     }
 
     /// Admits an edit to the session's queue and runs it there; a client that leaves while it

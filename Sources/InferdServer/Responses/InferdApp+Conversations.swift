@@ -51,9 +51,9 @@ extension InferdApp {
         return session
     }
 
-    func conversationObject(_ session: Session) -> ConversationObject {
+    func conversationObject(_ session: Session) async -> ConversationObject {
         let id = ConversationObject.id(ofSession: session.id)
-        let metadata = (try? responseStore.conversationMetadata(id)).flatMap {
+        let metadata = (try? await responseStore.conversationMetadata(id)).flatMap {
             try? JSONDecoder().decode([String: String].self, from: Data($0.utf8))
         }
         return ConversationObject(id: id, createdAt: session.created, metadata: metadata ?? [:])
@@ -93,19 +93,19 @@ extension InferdApp {
                 instructions: instructions.isEmpty ? nil : instructions.joined(separator: "\n\n"), onBusy: .queue,
                 options: nil, owner: owner)
             if !metadata.isEmpty {
-                try responseStore.saveConversationMetadata(
+                try await responseStore.saveConversationMetadata(
                     ConversationObject.id(ofSession: session.id), Self.json(metadata))
             }
         } catch {
             throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
-        return .json(conversationObject(session))
+        return .json(await conversationObject(session))
     }
 
     func getConversation(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await requireConversation(
             request.pathParameters["id"] ?? "", request, param: "conversation_id")
-        return .json(conversationObject(session))
+        return .json(await conversationObject(session))
     }
 
     /// `POST /v1/conversations/{id}`: replaces its `metadata`.
@@ -120,13 +120,13 @@ extension InferdApp {
             throw OpenAIError.invalid("metadata is required", param: "metadata", code: "missing_required_parameter")
         }
         do {
-            try responseStore.saveConversationMetadata(id, Self.json(try ResponsesRequest.metadata(f)))
+            try await responseStore.saveConversationMetadata(id, Self.json(try ResponsesRequest.metadata(f)))
         } catch let e as OpenAIError {
             throw e
         } catch {
             throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
-        return .json(conversationObject(session))
+        return .json(await conversationObject(session))
     }
 
     func deleteConversation(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -134,7 +134,7 @@ extension InferdApp {
         let session = try await requireConversation(id, request, param: "conversation_id")
         do {
             _ = try await sessions.delete(session.id)
-            try responseStore.deleteConversationMetadata(id)
+            try await responseStore.deleteConversationMetadata(id)
         } catch {
             throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
         }
@@ -185,7 +185,7 @@ extension InferdApp {
             ResponseRecord(
                 response: object, input: body.input,
                 history: [HistoryMessage(role: "user", content: body.input[0].text)], owner: owner(of: request)))
-        persist(run.record)
+        await persist(run.record)
         liveResponses.add(run)
         let finisher = ResponseFinisher(
             app: self, run: run, backend: backend, sequence: nil, capacity: 0, requestID: request.id)
@@ -199,7 +199,7 @@ extension InferdApp {
                     HistoryMessage(role: e.kind.itemRole ?? "user", content: e.content)
                 }
             }
-            return finisher.finish(turn: outcome, history: history)
+            return await finisher.finish(turn: outcome, history: history)
         }
         let latency = generations.latency(route: "responses", priority: body.admission.priority, arrival: arrival)
         let observe: @Sendable (GenerationEvent) -> Void = { event in

@@ -49,7 +49,7 @@ extension InferdApp {
         }
         let run = ResponseRun(prepared.record)
         relay.attach { run.apply($0) }
-        persist(run.record)
+        await persist(run.record)
         liveResponses.add(run)
         let finisher = ResponseFinisher(
             app: self, run: run, backend: backend, sequence: prepared.generation.sequence,
@@ -59,7 +59,7 @@ extension InferdApp {
             // Owned by the server, not the connection: the request's cancellation never reaches it.
             let task = Task { [self] () -> Void in
                 let result = await settleBackground(ticket, run: run, requestID: request.id)
-                _ = finisher.finish(result, cancelledBy: "cancel_request")
+                _ = await finisher.finish(result, cancelledBy: "cancel_request")
             }
             liveResponses.setTask(id, task)
             return .json(run.record.response)
@@ -68,11 +68,11 @@ extension InferdApp {
             return .eventStream { [self] stream in
                 run.subscribe(after: -1) { e in stream.send(event: e.type, data: Self.json(e)) }
                 let result = await settle(ticket, requestID: request.id)
-                finisher.finish(result, cancelledBy: stream.context.cancellationReason?.rawValue)
+                await finisher.finish(result, cancelledBy: stream.context.cancellationReason?.rawValue)
             }
         }
         let result = await settle(ticket, requestID: request.id)
-        let final = finisher.finish(result, cancelledBy: request.context.cancellationReason?.rawValue)
+        let final = await finisher.finish(result, cancelledBy: request.context.cancellationReason?.rawValue)
         if case .failure(let e) = result { throw OpenAIError(e) }
         return .json(final.response)
     }
@@ -190,16 +190,18 @@ extension InferdApp {
 
     /// Writes a stored response (and applies retention when it starts); a failing database is
     /// logged, never fatal to the answer.
-    func persist(_ record: ResponseRecord, applyRetention: Bool = true) {
+    func persist(_ record: ResponseRecord, applyRetention: Bool = true) async {
         guard record.response.store else { return }
         do {
-            try responseStore.save(
+            try await responseStore.save(
                 StoredResponse(
                     id: record.response.id, owner: record.owner, createdAt: record.response.createdAt,
                     status: record.response.status, payload: Self.json(record), replica: replicaId))
             if applyRetention, !record.response.isFinished {
                 let cutoff = Int(Date().timeIntervalSince1970) - configuration.responseMaxAgeDays * 86_400
-                for id in try responseStore.prune(olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses) {
+                for id in try await responseStore.prune(
+                    olderThan: cutoff, keepingAtMost: configuration.maxStoredResponses)
+                {
                     sessions.environment.caches.drop(Self.cacheOwner(id))
                 }
             }

@@ -44,7 +44,7 @@ extension InferdApp {
                     let now = run.record
                     // The finisher writes the end; this Task has stopped before it does.
                     if now.response.status != written, !now.response.isFinished {
-                        self.persist(now, applyRetention: false)
+                        await self.persist(now, applyRetention: false)
                         written = now.response.status
                     }
                 }

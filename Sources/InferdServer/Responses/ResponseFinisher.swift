@@ -22,18 +22,18 @@ struct ResponseFinisher: Sendable {
     let requestID: String
 
     @discardableResult
-    func finish(_ result: Result<GenerationResult, HTTPError>, cancelledBy reason: String?) -> ResponseRecord {
+    func finish(_ result: Result<GenerationResult, HTTPError>, cancelledBy reason: String?) async -> ResponseRecord {
         switch result {
         case .success(let r):
-            finish(.finished(text: r.content, reason: r.finishReason, usage: r.usage), cancelledBy: reason)
+            await finish(.finished(text: r.content, reason: r.finishReason, usage: r.usage), cancelledBy: reason)
         case .failure(let e):
-            finish(.failed(e), cancelledBy: reason)
+            await finish(.failed(e), cancelledBy: reason)
         }
     }
 
     /// A conversation's turn, as the session recorded it; `history` is its transcript now.
     @discardableResult
-    func finish(turn outcome: TurnOutcome, history: [HistoryMessage]) -> ResponseRecord {
+    func finish(turn outcome: TurnOutcome, history: [HistoryMessage]) async -> ResponseRecord {
         let usage = outcome.usage ?? GenerationUsage(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
         let ending: Ending
         switch outcome.status {
@@ -44,11 +44,12 @@ struct ResponseFinisher: Sendable {
         case .failed:
             ending = .failed(InferdApp.httpError(for: outcome.error ?? .generation(.computeFailed("unknown"))))
         }
-        return finish(ending, cancelledBy: outcome.reason?.rawValue, history: history)
+        return await finish(ending, cancelledBy: outcome.reason?.rawValue, history: history)
     }
 
     @discardableResult
-    func finish(_ ending: Ending, cancelledBy reason: String?, history: [HistoryMessage]? = nil) -> ResponseRecord {
+    func finish(_ ending: Ending, cancelledBy reason: String?, history: [HistoryMessage]? = nil) async -> ResponseRecord
+    {
         var ending = ending
         if run.record.response.background, app.liveResponses.isStopping {
             // Stopped by the server's shutdown, not by its owner: failed, as after a crash, and never re-run.
@@ -101,7 +102,7 @@ struct ResponseFinisher: Sendable {
         } else {
             stored.history.append(HistoryMessage(role: "assistant", content: record.text))
         }
-        app.persist(stored)
+        await app.persist(stored)
         app.releaseCache(
             sequence, capacity: capacity, responseID: record.response.id, keep: keep && record.response.store,
             backend: backend)
