@@ -6,8 +6,8 @@ import Testing
 
 /// `ck_attention_flash_rows` (llama.cpp's row-by-row flash attention arithmetic, which Gemma 3
 /// uses): against a float64 softmax attention over the same f16 keys and values, within the
-/// f16 accumulator's rounding; one position gives that value row exactly; keys outside the
-/// sliding window or after the token have no effect at all.
+/// f16 accumulator's rounding; the AVX2 path gives the portable path's bits; one position gives
+/// that value row exactly; keys outside the sliding window have no effect at all.
 struct GemmaFlashAttentionTests {
     struct Setup {
         let nHead = 4, nKV = 1, hd = 256
@@ -76,6 +76,17 @@ struct GemmaFlashAttentionTests {
                 // f16 query and accumulator: a few f16 roundings of the largest value.
                 #expect(worst <= 4e-3 * scale, "token \(t) head \(h): \(worst) of \(scale)")
             }
+        }
+    }
+
+    @Test func fastPathGivesThePortableBits() {
+        for (n, pos0, window) in [(7, 0, 0), (1, 40, 0), (5, 30, 9)] {
+            let s = Setup(nTokens: n, pos0: pos0, seed: UInt64(n * 100 + pos0))
+            ck_set_fast_paths(0)
+            let portable = s.run(window: window)
+            ck_set_fast_paths(1)
+            let fast = s.run(window: window)
+            #expect(fast.map(\.bitPattern) == portable.map(\.bitPattern), "\(n) rows at \(pos0)")
         }
     }
 
