@@ -267,6 +267,13 @@ typedef struct {
     int window;  // > 0: token t attends only positions > pos0 + t - window (sliding window)
 } ck_attention_args;
 
+/// The same attention with the arithmetic of llama.cpp's CPU flash attention taken row by row
+/// (ggml's one-chunk kernel: query rounded to f16 after `scale`, ggml_vec_dot_f16 scores, online
+/// softmax, V summed in an f16 accumulator), which a current llama.cpp runs for batches under
+/// 64 rows and single rows over at most 256 positions. One thread; head_dim <= 256; scratch
+/// unused. See attention_flash.c.
+void ck_attention_flash_rows(const ck_attention_args *args);
+
 /// Floats of scratch per thread (scratch_stride) with which every unit runs its fastest kernel,
 /// for sequences of at most max_keys positions: a batch goes in tiles of about 24 query heads
 /// (their queries, all their scores and weights), one token in 64 lane sums per head.

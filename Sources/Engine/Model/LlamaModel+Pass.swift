@@ -61,7 +61,20 @@ extension LlamaModel {
                             scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window))
                     )
                 }
-                ck_attention_many(pool.raw, list.baseAddress!, Int32(segments.count))
+                // Rows that llama.cpp's flash attention takes one by one get its arithmetic.
+                var rest = 0
+                for i in 0..<segments.count {
+                    let a = list[i]
+                    if arch.flashAttentionRows && a.head_dim <= 256 && a.n_tokens < 64
+                        && (a.n_tokens >= 2 || a.pos0 + a.n_tokens <= 256)
+                    {
+                        withUnsafePointer(to: a) { ck_attention_flash_rows($0) }
+                    } else {
+                        list.swapAt(rest, i)
+                        rest += 1
+                    }
+                }
+                if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
             var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)

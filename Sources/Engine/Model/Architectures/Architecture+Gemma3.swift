@@ -6,5 +6,5 @@ extension Architecture {
     public static let gemma3 = Architecture(
         name: "gemma3", ropeStyle: .halves, activation: .geluTanh, attentionBiases: false, queryKeyNorms: true,
         postNorms: true, scalesEmbeddings: true, readsRopeFrequencyFactors: false, slidingWindowPattern: 6,
-        slidingWindowRopeBase: 10_000)
+        slidingWindowRopeBase: 10_000, flashAttentionRows: true)
 }

@@ -40,6 +40,12 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     public let slidingWindowPattern: Int?
     /// RoPE base of the sliding-window layers (the global ones use `{arch}.rope.freq_base`).
     public let slidingWindowRopeBase: Float?
+    /// Attention rounded as llama.cpp's CPU flash attention rounds it where that takes its
+    /// row-by-row kernel (`ck_attention_flash_rows`): the references of this family were made
+    /// with flash attention on (a current llama.cpp's default), and its 8-bit activations make
+    /// the answers follow every rounding. The other families keep the non-flash arithmetic their
+    /// references were made with.
+    public var flashAttentionRows: Bool = false
 
     public var description: String { name }
 
