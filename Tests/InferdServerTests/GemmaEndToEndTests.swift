@@ -51,7 +51,9 @@ import Testing
 
     @Test func completionsGiveLlamaCppsGreedyAnswersAloneAndBatched() async throws {
         try await with { s in
-            let alone = try await completion(s, "capital")
+            // The cases the engine matches in full (GemmaReferenceTests; the others part from
+            // llama.cpp at float-rounding margins, so they say nothing about the HTTP path).
+            let alone = try await completion(s, "list")
             #expect(alone.got == alone.expected)
             // Two at once share the engine's batched passes; each still gets its own answer.
             async let code = completion(s, "code")
