@@ -22,6 +22,8 @@ public struct TokenTrie: Sendable {
     let flatBytes: [UInt8]
     let byteOffsets: [Int32]
     let allowedToken: [Bool]
+    /// The vocabulary seen through grammar units (see `UnitTable`), built when first needed.
+    let unitTables = UnitTableCache()
 
     public var nodeCount: Int { bytes.count }
     public var tokenCount: Int { tokenIDs.count }
