@@ -31,6 +31,7 @@ extension CompiledGrammar {
     /// only through tail references.
     mutating func findUnits() {
         let n = ruleCount
+        findFirstBytes()
         repeatUnit = [Int32](repeating: -1, count: n)
         repeatCount = [Int32](repeating: -1, count: n)
         var changed = true
@@ -68,6 +69,57 @@ extension CompiledGrammar {
                 for w in 0..<4 { bytes[w] |= sets[set + w] }
             }
             units.append(UnitRule(rule: u, firstTops: tops, firstBytes: bytes, signature: signature))
+        }
+    }
+
+    /// Each rule's nullability and first bytes, to a fixed point.
+    mutating func findFirstBytes() {
+        let n = ruleCount
+        ruleNullable = [Bool](repeating: false, count: n)
+        ruleFirst = [UInt64](repeating: 0, count: n * 4)
+        var changed = true
+        while changed {
+            changed = false
+            for r in 0..<n {
+                var nullable = false
+                var first: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+                for a in alternatives[Int(ruleStart[r])..<Int(ruleEnd[r])] {
+                    var p = Int(a)
+                    while true {
+                        let k = kinds[p]
+                        if k == .end {
+                            nullable = true
+                            break
+                        }
+                        let base = Int(arguments[p]) * 4
+                        if k == .terminal {
+                            first.0 |= sets[base]
+                            first.1 |= sets[base + 1]
+                            first.2 |= sets[base + 2]
+                            first.3 |= sets[base + 3]
+                        } else {
+                            first.0 |= ruleFirst[base]
+                            first.1 |= ruleFirst[base + 1]
+                            first.2 |= ruleFirst[base + 2]
+                            first.3 |= ruleFirst[base + 3]
+                        }
+                        if k == .terminal || !ruleNullable[Int(arguments[p])] { break }
+                        p += 1
+                    }
+                }
+                let f = r * 4
+                let grown =
+                    ruleFirst[f] | first.0 != ruleFirst[f] || ruleFirst[f + 1] | first.1 != ruleFirst[f + 1]
+                    || ruleFirst[f + 2] | first.2 != ruleFirst[f + 2] || ruleFirst[f + 3] | first.3 != ruleFirst[f + 3]
+                if grown || nullable != ruleNullable[r] {
+                    ruleFirst[f] |= first.0
+                    ruleFirst[f + 1] |= first.1
+                    ruleFirst[f + 2] |= first.2
+                    ruleFirst[f + 3] |= first.3
+                    ruleNullable[r] = ruleNullable[r] || nullable
+                    changed = true
+                }
+            }
         }
     }
 

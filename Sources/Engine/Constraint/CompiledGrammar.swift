@@ -24,6 +24,9 @@ public struct CompiledGrammar: Sendable {
     /// rule it repeats (-1: not such a rule) and how many more units it allows (-1: unbounded).
     var repeatUnit: [Int32] = []
     var repeatCount: [Int32] = []
+    /// Per rule: whether it can match the empty string, and the bytes it can start with (4 words).
+    var ruleNullable: [Bool] = []
+    var ruleFirst: [UInt64] = []
     /// The rules that are repeated as units and can be counted, with what the matcher needs.
     var units: [UnitRule] = []
 

@@ -83,8 +83,9 @@ extension GrammarMatcher {
     /// How many units of `unit` may follow once the current one is done, reading the
     /// continuation forward from `position` (then from the node `then`, popping at each rule's
     /// end): the unit's own references or byte set count one, counted repetitions of it their
-    /// count; then a terminal that cannot start a unit, or the end of the input. Nil for
-    /// anything else.
+    /// count, other rules that cannot start with a unit's byte are passed when they can be
+    /// empty; then a terminal or rule that cannot start a unit, or the end of the input. Nil
+    /// when a byte that starts a unit could follow the units (then the count alone cannot decide).
     private func unitsLeft(at position: Int32, then node: Int32, _ unit: UnitRule) -> Int32? {
         var total: Int64 = 0
         var q = Int(position)
@@ -106,7 +107,11 @@ extension GrammarMatcher {
                     let c = grammar.repeatCount[Int(r)]
                     total = c < 0 ? Int64(Int32.max) : total + Int64(c)
                 } else {
-                    return nil
+                    // Another rule: it must not start with a unit's byte; if it can be empty,
+                    // what comes after it may come next as well.
+                    let f = Int(r) * 4
+                    for w in 0..<4 where grammar.ruleFirst[f + w] & unit.firstBytes[w] != 0 { return nil }
+                    if !grammar.ruleNullable[Int(r)] { return Int32(min(total, Int64(Int32.max))) }
                 }
                 q += 1
             case .end:
@@ -115,6 +120,12 @@ extension GrammarMatcher {
                 n = nodeParent[Int(n)]
             }
         }
+    }
+
+    /// Whether the current state's mask is computed by counting units (tests).
+    func usesCountedMask(trie: TokenTrie) -> Bool {
+        guard let (unit, _) = countedUnit(current) else { return false }
+        return unitTable(unit, trie: trie) != nil
     }
 
     /// The table of the grammar's unit `index` for `trie`, looked up once per matcher.

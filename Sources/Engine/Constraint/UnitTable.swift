@@ -63,7 +63,7 @@ final class UnitTable: Sendable {
         self.words = words
         var pure = [UInt64](repeating: 0, count: words)
         var counts = [Int32](repeating: 0, count: vocabulary)
-        var others: [[UInt8]?] = Array(repeating: nil, count: vocabulary)
+        var others = [Bool](repeating: false, count: vocabulary)
         var maxUnits: Int32 = 0
         for id in 0..<vocabulary {
             guard let bytes = trie.tokenBytes(Int32(id)) else { continue }
@@ -87,7 +87,7 @@ final class UnitTable: Sendable {
                 counts[id] = c
                 maxUnits = max(maxUnits, c)
             } else {
-                others[id] = Array(bytes)
+                others[id] = true
             }
         }
         self.pure = pure
@@ -103,7 +103,7 @@ final class UnitTable: Sendable {
         }
         self.cumulative = cumulative
         self.longTokens = long.sorted { $0.units > $1.units }
-        self.rest = TokenTrie(tokens: others, endOfGeneration: Set(trie.endOfGeneration))
+        self.rest = TokenTrie(subsetOf: trie, keeping: others)
     }
 
     /// One byte of the set completes a unit.

@@ -74,7 +74,7 @@ import Testing
                     #expect(fast == slow, "{\(minimum),\(maximum)} after \(written) × \(filler)")
                     // Used up, only the closing quote is left: nothing to count.
                     #expect(
-                        (m.countedUnit(m.current) != nil) == (written < maximum),
+                        (m.usesCountedMask(trie: trie)) == (written < maximum),
                         "{\(minimum),\(maximum)} after \(written): the counted path is used")
                     if written < maximum { #expect(m.accept(bytes: Array(filler.utf8))) }
                 }
@@ -108,7 +108,7 @@ import Testing
         for written in 0...4 {
             let (fast, slow) = Self.masks(m, trie, tokens, eog)
             #expect(fast == slow)
-            #expect((m.countedUnit(m.current) != nil) == (written < 4))
+            #expect((m.usesCountedMask(trie: trie)) == (written < 4))
             _ = m.accept(bytes: [0x61])
         }
         try MaskCheck.randomWalks(m, trie: trie, tokens: tokens, eog: eog, walks: 30, steps: 10, seed: 9)
@@ -151,5 +151,26 @@ import Testing
         trie = TokenTrie(tokens: tokens, endOfGeneration: eog)
         let m = GrammarMatcher(grammar: try CompiledGrammar(g))
         try MaskCheck.randomWalks(m, trie: trie, tokens: tokens, eog: eog, walks: 40, steps: 40, seed: 17)
+    }
+
+    @Test func boundedBlanksBeforeAnOptionalNewlineAreCounted() throws {
+        // JSON's bounded whitespace: blanks, then optional "\n"+blanks groups that cannot start
+        // with a blank, then what follows.
+        let blanks = GrammarExpression.repetition(.chars(" \t"), minimum: 0, maximum: 4)
+        var g = Grammar(root: "root")
+        g.rules["root"] = .sequence([
+            .text("{"), blanks, .repetition(.sequence([.text("\n"), blanks]), minimum: 0, maximum: 2), .text("}"),
+        ])
+        let (trie, tokens, eog) = Self.vocabulary()
+        let m = GrammarMatcher(grammar: try CompiledGrammar(g))
+        m.reset()
+        #expect(m.accept(bytes: Array("{".utf8)))
+        for written in 0...4 {
+            let (fast, slow) = Self.masks(m, trie, tokens, eog)
+            #expect(fast == slow)
+            #expect((m.usesCountedMask(trie: trie)) == (written < 4))
+            if written < 4 { #expect(m.accept(bytes: [written % 2 == 0 ? 0x20 : 0x09])) }
+        }
+        try MaskCheck.randomWalks(m, trie: trie, tokens: tokens, eog: eog, walks: 30, steps: 12, seed: 23)
     }
 }
