@@ -67,6 +67,17 @@ enum StructuredBench {
             }
             maskTimes.sort()
             let mean = maskTimes.reduce(0, +) / Double(max(maskTimes.count, 1))
+            // INFERD_BENCH_DECODE=0: the constraint's own costs only (scripts/structured-compare.py).
+            if ProcessInfo.processInfo.environment["INFERD_BENCH_DECODE"] == "0" {
+                print(
+                    String(
+                        format:
+                            "threads %d: trie %.1f ms (%d nodes); mask median %.1f us, mean %.1f us, p99 %.1f us, max %.1f us (%d masks); decode not measured",
+                        t, trieMS, trie.nodeCount, percentile(maskTimes, 0.5), mean, percentile(maskTimes, 0.99),
+                        maskTimes.last ?? 0, maskTimes.count))
+                engine.shutdown()
+                continue
+            }
             // Decode with and without the constraint: same prompt, greedy, the same token budget.
             let prompt = try engine.promptTokens(for: [
                 ChatMessage(role: .user, content: "Answer with a JSON value for this schema: \(text.prefix(400))")

@@ -1,6 +1,6 @@
-import Engine
 import Testing
 
+@testable import Engine
 @testable import StructuredOutput
 
 /// The mask equals the brute-force reference over the default model's whole vocabulary, along
@@ -42,6 +42,45 @@ import Testing
                     guard fast == slow, !choices.isEmpty else { break }
                     #expect(m.accept(bytes: tokens[Int(choices[Int(rng.next() % UInt64(choices.count))])]!))
                 }
+            }
+        }
+    }
+
+    /// Inside a bounded string (`minLength`/`maxLength`: JSON string characters counted) and a
+    /// bounded pattern (`[a-z0-9-]{1,10}`: one byte set counted), at every remaining length, the
+    /// mask takes the counted path and equals brute force over the whole vocabulary.
+    @Test func boundedStringsAtEveryRemainingLengthEqualBruteForce() throws {
+        let tokenizer = try SchemaCheck.tokenizer.get()
+        let eog = tokenizer.endOfGenerationIDs
+        let trie = TokenTrie(tokenizer: tokenizer, endOfGeneration: eog)
+        let tokens: [[UInt8]?] = (0..<Int32(trie.vocabularySize)).map { trie.tokenBytes($0).map(Array.init) }
+        let allowed = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: (trie.vocabularySize + 63) / 64)
+        defer { allowed.deallocate() }
+        let m = GrammarMatcher(
+            grammar: try SchemaCheck.schema(
+                #"""
+                {"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":9},
+                 "k":{"type":"string","pattern":"^[a-z0-9-]{1,6}$"}},"required":["s","k"],"additionalProperties":false}
+                """#
+            ).compiledGrammar())
+        func check(_ label: String, counted: Bool) {
+            m.fillMask(trie: trie, allowed: allowed)
+            let fast = (0..<trie.vocabularySize).filter { allowed[$0 >> 6] >> UInt64($0 & 63) & 1 != 0 }.map(Int32.init)
+            #expect(fast == m.bruteForceMask(tokens: tokens, endOfGeneration: eog).sorted(), "\(label)")
+            // Once the length is used up only the closing quote is left: nothing to count.
+            #expect((m.usesCountedMask(trie: trie)) == counted, "\(label): the counted path is used")
+        }
+        for filler in ["a", "é", "\\n", "中"] {
+            m.reset()
+            #expect(m.accept(bytes: Array(#"{"s": ""#.utf8)))
+            for n in 0...9 {
+                check("string after \(n) × \(filler)", counted: n < 9)
+                if n < 9 { #expect(m.accept(bytes: Array(filler.utf8))) }
+            }
+            #expect(m.accept(bytes: Array(#"", "k": ""#.utf8)))
+            for n in 0...6 {
+                check("pattern after \(n) characters", counted: n < 6)
+                if n < 6 { #expect(m.accept(bytes: [0x61 + UInt8(n)])) }
             }
         }
     }

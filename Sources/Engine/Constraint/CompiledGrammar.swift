@@ -20,6 +20,15 @@ public struct CompiledGrammar: Sendable {
     var ruleEnd: [Int32] = []
     var ruleNames: [String] = []
     var root: Int32 = 0
+    /// Counted repetitions of one unit (see `CompiledGrammar+Units.swift`): per rule, the unit
+    /// rule it repeats (-1: not such a rule) and how many more units it allows (-1: unbounded).
+    var repeatUnit: [Int32] = []
+    var repeatCount: [Int32] = []
+    /// Per rule: whether it can match the empty string, and the bytes it can start with (4 words).
+    var ruleNullable: [Bool] = []
+    var ruleFirst: [UInt64] = []
+    /// The rules that are repeated as units and can be counted, with what the matcher needs.
+    var units: [UnitRule] = []
 
     public var positionCount: Int { kinds.count }
     public var ruleCount: Int { ruleNames.count }

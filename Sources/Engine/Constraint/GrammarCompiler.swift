@@ -61,6 +61,7 @@ struct GrammarCompiler {
             }
             out.ruleEnd.append(Int32(out.alternatives.count))
         }
+        out.findUnits()
         return out
     }
 

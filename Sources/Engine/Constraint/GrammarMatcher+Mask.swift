@@ -19,6 +19,30 @@ extension GrammarMatcher {
             for w in 0..<words { allowed[w] = maskBits[base + w] }
             return
         }
+        if let (unit, budget) = countedUnit(current), let table = unitTable(unit, trie: trie) {
+            fillCountedMask(table: table, budget: budget, allowed: allowed)
+        } else {
+            fillWalkedMask(trie: trie, allowed: allowed)
+        }
+        if canEnd {
+            for id in trie.endOfGeneration where Int(id) < trie.vocabularySize {
+                allowed[Int(id) >> 6] |= 1 << UInt64(id & 63)
+            }
+        }
+        // Keep it: the slot's previous state loses its mask.
+        let slot = nextSlot
+        nextSlot = (nextSlot + 1) % Self.maskSlots
+        if slotState[slot] >= 0 && Int(slotState[slot]) < maskSlot.count { maskSlot[Int(slotState[slot])] = -1 }
+        slotState[slot] = current
+        maskSlot[Int(current)] = Int32(slot)
+        let base = slot * words
+        for w in 0..<words { maskBits[base + w] = allowed[w] }
+    }
+
+    /// The mask by a walk of the whole trie with the state automaton, skipping a subtree at its
+    /// first rejected byte.
+    func fillWalkedMask(trie: TokenTrie, allowed: UnsafeMutableBufferPointer<UInt64>) {
+        let words = (trie.vocabularySize + 63) / 64
         for i in 0..<words { allowed[i] = 0 }
         if levelState.count <= trie.maxDepth { levelState = [Int32](repeating: 0, count: trie.maxDepth + 1) }
         let count = trie.bytes.count
@@ -64,19 +88,6 @@ extension GrammarMatcher {
                 }
             }
         }
-        if canEnd {
-            for id in trie.endOfGeneration where Int(id) < trie.vocabularySize {
-                allowed[Int(id) >> 6] |= 1 << UInt64(id & 63)
-            }
-        }
-        // Keep it: the slot's previous state loses its mask.
-        let slot = nextSlot
-        nextSlot = (nextSlot + 1) % Self.maskSlots
-        if slotState[slot] >= 0 && Int(slotState[slot]) < maskSlot.count { maskSlot[Int(slotState[slot])] = -1 }
-        slotState[slot] = current
-        maskSlot[Int(current)] = Int32(slot)
-        let base = slot * words
-        for w in 0..<words { maskBits[base + w] = allowed[w] }
     }
 
     /// The plain reference for `fillMask`: every token's bytes fed, one byte at a time, to the

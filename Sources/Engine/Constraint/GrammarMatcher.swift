@@ -49,6 +49,21 @@ public final class GrammarMatcher {
     var nextSlot = 0
     static let maskSlots = 32
 
+    // Counted units (see `GrammarMatcher+Units.swift`): per state, the index in `grammar.units`
+    // of the unit it is counting (-2 not known yet, -1 none) and how many more units it allows.
+    var stateUnit: [Int32] = []
+    var stateBudget: [Int32] = []
+    /// Per unit of the grammar, its table for the trie `unitTrie` (looked up once).
+    var unitTables: [UnitTable?] = []
+    var unitLooked: [Bool] = []
+    var unitTrie: ObjectIdentifier? = nil
+    /// The counted walk's per-depth state: a matcher state, or -1 while inside whole units
+    /// (then the unit automaton's state and the units completed).
+    var levelUnitState: [Int32] = []
+    var levelUnits: [Int32] = []
+    /// The states after 0, 1, 2, … units from the state being masked.
+    var advanced: [Int32] = []
+
     /// Past these sizes the memory is flushed (the current state is kept).
     static let maxNodes = 1 << 20
     static let maxStates = 1 << 15
@@ -207,6 +222,8 @@ public final class GrammarMatcher {
         }
         (transitions + Int(id) * 256).initialize(repeating: -2, count: 256)
         maskSlot.append(-1)
+        stateUnit.append(-2)
+        stateBudget.append(0)
         if stateAccepting.count > stateBuckets.count * 2 { rehashStates(stateBuckets.count * 4) }
         return id
     }
@@ -288,6 +305,8 @@ public final class GrammarMatcher {
         stateNext.removeAll(keepingCapacity: true)
         for i in stateBuckets.indices { stateBuckets[i] = -1 }
         maskSlot.removeAll(keepingCapacity: true)
+        stateUnit.removeAll(keepingCapacity: true)
+        stateBudget.removeAll(keepingCapacity: true)
         for i in slotState.indices { slotState[i] = -1 }
         // The start state is state 0 again, then the current one.
         let saved = current

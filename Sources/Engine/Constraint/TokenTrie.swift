@@ -22,6 +22,8 @@ public struct TokenTrie: Sendable {
     let flatBytes: [UInt8]
     let byteOffsets: [Int32]
     let allowedToken: [Bool]
+    /// The vocabulary seen through grammar units (see `UnitTable`), built when first needed.
+    let unitTables = UnitTableCache()
 
     public var nodeCount: Int { bytes.count }
     public var tokenCount: Int { tokenIDs.count }
@@ -95,7 +97,7 @@ public struct TokenTrie: Sendable {
 
     /// The bytes a token puts in the output; nil for a token the trie leaves out.
     public func tokenBytes(_ id: Int32) -> ArraySlice<UInt8>? {
-        guard id >= 0, Int(id) < vocabularySize, allowedToken[Int(id)] else { return nil }
+        guard id >= 0, Int(id) < allowedToken.count, allowedToken[Int(id)] else { return nil }
         return flatBytes[Int(byteOffsets[Int(id)])..<Int(byteOffsets[Int(id) + 1])]
     }
 
@@ -113,5 +115,62 @@ public struct TokenTrie: Sendable {
             }
         }
         self.init(tokens: tokens, endOfGeneration: endOfGeneration.union(tokenizer.endOfGenerationIDs))
+    }
+
+    /// The part of `trie` holding only the tokens `keeping` marks: its nodes filtered in order
+    /// (a node stays when a kept token is in its subtree), so no sort; for walks only (its
+    /// `tokenBytes` answers nil).
+    init(subsetOf trie: TokenTrie, keeping: [Bool]) {
+        let n = trie.bytes.count
+        var parent = [Int32](repeating: -1, count: n)
+        var lastAtDepth = [Int32](repeating: -1, count: trie.maxDepth + 1)
+        for i in 0..<n {
+            let d = Int(trie.depths[i])
+            parent[i] = d > 1 ? lastAtDepth[d - 1] : -1
+            lastAtDepth[d] = Int32(i)
+        }
+        var kept = [Bool](repeating: false, count: n)
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            if !kept[i] {
+                for t in Int(trie.tokenStart[i])..<Int(trie.tokenEnd[i]) where keeping[Int(trie.tokenIDs[t])] {
+                    kept[i] = true
+                    break
+                }
+            }
+            if kept[i] && parent[i] >= 0 { kept[Int(parent[i])] = true }
+        }
+        // before[i]: kept nodes before node i, the new index of the first kept node at or after i.
+        var before = [Int32](repeating: 0, count: n + 1)
+        for i in 0..<n { before[i + 1] = before[i] + (kept[i] ? 1 : 0) }
+        var bytes: [UInt8] = []
+        var depths: [UInt16] = []
+        var subtreeEnd: [Int32] = []
+        var tokenStart: [Int32] = []
+        var tokenEnd: [Int32] = []
+        var ids: [Int32] = []
+        var maxDepth = 0
+        for i in 0..<n where kept[i] {
+            bytes.append(trie.bytes[i])
+            depths.append(trie.depths[i])
+            subtreeEnd.append(before[Int(trie.subtreeEnd[i])])
+            tokenStart.append(Int32(ids.count))
+            for t in Int(trie.tokenStart[i])..<Int(trie.tokenEnd[i]) where keeping[Int(trie.tokenIDs[t])] {
+                ids.append(trie.tokenIDs[t])
+            }
+            tokenEnd.append(Int32(ids.count))
+            maxDepth = max(maxDepth, Int(trie.depths[i]))
+        }
+        self.bytes = bytes
+        self.depths = depths
+        self.subtreeEnd = subtreeEnd
+        self.tokenStart = tokenStart
+        self.tokenEnd = tokenEnd
+        self.tokenIDs = ids
+        self.maxDepth = maxDepth
+        vocabularySize = trie.vocabularySize
+        endOfGeneration = trie.endOfGeneration
+        flatBytes = []
+        byteOffsets = []
+        allowedToken = []
     }
 }
