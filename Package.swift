@@ -99,7 +99,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "RemoteBackendTests",
-            dependencies: ["Backend", "Engine", "RemoteBackend", "Telemetry", "TestSupport"]),
+            dependencies: ["Backend", "Engine", "RemoteBackend", "StructuredOutput", "Telemetry", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
