@@ -70,7 +70,8 @@ extension ServerConfiguration {
             "upstream_health_interval_seconds", "Time between two health checks (GET /models) of an upstream.",
             \.upstream.healthIntervalSeconds),
         int(
-            "upstream_down_after", "Failed health checks (or unreachable requests) in a row that mark an upstream down.",
+            "upstream_down_after",
+            "Failed health checks (or unreachable requests) in a row that mark an upstream down.",
             \.upstream.downAfter, min: 1),
         int(
             "upstream_up_after", "Successful health checks in a row that mark a down upstream up again.",

@@ -84,8 +84,10 @@ extension OpenAIRemoteBackend {
     func publishGauges() {
         for (i, u) in dispatcher.upstreams.enumerated() {
             let label = ["upstream": settings.endpoints[i].displayURL]
-            metrics.gauge("inferd_upstream_up", help: "1 while the health checks find the upstream up, else 0.", labels: label)
-                .set(u.up ? 1 : 0)
+            metrics.gauge(
+                "inferd_upstream_up", help: "1 while the health checks find the upstream up, else 0.", labels: label
+            )
+            .set(u.up ? 1 : 0)
             metrics.gauge(
                 "inferd_upstream_active_generations", help: "Generations running on each upstream.", labels: label
             ).set(Double(u.active))

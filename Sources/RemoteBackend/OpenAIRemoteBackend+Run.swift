@@ -50,7 +50,10 @@ extension OpenAIRemoteBackend {
             case .unreachable(let message):
                 logger.warning(
                     "upstream unreachable",
-                    ["upstream": settings.endpoints[upstream].displayURL, "request_id": request.label, "error": message])
+                    [
+                        "upstream": settings.endpoints[upstream].displayURL, "request_id": request.label,
+                        "error": message,
+                    ])
                 observe(upstream, reachable: false)
                 tries += 1
                 // Refused or unreachable before anything was sent: another upstream once, no more.
@@ -84,7 +87,8 @@ extension OpenAIRemoteBackend {
     ) async throws(GenerationError) -> Attempt {
         let attempt: Attempt
         do {
-            attempt = try await exchange(url: settings.endpoints[base].url + path, body: body, request: request, onEvent: onEvent)
+            attempt = try await exchange(
+                url: settings.endpoints[base].url + path, body: body, request: request, onEvent: onEvent)
         } catch {
             switch error {
             case .upstreamUnavailable: count(base, "unavailable")

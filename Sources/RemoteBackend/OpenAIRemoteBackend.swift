@@ -70,7 +70,7 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
 
     public var activeGenerations: Int { dispatcher.count }
 
-        public var kvCache: (any KVCacheCapability)? { nil }
+    public var kvCache: (any KVCacheCapability)? { nil }
 
     /// Structured output is passed to the upstream (see `UpstreamFormat`), which samples.
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {

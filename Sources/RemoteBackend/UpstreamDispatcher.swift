@@ -77,7 +77,11 @@ final class UpstreamDispatcher: @unchecked Sendable {
                     if !Task.isCancelled { self?.leaveQueue(id, as: .failed(.queueTimeout)) }
                 }
                 state.withLock { s in
-                    if s.slots[id] != nil, s.slots[id]?.outcome == nil { s.slots[id]?.deadlineTask = task } else { task.cancel() }
+                    if s.slots[id] != nil, s.slots[id]?.outcome == nil {
+                        s.slots[id]?.deadlineTask = task
+                    } else {
+                        task.cancel()
+                    }
                 }
             }
             onChange()
@@ -159,7 +163,8 @@ final class UpstreamDispatcher: @unchecked Sendable {
             switch action {
             case .assign(let id, let upstream): resolve(id, .upstream(upstream))
             case .unavailable(let id):
-                resolve(id, .failed(.upstreamUnavailable("every upstream is down", retryAfterSeconds: retryAfterWhenDown)))
+                resolve(
+                    id, .failed(.upstreamUnavailable("every upstream is down", retryAfterSeconds: retryAfterWhenDown)))
             case .position(let id, let position):
                 if let onEvent = state.withLock({ $0.slots[id]?.onEvent }) { onEvent(.queued(position: position)) }
             }

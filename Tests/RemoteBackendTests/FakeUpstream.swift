@@ -14,7 +14,9 @@ final class FakeUpstream: @unchecked Sendable {
     /// `port` 0 picks a free one; another serves there again (after `stop`, to come back).
     init(port: Int = 0) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.packageRoot.appendingPathComponent("scripts/fake-upstream.py").path, "\(port)"]
+        process.arguments = [
+            "python3", Self.packageRoot.appendingPathComponent("scripts/fake-upstream.py").path, "\(port)",
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice

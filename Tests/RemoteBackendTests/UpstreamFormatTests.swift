@@ -24,7 +24,8 @@ import Testing
     @Test func aSchemaGoesAsResponseFormatWithItsKeysInOrder() async throws {
         let upstream = try FakeUpstream()
         defer { upstream.stop() }
-        let schemaText = #"{"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"string"}},"required":["zeta","alpha"]}"#
+        let schemaText =
+            #"{"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"string"}},"required":["zeta","alpha"]}"#
         let body = try await sent(.jsonSchema(try JSONParser.parse(schemaText)), to: upstream)
         let format = try #require(body["response_format"] as? [String: Any])
         #expect(format["type"] as? String == "json_schema")

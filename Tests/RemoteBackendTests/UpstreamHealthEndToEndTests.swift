@@ -68,14 +68,17 @@ import Testing
         for _ in 0..<4 { #expect(try await run(b, request(b)).get().content == "one two three four five") }
         #expect(try b2.stats().requests == before + 4)
         #expect(
-            metrics.value("inferd_upstream_requests_total", labels: ["upstream": a.url("ok"), "outcome": "unreachable"])
+            metrics.value(
+                "inferd_upstream_requests_total", labels: ["upstream": a.url("ok"), "outcome": "unreachable"])
                 == nil)
 
         a = try FakeUpstream(port: portA)
         let up = await eventually(timeout: .seconds(5)) { b.upstreamStatuses.first?.status == "up" }
         #expect(up, "the upstream that came back was not marked up: \(b.upstreamStatuses)")
         #expect(metrics.value("inferd_upstream_up", labels: labelA) == 1)
-        #expect((metrics.value("inferd_upstream_health_checks_total", labels: labelA.merging(["result": "failed"]) { $1 }) ?? 0) >= 2)
+        #expect(
+            (metrics.value("inferd_upstream_health_checks_total", labels: labelA.merging(["result": "failed"]) { $1 })
+                ?? 0) >= 2)
     }
 
     @Test func allUpstreamsDownIsUnavailableAtOnceWithRetryAfter() async throws {
