@@ -94,8 +94,8 @@ let package = Package(
         .testTarget(
             name: "InferdServerTests",
             dependencies: [
-                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "StructuredOutput",
-                "TestSupport",
+                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "RemoteBackend", "Sessions",
+                "StructuredOutput", "TestSupport",
             ]),
         .testTarget(
             name: "RemoteBackendTests",

@@ -30,6 +30,8 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     let logger: Logger
     let metrics: Metrics
     let dispatcher: UpstreamDispatcher
+    /// Identical deterministic generations in flight share one upstream request (`sharing: true`).
+    let singleFlight = RemoteSingleFlight()
     /// Upstream health, driven by `startHealthChecks` and by requests that found one unreachable.
     let health: Locked<UpstreamHealth>
     private struct State {
@@ -111,6 +113,13 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
         _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         let (path, body) = try Self.requestBody(request, model: modelName)
+        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
+            // Only capacity is checked now: whether it joins or starts one is decided when awaited.
+            try checkCapacity()
+            return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+                try await self.shared(key, request, path: path, body: body, onEvent: onEvent)
+            }
+        }
         let ticket = try enter(request, onEvent: onEvent)
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
             try await self.run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
@@ -121,8 +130,25 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
         _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
         let (path, body) = try Self.requestBody(request, model: modelName)
+        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
+            return try await shared(key, request, path: path, body: body, onEvent: onEvent)
+        }
         let ticket = try enter(request, onEvent: onEvent)
         return try await run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
+    }
+
+    /// Joins the identical generation in flight, or starts one that takes its own place.
+    private func shared(
+        _ key: String, _ request: BackendRequest, path: String, body: Data,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        let run: RemoteSingleFlight.Run = { publish async throws(GenerationError) -> GenerationResult in
+            let ticket = try self.enter(request, onEvent: publish)
+            return try await self.run(request, ticket: ticket, path: path, body: body, onEvent: publish)
+        }
+        return try await singleFlight.generate(
+            key: key, label: request.label, promptTokens: request.prompt.tokenCount, run: run, onEvent: onEvent
+        ).get()
     }
 
     /// Takes a place on an upstream or in the queue, or throws (busy, every upstream down, shut down).
