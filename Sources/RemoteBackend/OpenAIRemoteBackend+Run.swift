@@ -147,10 +147,13 @@ extension OpenAIRemoteBackend {
                 promptMilliseconds: promptMs, generationMilliseconds: generationMs,
                 promptTokensPerSecond: promptMs > 0 ? Double(usage.promptTokens) * 1000 / promptMs : 0,
                 generationTokensPerSecond: generationMs > 0 ? Double(usage.completionTokens) * 1000 / generationMs : 0)
-            return .result(
-                GenerationResult(
-                    content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
-                    stepsAfterCancel: 0))
+            var generation = GenerationResult(
+                content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
+                stepsAfterCancel: 0)
+            if let format = request.constraint as? UpstreamFormat {
+                generation.constraintSatisfied = format.matches(d.content)
+            }
+            return .result(generation)
         }
 
         switch outcome {

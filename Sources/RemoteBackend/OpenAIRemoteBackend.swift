@@ -76,7 +76,7 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
 
     /// Structured output is passed to the upstream (see `UpstreamFormat`), which samples.
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
-        UpstreamFormat(identity: identity)
+        UpstreamFormat(identity: identity, grammar: grammar)
     }
 
     public func prepare(_ input: PromptInput) -> PreparedPrompt {

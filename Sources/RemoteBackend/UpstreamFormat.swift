@@ -17,9 +17,12 @@ struct UpstreamFormat: GenerationConstraint {
 
     let kind: Kind
     let identity: String
+    /// The format as a grammar, to check the upstream's answer against (`matches`).
+    let grammar: CompiledGrammar
 
-    init?(identity: String) {
+    init?(identity: String, grammar: CompiledGrammar) {
         self.identity = identity
+        self.grammar = grammar
         if identity == "json_object" {
             kind = .jsonObject
         } else if identity.hasPrefix("json_schema:") {
@@ -29,6 +32,14 @@ struct UpstreamFormat: GenerationConstraint {
         } else {
             return nil
         }
+    }
+
+    /// Whether `text` is a complete answer of the format: the upstream constrained its sampling,
+    /// but inferd checks the text itself, so a validated `value` never rests on the upstream's
+    /// word (an upstream that ignores the format gets only partial values).
+    func matches(_ text: String) -> Bool {
+        let matcher = GrammarMatcher(grammar: grammar)
+        return matcher.accept(bytes: text.utf8) && matcher.canEnd
     }
 
     /// Never used: the remote backend samples nothing. Allows every token.

@@ -104,6 +104,19 @@ import Testing
             // The upstream itself constrained it: its own answer to the same request is the same.
             let direct = try await offPool { try upstream.client().postJSON("/v1/chat/completions", body) }
             #expect(Pair.content(direct) == text)
+
+            // The native route's value is validated by the proxy's own check of the text.
+            let native = """
+                {"prompt":"Describe a person as JSON.",\
+                "options":{"temperature":0,"max_tokens":60,"format":{"type":"json_schema","schema":\
+                {"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer"}},\
+                "required":["name","age"],"additionalProperties":false}}}}
+                """
+            let g = try await offPool { try proxy.client().postJSON("/v1/generations", native) }
+            let json = try #require(g.json, "\(g.text)")
+            #expect(json["finish_reason"] as? String == "stop", "\(json)")
+            #expect(json["partial"] as? Bool == false, "\(json)")
+            #expect((json["value"] as? [String: Any])?["age"] is Int)
         }
     }
 

@@ -52,6 +52,29 @@ extension RemoteEndToEnd {
             #expect(grammar["response_format"] == nil)
         }
 
+        @Test func theAnswerIsCheckedAgainstTheFormatHereNotTakenOnTheUpstreamsWord() async throws {
+            let upstream = try FakeUpstream()
+            defer { upstream.stop() }
+            let b = helper.backend([upstream.url("echo")])
+            // The echo answers with the request body: a JSON object, but not one with a "zeta" only.
+            for (format, satisfied) in [
+                (StructuredFormat.jsonObject, true),
+                (
+                    .jsonSchema(
+                        try JSONParser.parse(
+                            #"{"type":"object","properties":{"zeta":{"type":"integer"}},"required":["zeta"],"additionalProperties":false}"#
+                        )), false
+                ),
+            ] {
+                var r = helper.request(b)
+                r.constraint = b.makeConstraint(grammar: try format.compiledGrammar(), identity: format.identity)
+                let result = try await helper.run(b, r).get()
+                #expect(result.constraintSatisfied == satisfied, "\(format.identity)")
+            }
+            // Without a format there is nothing to satisfy.
+            #expect(try await helper.run(b, helper.request(b)).get().constraintSatisfied == nil)
+        }
+
         func echoText(_ format: StructuredFormat, _ upstream: FakeUpstream) async throws -> String {
             let b = helper.backend([upstream.url("echo")])
             var r = helper.request(b)
