@@ -94,12 +94,12 @@ let package = Package(
         .testTarget(
             name: "InferdServerTests",
             dependencies: [
-                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "Sessions", "StructuredOutput",
-                "TestSupport",
+                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "RemoteBackend", "Sessions",
+                "StructuredOutput", "TestSupport",
             ]),
         .testTarget(
             name: "RemoteBackendTests",
-            dependencies: ["Backend", "Engine", "RemoteBackend", "Telemetry", "TestSupport"]),
+            dependencies: ["Backend", "Engine", "RemoteBackend", "StructuredOutput", "Telemetry", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,13 +2,16 @@
 """The cost of inferd's proxy hop (--backend openai) over an inferd upstream on loopback.
 
 Usage: scripts/proxy-overhead.py --direct http://127.0.0.1:8081 --proxy http://127.0.0.1:8082
-       [--reps 20] [--streams 8] [--tokens 64]
+       [--reps 20] [--rounds 5] [--streams 8] [--tokens 64]
 
-Measures, alternating direct and proxied requests so machine noise hits both alike:
+Measures, alternating direct and proxied requests so machine noise hits both alike (the order
+within each pair alternates too, so neither always runs first):
   - time to first token: a streamed greedy chat completion, from sending the request to the
-    first content delta; the median over --reps of each;
+    first content delta; the median over --reps of each, and the median of the per-pair
+    differences (proxy minus direct), which cancels the noise the two share;
   - throughput: --streams concurrent streamed completions of --tokens tokens each
-    (ignore_eos), total completion tokens / wall time; the median over 3 rounds of each.
+    (ignore_eos), total completion tokens / wall time; the median over --rounds of each, and the
+    median of the per-round ratios.
 """
 import argparse
 import http.client
@@ -64,6 +67,7 @@ def main():
     p.add_argument("--direct", required=True)
     p.add_argument("--proxy", required=True)
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--streams", type=int, default=8)
     p.add_argument("--tokens", type=int, default=64)
     a = p.parse_args()
@@ -74,18 +78,22 @@ def main():
     ttft = {"direct": [], "proxy": []}
     stream(a.direct, model, 2, "Hi")  # warm up both
     stream(a.proxy, model, 2, "Hi")
-    for _ in range(a.reps):
-        for name, base in (("direct", a.direct), ("proxy", a.proxy)):
+    pairs = (("direct", a.direct), ("proxy", a.proxy))
+    for rep in range(a.reps):
+        for name, base in pairs if rep % 2 == 0 else pairs[::-1]:
             ttft[name].append(stream(base, model, 2, "What is the capital of France?")[0])
     tps = {"direct": [], "proxy": []}
-    for _ in range(3):
-        for name, base in (("direct", a.direct), ("proxy", a.proxy)):
+    for round in range(a.rounds):
+        for name, base in pairs if round % 2 == 0 else pairs[::-1]:
             tps[name].append(throughput(base, model, a.streams, a.tokens))
     d, q = statistics.median(ttft["direct"]), statistics.median(ttft["proxy"])
-    print("time to first token, median of %d: direct %.2f ms, proxy %.2f ms, added %.2f ms" % (a.reps, d, q, q - d))
+    added = statistics.median(y - x for x, y in zip(ttft["direct"], ttft["proxy"]))
+    print("time to first token, median of %d: direct %.2f ms, proxy %.2f ms; added (median of pair differences) %.2f ms"
+          % (a.reps, d, q, added))
     d, q = statistics.median(tps["direct"]), statistics.median(tps["proxy"])
-    print("throughput, %d streams x %d tokens, median of 3: direct %.1f tok/s, proxy %.1f tok/s (%.1f %%)"
-          % (a.streams, a.tokens, d, q, 100 * q / d))
+    ratio = statistics.median(y / x for x, y in zip(tps["direct"], tps["proxy"]))
+    print("throughput, %d streams x %d tokens, median of %d: direct %.1f tok/s, proxy %.1f tok/s "
+          "(median of round ratios %.1f %%)" % (a.streams, a.tokens, a.rounds, d, q, 100 * ratio))
 
 
 if __name__ == "__main__":

@@ -15,8 +15,10 @@ extension InferdApp {
         /// The session store: `ok`, or `unavailable` (session routes answer 503 meanwhile; the
         /// model still serves stateless requests, so the server stays healthy).
         var store: StoreHealth?
+        /// A remote backend's upstreams, as its health checks last found them.
+        var upstreams: [UpstreamStatus]?
         enum CodingKeys: String, CodingKey {
-            case status, model, error, architecture, store
+            case status, model, error, architecture, store, upstreams
             case weightTypes = "weight_types"
             case contextLength = "context_length"
             case uptimeSeconds = "uptime_seconds"
@@ -42,16 +44,28 @@ extension InferdApp {
     }
 
     /// 200 once the model is loaded; 503 while it loads or if it failed. Also says whether the
-    /// session store is reachable.
+    /// session store is reachable. Over a remote backend it lists the upstreams: some down is
+    /// `degraded` and still 200 (the others serve, so a load balancer keeps this replica); all
+    /// down is `unavailable` and 503 (every generation would be refused, so it takes the replica
+    /// out until a health check finds an upstream again).
     func health(_ request: HTTPRequest) async -> HTTPResponse {
         let uptime = Int(Date().timeIntervalSince(startedAt))
         switch host.current {
         case .ready(let backend):
+            let upstreams = (backend as? any UpstreamReporting)?.upstreamStatuses
+            let up = upstreams?.filter(\.isUp).count
+            let status =
+                switch (up, upstreams?.count) {
+                case (0?, _): "unavailable"
+                case (let u?, let n?) where u < n: "degraded"
+                default: "ok"
+                }
             return .json(
                 HealthBody(
-                    status: "ok", model: backend.modelName, architecture: backend.architecture,
+                    status: status, model: backend.modelName, architecture: backend.architecture,
                     weightTypes: backend.weightTypes, contextLength: backend.contextLength, uptimeSeconds: uptime,
-                    store: await storeHealth()))
+                    store: await storeHealth(), upstreams: upstreams),
+                status: status == "unavailable" ? 503 : 200)
         case .loading:
             return .json(HealthBody(status: "loading", uptimeSeconds: uptime), status: 503)
         case .failed(let why):

@@ -69,15 +69,16 @@ public final class ModelHost: Sendable {
         let thread = Thread { [self] in
             logger.info(
                 "upstream connecting",
-                ["upstreams": settings.baseURLs.joined(separator: ","), "model": settings.model])
+                ["upstreams": settings.endpoints.map(\.displayURL).joined(separator: ","), "model": settings.model])
             do {
                 let backend = try OpenAIRemoteBackend.connect(settings: settings, logger: logger, metrics: metrics)
+                backend.startHealthChecks()
                 logger.info(
                     "model loaded",
                     [
                         "model": backend.modelName, "architecture": backend.architecture,
                         "context_length": "\(backend.contextLength)",
-                        "upstreams": settings.baseURLs.joined(separator: ","),
+                        "upstreams": settings.endpoints.map(\.displayURL).joined(separator: ","),
                     ])
                 finish(.ready(backend))
             } catch {

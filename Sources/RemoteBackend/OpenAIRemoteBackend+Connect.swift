@@ -21,7 +21,8 @@ extension OpenAIRemoteBackend {
         guard !settings.baseURLs.isEmpty else { throw RemoteSetupError(description: "no upstream is configured") }
         for url in settings.baseURLs {
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
-                throw RemoteSetupError(description: "upstream \(url) is not an http:// or https:// URL")
+                throw RemoteSetupError(
+                    description: "upstream \(UpstreamEndpoint.redacted(url)) is not an http:// or https:// URL")
             }
         }
         if !settings.model.isEmpty, settings.contextLength > 0 {
@@ -48,8 +49,9 @@ extension OpenAIRemoteBackend {
     {
         var problems: [String] = []
         var retryable = true
-        for base in settings.baseURLs {
-            switch fetchModels(base, settings: settings) {
+        for endpoint in settings.endpoints {
+            let base = endpoint.displayURL
+            switch fetchModels(endpoint.url, settings: settings) {
             case .failure(let why):
                 problems.append("\(base)/models: \(why)")
                 retryable = retryable && why.retryable

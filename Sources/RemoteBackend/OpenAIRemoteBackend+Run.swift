@@ -19,34 +19,76 @@ extension OpenAIRemoteBackend {
         var firstContent: ContinuousClock.Instant?
     }
 
+    /// Waits for the ticket's upstream, then runs the generation there; an upstream that could
+    /// not be reached before anything was sent is left for another that can take it now, once.
     func run(
-        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, ticket: UpstreamDispatcher.Ticket, path: String, body: Data,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
-        let (path, body) = try Self.requestBody(request, model: modelName)
-        let first = firstUpstream()
-        // Refused or unreachable before anything was sent: the next upstream once, no more.
-        let attempts = min(2, settings.baseURLs.count)
-        var why = ""
-        for attempt in 0..<attempts {
-            let base = settings.baseURLs[(first + attempt) % settings.baseURLs.count]
-            switch try await attemptOnce(base: base, path: path, body: body, request: request, onEvent: onEvent) {
-            case .result(let result): return result
+        var upstream: Int
+        switch await dispatcher.admission(ticket) {
+        case .cancelled: return Self.endedBeforeStart(request)
+        case .failed(let error): throw error
+        case .upstream(let i): upstream = i
+        }
+        var since = ContinuousClock.now
+        var tries = 0
+        while true {
+            let attempt: Attempt
+            do {
+                attempt = try await attemptOnce(
+                    upstream: upstream, path: path, body: body, request: request, onEvent: onEvent)
+            } catch {
+                dispatcher.release(upstream, since: since)
+                throw error
+            }
+            switch attempt {
+            case .result(let result):
+                dispatcher.release(upstream, since: since)
+                observe(upstream, reachable: true)
+                return result
             case .unreachable(let message):
                 logger.warning(
-                    "upstream unreachable", ["upstream": base, "request_id": request.label, "error": message])
-                why = message
+                    "upstream unreachable",
+                    [
+                        "upstream": settings.endpoints[upstream].displayURL, "request_id": request.label,
+                        "error": message,
+                    ])
+                observe(upstream, reachable: false)
+                tries += 1
+                // Refused or unreachable before anything was sent: another upstream once, no more.
+                guard tries < 2, !Task.isCancelled else {
+                    dispatcher.release(upstream, since: since)
+                    throw .upstreamUnavailable(message, retryAfterSeconds: 2)
+                }
+                guard let next = dispatcher.retarget(from: upstream, since: since) else {
+                    throw .upstreamUnavailable(message, retryAfterSeconds: 2)
+                }
+                upstream = next
+                since = .now
             }
         }
-        throw .upstreamUnavailable(why, retryAfterSeconds: 2)
+    }
+
+    /// The result of a generation cancelled while it waited: nothing was sent.
+    static func endedBeforeStart(_ request: BackendRequest) -> GenerationResult {
+        GenerationResult(
+            content: "", finishReason: .cancelled,
+            usage: GenerationUsage(promptTokens: request.prompt.tokenCount, completionTokens: 0, cachedTokens: 0),
+            timings: GenerationTimings(
+                promptMilliseconds: 0, generationMilliseconds: 0, promptTokensPerSecond: 0,
+                generationTokensPerSecond: 0),
+            tokens: [], stepsAfterCancel: 0)
     }
 
     private func attemptOnce(
-        base: String, path: String, body: Data, request: BackendRequest,
+        upstream base: Int, path: String, body: Data, request: BackendRequest,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> Attempt {
         let attempt: Attempt
         do {
-            attempt = try await exchange(url: base + path, body: body, request: request, onEvent: onEvent)
+            attempt = try await exchange(
+                url: settings.endpoints[base].url + path, body: body, request: request, onEvent: onEvent)
         } catch {
             switch error {
             case .upstreamUnavailable: count(base, "unavailable")
@@ -105,10 +147,13 @@ extension OpenAIRemoteBackend {
                 promptMilliseconds: promptMs, generationMilliseconds: generationMs,
                 promptTokensPerSecond: promptMs > 0 ? Double(usage.promptTokens) * 1000 / promptMs : 0,
                 generationTokensPerSecond: generationMs > 0 ? Double(usage.completionTokens) * 1000 / generationMs : 0)
-            return .result(
-                GenerationResult(
-                    content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
-                    stepsAfterCancel: 0))
+            var generation = GenerationResult(
+                content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
+                stepsAfterCancel: 0)
+            if let format = request.constraint as? UpstreamFormat {
+                generation.constraintSatisfied = format.matches(d.content)
+            }
+            return .result(generation)
         }
 
         switch outcome {
@@ -187,6 +232,16 @@ extension OpenAIRemoteBackend {
         if let seed = s.seed { body["seed"] = seed }
         if !r.stop.isEmpty { body["stop"] = r.stop }
         if r.ignoreEndOfGeneration { body["ignore_eos"] = true }
+        var format: UpstreamFormat?
+        // Unguessable, so no text of the request can be taken for it.
+        let schemaMarker = "inferd-schema-" + UUID().uuidString
+        if let constraint = r.constraint {
+            guard let f = constraint as? UpstreamFormat else {
+                throw .invalidOption(name: "constraint", reason: "is not one a remote engine can be sent")
+            }
+            f.apply(to: &body, schemaMarker: schemaMarker)
+            format = f
+        }
         let path: String
         switch r.prompt.input {
         case .conversation(let instructions, let messages):
@@ -201,7 +256,8 @@ extension OpenAIRemoteBackend {
             path = "/completions"
         }
         do {
-            return (path, try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
+            let encoded = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+            return (path, format?.splice(encoded, schemaMarker: schemaMarker) ?? encoded)
         } catch {
             throw .computeFailed("the upstream request could not be encoded: \(error)")
         }

@@ -17,7 +17,7 @@ import Telemetry
 /// and a prompt it lets through almost always fits; one it refuses may have fitted (a 400 before
 /// anything is sent). Token-id prompts are counted exactly. The upstream's own check stays the
 /// final one (its 400 is passed on). Usage in results is the upstream's count.
-public final class OpenAIRemoteBackend: GenerationBackend {
+public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     public let modelName: String
     public let modelAliases: Set<String>
     public let contextLength: Int
@@ -29,11 +29,15 @@ public final class OpenAIRemoteBackend: GenerationBackend {
     let settings: UpstreamSettings
     let logger: Logger
     let metrics: Metrics
+    let dispatcher: UpstreamDispatcher
+    /// Identical deterministic generations in flight share one upstream request (`sharing: true`).
+    let singleFlight = RemoteSingleFlight()
+    /// Upstream health, driven by `startHealthChecks` and by requests that found one unreachable.
+    let health: Locked<UpstreamHealth>
     private struct State {
-        var active = 0
-        var next = 0
         var shutDown = false
         var transfers: [ObjectIdentifier: HTTPTransfer] = [:]
+        var checker: Task<Void, Never>?
     }
     private let state = Locked(State())
 
@@ -43,7 +47,10 @@ public final class OpenAIRemoteBackend: GenerationBackend {
     public static let estimateTokensPerMessage = 8
 
     /// A backend over `settings` whose model and context are already known (see `connect`).
-    /// `metrics` receives `inferd_upstream_requests_total{upstream, outcome}`.
+    /// `metrics` receives `inferd_upstream_requests_total{upstream, outcome}`,
+    /// `inferd_upstream_up{upstream}`, `inferd_upstream_active_generations{upstream}` and
+    /// `inferd_upstream_health_checks_total{upstream, result}`. Health checks start with
+    /// `startHealthChecks`.
     public init(
         settings: UpstreamSettings, modelName: String, contextLength: Int, logger: Logger, metrics: Metrics = Metrics()
     ) {
@@ -53,11 +60,24 @@ public final class OpenAIRemoteBackend: GenerationBackend {
         self.modelAliases = [modelName]
         self.contextLength = contextLength
         self.logger = logger
+        let scheduler = UpstreamScheduler<UInt64>(
+            upstreams: settings.endpoints.indices.map { (settings.endpoints[$0].weight, settings.maxActive($0)) },
+            maxQueue: settings.maxQueue)
+        dispatcher = UpstreamDispatcher(scheduler: scheduler)
+        dispatcher.retryAfterWhenDown = max(1, Int(settings.health.interval.inSeconds.rounded(.up)))
+        health = Locked(UpstreamHealth(count: settings.endpoints.count, policy: settings.health, now: .now))
+        dispatcher.onChange = { [weak self] in self?.publishGauges() }
+        publishGauges()
     }
 
-    public var activeGenerations: Int { state.withLock { $0.active } }
+    public var activeGenerations: Int { dispatcher.count }
 
     public var kvCache: (any KVCacheCapability)? { nil }
+
+    /// Structured output is passed to the upstream (see `UpstreamFormat`), which samples.
+    public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
+        UpstreamFormat(identity: identity, grammar: grammar)
+    }
 
     public func prepare(_ input: PromptInput) -> PreparedPrompt {
         switch input {
@@ -76,52 +96,87 @@ public final class OpenAIRemoteBackend: GenerationBackend {
         (bytes + estimateBytesPerToken - 1) / estimateBytesPerToken + messages * estimateTokensPerMessage
     }
 
-    private var capacity: Int { settings.maxActivePerUpstream * max(1, settings.baseURLs.count) }
-
     public func checkCapacity() throws(GenerationError) {
-        let (active, shutDown) = state.withLock { ($0.active, $0.shutDown) }
-        if shutDown { throw .shuttingDown }
-        if active >= capacity { throw .serverBusy(queueLength: 0, retryAfterSeconds: 1) }
-    }
-
-    /// Takes a place, or throws as `checkCapacity` does.
-    private func reserve() throws(GenerationError) {
-        let refusal: GenerationError? = state.withLock { s in
-            if s.shutDown { return .shuttingDown }
-            if s.active >= capacity { return .serverBusy(queueLength: 0, retryAfterSeconds: 1) }
-            s.active += 1
-            return nil
+        if state.withLock({ $0.shutDown }) { throw .shuttingDown }
+        let upstreams = dispatcher.upstreams
+        guard upstreams.contains(where: \.up) else {
+            throw .upstreamUnavailable("every upstream is down", retryAfterSeconds: dispatcher.retryAfterWhenDown)
         }
-        if let refusal { throw refusal }
+        let free = upstreams.contains { $0.up && $0.active < $0.maxActive }
+        let waiting = dispatcher.waiting
+        if !(free && waiting == 0) && waiting >= settings.maxQueue {
+            throw .serverBusy(queueLength: waiting, retryAfterSeconds: 1)
+        }
     }
-
-    private func release() { state.withLock { $0.active -= 1 } }
 
     public func submit(
         _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
-        try reserve()
+        let (path, body) = try Self.requestBody(request, model: modelName)
+        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
+            // Only capacity is checked now: whether it joins or starts one is decided when awaited.
+            try checkCapacity()
+            return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+                try await self.shared(key, request, path: path, body: body, onEvent: onEvent)
+            }
+        }
+        let ticket = try enter(request, onEvent: onEvent)
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
-            defer { self.release() }
-            return try await self.run(request, onEvent: onEvent)
+            try await self.run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
         }
     }
 
     public func generate(
         _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
-        try reserve()
-        defer { release() }
-        return try await run(request, onEvent: onEvent)
+        let (path, body) = try Self.requestBody(request, model: modelName)
+        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
+            return try await shared(key, request, path: path, body: body, onEvent: onEvent)
+        }
+        let ticket = try enter(request, onEvent: onEvent)
+        return try await run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
+    }
+
+    /// Joins the identical generation in flight, or starts one that takes its own place.
+    private func shared(
+        _ key: String, _ request: BackendRequest, path: String, body: Data,
+        onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        let run: RemoteSingleFlight.Run = { publish async throws(GenerationError) -> GenerationResult in
+            let ticket = try self.enter(request, onEvent: publish)
+            return try await self.run(request, ticket: ticket, path: path, body: body, onEvent: publish)
+        }
+        return try await singleFlight.generate(
+            key: key, label: request.label, promptTokens: request.prompt.tokenCount, run: run, onEvent: onEvent
+        ).get()
+    }
+
+    /// Takes a place on an upstream or in the queue, or throws (busy, every upstream down, shut down).
+    private func enter(
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) throws(GenerationError) -> UpstreamDispatcher.Ticket {
+        if state.withLock({ $0.shutDown }) { throw .shuttingDown }
+        return try dispatcher.enter(priority: request.priority, deadline: request.deadline, onEvent: onEvent)
     }
 
     /// Stops admitting generations and cancels those running (their connections close).
     public func shutdown() {
-        let running = state.withLock { s in
+        let (running, checker) = state.withLock { s in
             s.shutDown = true
-            return Array(s.transfers.values)
+            return (Array(s.transfers.values), s.checker)
         }
+        checker?.cancel()
+        dispatcher.close()
         for transfer in running { transfer.cancel() }
+    }
+
+    /// Keeps the health checks' Task, so `shutdown` ends it; false after shutdown.
+    func keepChecker(_ task: Task<Void, Never>) -> Bool {
+        state.withLock { s in
+            guard !s.shutDown, s.checker == nil else { return false }
+            s.checker = task
+            return true
+        }
     }
 
     func track(_ transfer: HTTPTransfer) -> Bool {
@@ -138,19 +193,10 @@ public final class OpenAIRemoteBackend: GenerationBackend {
 
     /// Counts one exchange with `upstream` by how it ended: completed, cancelled, timeout,
     /// unreachable, unavailable (429/503), rejected (another 4xx) or failed.
-    func count(_ upstream: String, _ outcome: String) {
+    func count(_ upstream: Int, _ outcome: String) {
         metrics.counter(
             "inferd_upstream_requests_total", help: "Requests sent to each upstream, by how they ended.",
-            labels: ["upstream": upstream, "outcome": outcome]
+            labels: ["upstream": settings.endpoints[upstream].displayURL, "outcome": outcome]
         ).increment()
-    }
-
-    /// The upstream to try first: round robin over the configured ones.
-    func firstUpstream() -> Int {
-        state.withLock { s in
-            let i = s.next % settings.baseURLs.count
-            s.next = (s.next + 1) % settings.baseURLs.count
-            return i
-        }
     }
 }

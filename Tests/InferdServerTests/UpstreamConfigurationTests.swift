@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import RemoteBackend
 import Testing
 
 @testable import InferdServer
@@ -28,6 +29,26 @@ import Testing
         #expect(s.maxActivePerUpstream == 3)
         #expect(s.contextLength == 4096)
         #expect(!c.summary.map(\.1).joined().contains("sk-upstream-secret"))
+    }
+
+    @Test func weightsPlaceLimitsHealthAndQueueSettingsReachTheBackend() throws {
+        let c = try load([
+            "--backend", "openai", "--upstream", "http://a:8000/v1#weight=3&max_active=16,http://b:8000/v1",
+            "--max-active-sequences", "4", "--max-queue", "9", "--upstream-health-interval-seconds", "0.5",
+            "--upstream-down-after", "3", "--upstream-up-after", "2", "--upstream-health-timeout-seconds", "0.25",
+        ])
+        let s = try c.upstreamSettings()
+        #expect(s.baseURLs == ["http://a:8000/v1", "http://b:8000/v1"])
+        #expect(s.endpoints.map(\.weight) == [3, 1])
+        #expect(s.endpoints.map(\.maxActive) == [16, nil])
+        #expect(s.maxActivePerUpstream == 4)
+        #expect(s.maxQueue == 9)
+        #expect(
+            s.health
+                == HealthCheckPolicy(
+                    interval: .milliseconds(500), downAfter: 3, upAfter: 2, timeout: .milliseconds(250)))
+        let bad = try load(["--backend", "openai", "--upstream", "http://a/v1#weight=0"])
+        #expect(throws: ConfigurationError.self) { try bad.upstreamSettings() }
     }
 
     @Test func theKeyFromTheEnvironmentIsNeverInTheSummary() throws {

@@ -11,9 +11,12 @@ final class FakeUpstream: @unchecked Sendable {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    init() throws {
+    /// `port` 0 picks a free one; another serves there again (after `stop`, to come back).
+    init(port: Int = 0) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.packageRoot.appendingPathComponent("scripts/fake-upstream.py").path, "0"]
+        process.arguments = [
+            "python3", Self.packageRoot.appendingPathComponent("scripts/fake-upstream.py").path, "\(port)",
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
