@@ -269,6 +269,25 @@ import Testing
                         "text": ["format": ["type": "text"]], "max_output_tokens": 1,
                     ]))
             #expect(neutral.status == 200, "\(neutral.text)")
+            #expect((neutral.json?["text"] as? [String: Any])?["format"] as? [String: String] == ["type": "text"])
+            // A structured format is echoed as given, on the answer and on the stored response.
+            let schema: [String: Any] = ["type": "object", "properties": ["n": ["type": "integer"]]]
+            let structured = try await Self.post(
+                s, "/v1/responses",
+                try Self.body(
+                    "Hi",
+                    [
+                        "max_output_tokens": 1,
+                        "text": ["format": ["type": "json_schema", "name": "count", "strict": true, "schema": schema]],
+                    ]))
+            let sid = try #require(structured.json?["id"] as? String)
+            let stored = try await offPool { try s.client().request("GET", "/v1/responses/\(sid)") }
+            for echo in [structured.json, stored.json] {
+                let format = try #require((echo?["text"] as? [String: Any])?["format"] as? [String: Any])
+                #expect(format["type"] as? String == "json_schema" && format["name"] as? String == "count")
+                #expect(format["strict"] as? Bool == true)
+                #expect(NSDictionary(dictionary: format["schema"] as? [String: Any] ?? [:]).isEqual(to: schema))
+            }
             // Overflow with truncation disabled names both counts.
             let long = String(repeating: "word ", count: 9000)
             let overflow = try await Self.post(s, "/v1/responses", try Self.body(long, ["max_output_tokens": 10]))

@@ -180,7 +180,7 @@ extension InferdApp {
             conversation: .init(id: conversationID), status: body.background ? "queued" : "in_progress",
             background: body.background, instructions: nil, maxOutputTokens: body.maxOutputTokens,
             metadata: body.metadata, model: backend.modelName, output: [], previousResponseId: nil, store: body.store,
-            temperature: body.temperature, topP: body.topP, truncation: body.truncation)
+            temperature: body.temperature, text: body.text, topP: body.topP, truncation: body.truncation)
         let run = ResponseRun(
             ResponseRecord(
                 response: object, input: body.input,

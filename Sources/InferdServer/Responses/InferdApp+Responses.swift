@@ -129,7 +129,7 @@ extension InferdApp {
             status: body.background ? "queued" : "in_progress", background: body.background,
             instructions: body.instructions, maxOutputTokens: body.maxOutputTokens, metadata: body.metadata,
             model: backend.modelName, output: [], previousResponseId: body.previousResponseID, store: body.store,
-            temperature: body.temperature, topP: body.topP, truncation: body.truncation)
+            temperature: body.temperature, text: body.text, topP: body.topP, truncation: body.truncation)
         let record = ResponseRecord(
             response: object, input: body.input, history: history + input, owner: owner(of: request))
 

@@ -30,11 +30,17 @@ struct ResponseObject: Codable, Sendable, Equatable {
         }
     }
 
+    /// `text` as the request gave it (OpenAI echoes the format, schema included).
     struct TextFormat: Codable, Sendable, Equatable {
         struct Format: Codable, Sendable, Equatable {
             var type = "text"
+            var name: String?
+            var schema: OpenAIJSON?
+            var strict: Bool?
+            var description: String?
         }
         var format = Format()
+        var verbosity: String? = "medium"
     }
 
     var id: String

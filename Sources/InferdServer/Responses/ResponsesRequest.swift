@@ -23,6 +23,8 @@ package struct ResponsesRequest: Sendable {
     /// `conversation`: its id, given as a string or as `{"id": …}`.
     var conversationID: String?
     var options: GenerationOptionsBody
+    /// `text` echoed on the response object.
+    var text = ResponseObject.TextFormat()
     var admission: AdmissionFields
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
@@ -53,6 +55,11 @@ package struct ResponsesRequest: Sendable {
         }
         metadata = try Self.metadata(f)
         let format = try Self.checkText(f)
+        if let given = try f.object("text")?.object("format") {
+            text.format = .init(
+                type: try given.string("type") ?? "text", name: try given.string("name"), schema: given["schema"],
+                strict: try given.bool("strict"), description: try given.string("description"))
+        }
         input = try Self.input(f)
 
         var o = try OpenAIGenerationParameters.sampling(f)
@@ -175,8 +182,6 @@ package struct ResponsesRequest: Sendable {
         return out
     }
 
-    /// `text`: only `{"format": {"type": "text"}}` (and `verbosity: medium`) until structured
-    /// output exists; `json_schema` and `json_object` are refused naming `text.format`.
     /// `text`: its `format` is structured output (`json_schema` with `name`, `schema`, `strict`,
     /// or `json_object`), compiled like the chat route's `response_format`.
     static func checkText(_ f: OpenAIFields) throws(OpenAIError) -> FormatField? {
