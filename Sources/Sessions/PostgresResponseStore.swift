@@ -242,7 +242,7 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
 
     public func saveConversationMetadata(_ id: String, _ payload: String) async throws(StoreError) {
         let c = main
-        try await worker.run { () throws(StoreError) in
+        _ = try await worker.run { () throws(StoreError) in
             try c.query(
                 """
                 INSERT INTO conversation_metadata(id, payload) VALUES ($1, $2)
@@ -260,7 +260,7 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
 
     public func deleteConversationMetadata(_ id: String) async throws(StoreError) {
         let c = main
-        try await worker.run { () throws(StoreError) in
+        _ = try await worker.run { () throws(StoreError) in
             try c.query("DELETE FROM conversation_metadata WHERE id = $1", [id])
         }
     }

@@ -206,6 +206,24 @@ public struct JSONSchemaCompiler {
 
     // MARK: - allOf
 
+    /// In `allOf`, a part's `additionalProperties` judges every property its own `properties` do
+    /// not name, including those another part adds: merged member by member, the other part's
+    /// properties would be let through where the schema rejects them. Such a merge is refused
+    /// (the schema as written usually means `unevaluatedProperties`, which is not supported).
+    static func checkClosedMerge(
+        _ closed: [JSONValue.Member], _ other: [JSONValue.Member], path: String
+    ) throws(StructuredOutputError) {
+        guard let extra = closed.first(where: { $0.key == "additionalProperties" })?.value, extra != .bool(true)
+        else { return }
+        let named = Set((closed.first { $0.key == "properties" }?.value.objectMembers ?? []).map(\.key))
+        let added = (other.first { $0.key == "properties" }?.value.objectMembers ?? []).map(\.key)
+        if let outside = added.first(where: { !named.contains($0) }) {
+            throw .unsupportedKeyword(
+                keyword: "allOf",
+                path: "\(path) (property '\(outside)' is added beside a part whose additionalProperties excludes it)")
+        }
+    }
+
     /// The conjunction of two object-level schemas, member by member (`properties` merged,
     /// `required` joined, equal values kept; a conflict is an unsupported `allOf`).
     func merge(_ a: JSONValue, _ b: JSONValue, path: String) throws(StructuredOutputError) -> JSONValue {
@@ -213,6 +231,8 @@ public struct JSONSchemaCompiler {
         guard var out = a.objectMembers, let extra = b.objectMembers else {
             throw .unsupportedKeyword(keyword: "allOf", path: "\(path) (only object schemas can be merged)")
         }
+        try Self.checkClosedMerge(out, extra, path: path)
+        try Self.checkClosedMerge(extra, out, path: path)
         for m in extra {
             guard let i = out.firstIndex(where: { $0.key == m.key }) else {
                 out.append(m)

@@ -55,10 +55,34 @@ import Testing
 
     @Test func allOfMergesObjectSchemas() throws {
         let s = #"""
+            {"allOf":[{"type":"object","properties":{"a":{"type":"integer"},"b":{}},"required":["a"],
+                       "additionalProperties":false},
+                      {"properties":{"b":{"type":"string"}},"required":["b"]}]}
+            """#
+        try check(
+            s, accepts: [#"{"a":1,"b":"x"}"#],
+            rejects: [#"{"a":1}"#, #"{"b":"x"}"#, #"{"a":1,"b":2}"#, #"{"a":1,"b":"x","c":1}"#])
+    }
+
+    /// A part's `additionalProperties: false` rejects the properties the other parts add (the
+    /// schema below accepts no object with `a` or `b`); merged member by member it would accept
+    /// them, so it is refused instead.
+    @Test func allOfBesideAClosedPartThatExcludesItsPropertiesIsRefused() throws {
+        let s = #"""
             {"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
                       {"properties":{"b":{"type":"string"}},"required":["b"]}],"additionalProperties":false}
             """#
-        try check(s, accepts: [#"{"a":1,"b":"x"}"#], rejects: [#"{"a":1}"#, #"{"b":"x"}"#])
+        do {
+            _ = try (try SchemaCheck.schema(s)).compile()
+            Issue.record("compiled a schema whose merge would widen it")
+        } catch let e as StructuredOutputError {
+            #expect(
+                e
+                    == .unsupportedKeyword(
+                        keyword: "allOf",
+                        path: "$.allOf[0] (property 'a' is added beside a part whose additionalProperties excludes it)")
+            )
+        }
     }
 
     @Test func recursiveReferences() throws {
