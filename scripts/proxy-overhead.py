@@ -26,6 +26,7 @@ def stream(base, model, tokens, prompt):
     url = urllib.parse.urlparse(base)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
     body = json.dumps({"model": model, "stream": True, "temperature": 0, "max_tokens": tokens, "ignore_eos": True,
+                       "stream_options": {"include_usage": True},
                        "messages": [{"role": "user", "content": prompt}]})
     start = time.perf_counter()
     conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
@@ -33,18 +34,24 @@ def stream(base, model, tokens, prompt):
     assert resp.status == 200, resp.read()
     first = None
     deltas = 0
+    generated = None
     for raw in resp:
         line = raw.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
         chunk = json.loads(line[6:])
+        if chunk.get("usage"):
+            # Tokens as the server counts them: a delta may carry several tokens when the
+            # client reads slower than they come, so counting deltas would favour the slower side.
+            generated = chunk["usage"]["completion_tokens"]
         for choice in chunk.get("choices", []):
             if choice.get("delta", {}).get("content"):
                 deltas += 1
                 if first is None:
                     first = time.perf_counter()
     conn.close()
-    return (first - start) * 1000, deltas
+    assert generated is not None, "no usage in the stream"
+    return (first - start) * 1000, generated
 
 
 def throughput(base, model, streams, tokens):
