@@ -40,7 +40,10 @@ REMOTE_SUITES := RemoteBackendTests\.
 # Structured output's end-to-end suite cuts an answer with a deadline that must fall between its
 # first token and its end; beside the other suites' generations on 2 cores, the first token can
 # miss it, so the suite runs in a pass of its own (as the engine's timing-sensitive suites do).
-ALONE_SUITES := StructuredOutputEndToEndTests
+# The schema corpus suite compiles and walks 37 schemas on cooperative threads and decodes with a
+# model of its own for minutes: beside the server suites it starved their request Tasks (a
+# single-flight joiner arrived after its leader had ended), so it runs in that pass too.
+ALONE_SUITES := StructuredOutputEndToEndTests|SchemaCorpusTests
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
