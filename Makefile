@@ -42,13 +42,15 @@ REMOTE_SUITES := RemoteBackendTests\.
 # miss it, so the suite runs in a pass of its own (as the engine's timing-sensitive suites do).
 # The schema corpus suite compiles and walks 37 schemas on cooperative threads and decodes with a
 # model of its own for minutes: beside the server suites it starved their request Tasks (a
-# single-flight joiner arrived after its leader had ended), so it runs in that pass too.
-ALONE_SUITES := StructuredOutputEndToEndTests|SchemaCorpusTests
+# single-flight joiner arrived after its leader had ended), so it runs alone too: each suite of
+# ALONE_SUITES in a pass of its own.
+ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests
+ALONE_SKIP := $(subst $(eval) ,|,$(strip $(ALONE_SUITES)))
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
 	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
-	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)|$(REMOTE_SUITES)|$(ALONE_SUITES)'
-	swift test $(SWIFT_FLAGS) --filter '$(ALONE_SUITES)'
+	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)|$(REMOTE_SUITES)|$(ALONE_SKIP)'
+	for suite in $(ALONE_SUITES); do swift test $(SWIFT_FLAGS) --filter "$$suite" || exit 1; done
 	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
 	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
