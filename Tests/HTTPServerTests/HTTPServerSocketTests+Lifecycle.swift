@@ -149,16 +149,20 @@ extension HTTPServerSocketTests {
         }
     }
 
+    /// libmicrohttpd keeps a connection's last activity in whole seconds, so a timeout of T
+    /// closes an idle connection after between T and T + 1 s: 2 s here, and the request and the
+    /// stream's silence last 3.5 s, past the most a timeout could allow. (With T = 1 an idle gap
+    /// of a few milliseconds across a second boundary, plus a loaded machine, closed it.)
     @Test func longRequestsOutliveTheConnectionTimeoutBecauseTheyAreSuspended() async throws {
         try await withServer(
             {
-                $0.connectionTimeoutSeconds = 1
+                $0.connectionTimeoutSeconds = 2
                 $0.heartbeatSeconds = 0
             },
             routes: { router in
                 standardRoutes(producers)(router)
                 router.get("/slow") { _ in
-                    try await Task.sleep(for: .milliseconds(2200))
+                    try await Task.sleep(for: .milliseconds(3500))
                     return .text("finally")
                 }
             }
@@ -168,7 +172,7 @@ extension HTTPServerSocketTests {
                 let r = try c.request("GET", "/slow")
                 #expect(r.status == 200)
                 #expect(r.text == "finally")
-                let (s, status, _) = try openStream(port: port, "silence_ms=2200&count=1", requestID: "quiet")
+                let (s, status, _) = try openStream(port: port, "silence_ms=3500&count=1", requestID: "quiet")
                 #expect(status == 200)
                 var text = ""
                 while let chunk = try s.readChunk() { text += String(decoding: chunk, as: UTF8.self) }
