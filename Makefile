@@ -43,8 +43,11 @@ REMOTE_SUITES := RemoteBackendTests\.
 # The schema corpus suite compiles and walks 37 schemas on cooperative threads and decodes with a
 # model of its own for minutes: beside the server suites it starved their request Tasks (a
 # single-flight joiner arrived after its leader had ended), so it runs alone too: each suite of
-# ALONE_SUITES in a pass of its own.
-ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests
+# ALONE_SUITES in a pass of its own. The HTTP server's socket suite checks that a request longer
+# than the connection timeout survives because its connection is suspended; beside the server
+# suites on a loaded 2-core machine its stream was closed before the last chunk twice in a row
+# (alone it passes; the cause is not found yet), so it runs alone as well.
+ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests HTTPServerSocketTests
 ALONE_SKIP := $(subst $(eval) ,|,$(strip $(ALONE_SUITES)))
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
