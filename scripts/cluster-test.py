@@ -133,6 +133,7 @@ frontend inferd
 backend replicas
     balance hdr(X-Session-Id)
     hash-type consistent
+    option http-no-delay
     option httpchk GET /health
     http-check expect status 200
 {servers}

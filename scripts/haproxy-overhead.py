@@ -47,7 +47,10 @@ def main():
     p.add_argument("--rounds", default="5")
     p.add_argument("--streams", default="8")
     p.add_argument("--tokens", default="64")
+    p.add_argument("--without-http-no-delay", action="store_true",
+                   help="leave out `option http-no-delay` (HAProxy then may hold small writes back)")
     a = p.parse_args()
+    nodelay = "" if a.without_http_no_delay else "    option http-no-delay\n"
     root = tempfile.mkdtemp(prefix="inferd-haproxy-")
     replica, front = free_port(), free_port()
     started = []
@@ -74,7 +77,7 @@ frontend inferd
 backend replicas
     balance hdr(X-Session-Id)
     hash-type consistent
-    option httpchk GET /health
+{nodelay}    option httpchk GET /health
     http-check expect status 200
     server r1 127.0.0.1:{replica} check inter 1s fall 2 rise 2
 """)
