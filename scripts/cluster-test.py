@@ -114,7 +114,8 @@ def names(events):
     return [n for n, _ in events]
 
 
-def haproxy_config(port, replicas):
+def haproxy_config(port, replicas, no_delay=True):
+    """no_delay=False leaves out option http-no-delay (scripts/haproxy-overhead.py compares)."""
     servers = "\n".join(
         f"    server {name} 127.0.0.1:{p} check inter 300ms fall 2 rise 2" for name, p in replicas)
     return f"""global
@@ -133,8 +134,7 @@ frontend inferd
 backend replicas
     balance hdr(X-Session-Id)
     hash-type consistent
-    option http-no-delay
-    option httpchk GET /health
+{"    option http-no-delay" + chr(10) if no_delay else ""}    option httpchk GET /health
     http-check expect status 200
 {servers}
 """

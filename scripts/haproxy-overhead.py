@@ -11,6 +11,7 @@ differences, and the throughput of concurrent streams as the median of per-round
 replica on both sides, so only the hop differs. Stops what it started, pass or fail.
 """
 import argparse
+import importlib.util
 import os
 import socket
 import subprocess
@@ -18,6 +19,15 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+
+def cluster_test():
+    """scripts/cluster-test.py as a module: its HAProxy config is the reference deployment's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("cluster_test", os.path.join(here, "cluster-test.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port():
@@ -50,7 +60,6 @@ def main():
     p.add_argument("--without-http-no-delay", action="store_true",
                    help="leave out `option http-no-delay` (HAProxy then may hold small writes back)")
     a = p.parse_args()
-    nodelay = "" if a.without_http_no_delay else "    option http-no-delay\n"
     root = tempfile.mkdtemp(prefix="inferd-haproxy-")
     replica, front = free_port(), free_port()
     started = []
@@ -62,25 +71,7 @@ def main():
         wait_healthy(replica)
         cfg = os.path.join(root, "haproxy.cfg")
         with open(cfg, "w") as f:
-            f.write(f"""global
-    maxconn 512
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 300s
-    timeout server 300s
-    timeout http-keep-alive 5s
-frontend inferd
-    bind 127.0.0.1:{front}
-    http-request set-header X-Session-Id %[path,field(4,/)] if {{ path_reg ^/v1/sessions/[^/]+/ }}
-    default_backend replicas
-backend replicas
-    balance hdr(X-Session-Id)
-    hash-type consistent
-{nodelay}    option httpchk GET /health
-    http-check expect status 200
-    server r1 127.0.0.1:{replica} check inter 1s fall 2 rise 2
-""")
+            f.write(cluster_test().haproxy_config(front, [("r1", replica)], no_delay=not a.without_http_no_delay))
         lb_log = open(os.path.join(root, "haproxy.log"), "w")
         started.append(subprocess.Popen(["haproxy", "-db", "-f", cfg], stdout=lb_log, stderr=lb_log))
         wait_healthy(front)
