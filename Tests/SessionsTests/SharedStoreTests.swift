@@ -46,6 +46,8 @@ struct SharedStoreTests {
         let deadline = Date().addingTimeInterval(10)
         let held =
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = \(PostgresSessionStore.lockNamespace)"
+            // pg_locks is server-wide: other suites' leases, in their own databases, do not count.
+            + " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         while try TestPostgres.run("/usr/bin/env", ["psql", url, "-tAc", held]).hasPrefix("0"), Date() < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
