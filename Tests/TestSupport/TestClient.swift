@@ -99,9 +99,10 @@ public final class TestClient: @unchecked Sendable {
         return true
     }
 
-    /// Reads more bytes into the buffer; false on EOF, error or timeout.
+    /// Reads more bytes into the buffer; false on EOF, error or timeout (`readFailure` tells which).
     public func fill(max: Int = 65536) -> Bool {
         var chunk = [UInt8](repeating: 0, count: max)
+        errno = 0
         let n = recv(fd, &chunk, max, 0)
         if n <= 0 { return false }
         buffer += chunk[0..<n]
@@ -125,6 +126,15 @@ public final class TestClient: @unchecked Sendable {
         }
     }
 
+    /// Why the last `fill` got nothing: the receive timeout passing is not the server closing
+    /// (a test that checks the server keeps a connection open must not read one as the other).
+    func readFailure(_ what: String) -> ClientError {
+        if errno == EAGAIN || errno == EWOULDBLOCK {
+            return ClientError(description: "no byte within the receive timeout while reading \(what)")
+        }
+        return ClientError(description: "connection closed while reading \(what)")
+    }
+
     public func readLine() throws -> String {
         while true {
             if let i = buffer.firstIndex(of: 0x0A) {
@@ -133,13 +143,13 @@ public final class TestClient: @unchecked Sendable {
                 if line.last == 0x0D { line.removeLast() }
                 return String(decoding: line, as: UTF8.self)
             }
-            guard fill() else { throw ClientError(description: "connection closed while reading a line") }
+            guard fill() else { throw readFailure("a line") }
         }
     }
 
     public func readExactly(_ n: Int) throws -> [UInt8] {
         while buffer.count < n {
-            guard fill() else { throw ClientError(description: "connection closed while reading body") }
+            guard fill() else { throw readFailure("body") }
         }
         let out = Array(buffer[..<n])
         buffer.removeFirst(n)
