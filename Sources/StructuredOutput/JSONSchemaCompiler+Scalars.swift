@@ -106,7 +106,8 @@ extension JSONSchemaCompiler {
                 .byteSet([0x31...0x39]),
                 .repetition(digit, minimum: 0, maximum: StructuredBounds.maxFractionDigits - 1 - used),
             ])
-            zerosThenNonZero = used == StructuredBounds.maxFractionDigits - 1
+            zerosThenNonZero =
+                used == StructuredBounds.maxFractionDigits - 1
                 ? nonZero : .choice([nonZero, .sequence([.text("0"), zerosThenNonZero])])
         }
         let fraction = GrammarExpression.sequence([.text("."), zerosThenNonZero])
