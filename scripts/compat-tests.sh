@@ -15,10 +15,11 @@ if [ ! -x "$bin" ]; then
   echo "compat: no server binary at $bin (build first: make build)" >&2
   exit 1
 fi
-if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, pydantic; assert openai.__version__ == '3.57.0'" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, pydantic, fqdn, rfc3339_validator, rfc3986_validator; assert openai.__version__ == '3.57.0'" 2>/dev/null; then
   echo "compat: creating $venv (openai, pytest from PyPI)" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "pytest==9.2.0" "jsonschema==4.26.0" "pydantic==2.14.4"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "pytest==9.2.0" "jsonschema==4.26.0" "pydantic==2.14.4" \
+    "fqdn==1.6.0" "rfc3339-validator==0.1.4" "rfc3986-validator==0.1.1"
 fi
 
 log=$(mktemp)

@@ -22,7 +22,9 @@ enum IntegerRanges {
         return options.count == 1 ? options[0] : .choice(options)
     }
 
-    /// Non-negative integers in `lo...hi` (nil: unbounded).
+    /// Non-negative integers in `lo...hi`; without `hi`, those of at most
+    /// `StructuredBounds.maxIntegerDigits` digits (the schema's bound is exact, the default is not
+    /// a number but a digit count).
     static func naturals(_ lo: UInt64, _ hi: UInt64?) -> GrammarExpression {
         if let hi, lo > hi { return .choice([]) }
         let loDigits = String(lo).count
@@ -35,9 +37,12 @@ enum IntegerRanges {
             let b = min(hi ?? largest, largest)
             if a <= b { options.append(sameLength(Array(String(a).utf8), Array(String(b).utf8))) }
         }
-        if hi == nil {
-            // Every longer number.
-            options.append(.sequence([.byteSet([0x31...0x39]), .repetition(digit, minimum: loDigits, maximum: nil)]))
+        let maxDigits = StructuredBounds.maxIntegerDigits
+        if hi == nil && loDigits < maxDigits {
+            // Every longer number, up to the digit bound, as one counted repetition (one stack,
+            // not one per length).
+            options.append(
+                .sequence([.byteSet([0x31...0x39]), .repetition(digit, minimum: loDigits, maximum: maxDigits - 1)]))
         }
         return options.count == 1 ? options[0] : .choice(options)
     }

@@ -34,12 +34,27 @@ public enum JSONGrammar {
             ]),
         ])
         rules[string] = .sequence([.text("\""), .zeroOrMore(.rule(stringChar)), .text("\"")])
+        // Digit counts are bounded (`StructuredBounds`), so a number always ends.
         rules[integer] = .sequence([
-            .optional(.text("-")), .choice([.text("0"), .sequence([nonZeroDigit, .zeroOrMore(digit)])]),
+            .optional(.text("-")),
+            .choice([
+                .text("0"),
+                .sequence([
+                    nonZeroDigit,
+                    .repetition(digit, minimum: 0, maximum: StructuredBounds.maxIntegerDigits - 1),
+                ]),
+            ]),
         ])
         rules[number] = .sequence([
-            .rule(integer), .optional(.sequence([.text("."), .oneOrMore(digit)])),
-            .optional(.sequence([.chars("eE"), .optional(.chars("+-")), .oneOrMore(digit)])),
+            .rule(integer),
+            .optional(
+                .sequence([.text("."), .repetition(digit, minimum: 1, maximum: StructuredBounds.maxFractionDigits)])
+            ),
+            .optional(
+                .sequence([
+                    .chars("eE"), .optional(.chars("+-")),
+                    .repetition(digit, minimum: 1, maximum: StructuredBounds.maxExponentDigits),
+                ])),
         ])
         rules[value] = .choice([
             .rule(object), .rule(array), .rule(string), .rule(number), .text("true"), .text("false"), .text("null"),

@@ -98,9 +98,19 @@ extension JSONSchemaCompiler {
         let digit = IntegerRanges.digit
         // With bounds: no exponent, and a fraction only with a non-zero digit, so n.f lies strictly
         // between n and n + 1 and the integer part alone decides the bounds.
-        let fraction = GrammarExpression.sequence([
-            .text("."), .zeroOrMore(digit), .byteSet([0x31...0x39]), .zeroOrMore(digit),
-        ])
+        // Written as "0" (then the same, one digit fewer) or a non-zero digit then any digits, so
+        // the digit bound holds (`StructuredBounds.maxFractionDigits`) and one stack suffices.
+        var zerosThenNonZero = GrammarExpression.byteSet([0x31...0x39])
+        for used in stride(from: StructuredBounds.maxFractionDigits - 1, through: 0, by: -1) {
+            let nonZero = GrammarExpression.sequence([
+                .byteSet([0x31...0x39]),
+                .repetition(digit, minimum: 0, maximum: StructuredBounds.maxFractionDigits - 1 - used),
+            ])
+            zerosThenNonZero =
+                used == StructuredBounds.maxFractionDigits - 1
+                ? nonZero : .choice([nonZero, .sequence([.text("0"), zerosThenNonZero])])
+        }
+        let fraction = GrammarExpression.sequence([.text("."), zerosThenNonZero])
         var options: [GrammarExpression] = []
         let intLo = loExclusive ? lo.map { $0 + 1 } : lo
         let intHi = hiExclusive ? hi.map { $0 - 1 } : hi

@@ -41,10 +41,14 @@ extension JSONSchemaCompiler {
             items.append(
                 (JSONGrammar.member(.text(JSONValue.string(p.key).compactText), value), required.contains(p.key)))
         }
-        // Extra members: absent / true / a schema allow them; false forbids them.
+        // Extra members. `false` forbids them; absent beside `properties` also gives none, as
+        // OpenAI's and XGrammar's strict modes do: a model invents keys forever otherwise, and an
+        // object without extra members still validates. `true`, a schema, or an object schema
+        // with neither keyword allow up to `StructuredBounds.maxExtraProperties`.
         var extra: GrammarExpression? = nil
         switch schema["additionalProperties"] {
         case .bool(false)?: extra = nil
+        case nil where schema["properties"] != nil: extra = nil
         case nil, .bool(true)?:
             extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), .rule(JSONGrammar.value))
         case let s?:
@@ -59,7 +63,10 @@ extension JSONSchemaCompiler {
             for first in [true, false] {
                 if i == items.count {
                     if let extra {
-                        let more = GrammarExpression.zeroOrMore(.sequence([separator, extra]))
+                        // After a listed member up to the bound; after none, the first then one fewer.
+                        let bound = StructuredBounds.maxExtraProperties
+                        let more = GrammarExpression.repetition(
+                            .sequence([separator, extra]), minimum: 0, maximum: first ? bound - 1 : bound)
                         rules[name(i, first)] =
                             first ? .optional(.sequence([.rule(JSONGrammar.ws), extra, more])) : more
                     } else {

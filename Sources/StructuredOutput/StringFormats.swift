@@ -26,18 +26,55 @@ enum StringFormats {
     static func hexes(_ n: Int) -> GrammarExpression { .repetition(hex, minimum: n, maximum: n) }
     static let alnum = GrammarExpression.byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A])
 
-    /// RFC 3339 full-date: a four-digit year, month 01–12, day 01–31 (not checked against the month).
+    /// RFC 3339 full-date: years 0001–9999, months 01–12, and the days the month has (29
+    /// February only in leap years), so every date is a real one.
     static var date: GrammarExpression {
-        .sequence([
-            digits(4), .text("-"), IntegerRanges.twoDigits(1, 12), .text("-"), IntegerRanges.twoDigits(1, 31),
+        let even = GrammarExpression.chars("02468")
+        let odd = GrammarExpression.chars("13579")
+        // Two digits that are a multiple of 4, "00" left out, and the other two-digit strings
+        // but "00": a year is leap when its last two digits are a multiple of 4, or are 00
+        // and the first two are.
+        let multipleOf4 = GrammarExpression.choice([
+            .sequence([.text("0"), .chars("48")]), .sequence([.chars("2468"), .chars("048")]),
+            .sequence([odd, .chars("26")]),
+        ])
+        let notMultipleOf4 = GrammarExpression.choice([
+            .sequence([even, .chars("1235679")]), .sequence([odd, .chars("01345789")]),
+        ])
+        let leap = GrammarExpression.choice([
+            .sequence([digits(2), multipleOf4]), .sequence([multipleOf4, .text("00")]),
+        ])
+        let common = GrammarExpression.choice([
+            .sequence([digits(2), notMultipleOf4]), .sequence([notMultipleOf4, .text("00")]),
+        ])
+        func monthAndDay(february: Int) -> GrammarExpression {
+            .choice([
+                .sequence([
+                    .choice(["01", "03", "05", "07", "08", "10", "12"].map { .text($0) }), .text("-"),
+                    IntegerRanges.twoDigits(1, 31),
+                ]),
+                .sequence([
+                    .choice(["04", "06", "09", "11"].map { .text($0) }), .text("-"), IntegerRanges.twoDigits(1, 30),
+                ]),
+                .sequence([.text("02-"), IntegerRanges.twoDigits(1, february)]),
+            ])
+        }
+        return .choice([
+            .sequence([leap, .text("-"), monthAndDay(february: 29)]),
+            .sequence([common, .text("-"), monthAndDay(february: 28)]),
         ])
     }
 
-    /// RFC 3339 full-time: hh:mm:ss, optional fraction, and `Z` or an offset.
+    /// RFC 3339 full-time: hh:mm:ss, an optional fraction of a second (at most
+    /// `StructuredBounds.maxSecondFractionDigits` digits), and `Z` or an offset.
     static var time: GrammarExpression {
         let clock = GrammarExpression.sequence([
             IntegerRanges.twoDigits(0, 23), .text(":"), IntegerRanges.twoDigits(0, 59), .text(":"),
-            IntegerRanges.twoDigits(0, 59), .optional(.sequence([.text("."), .oneOrMore(digit)])),
+            IntegerRanges.twoDigits(0, 59),
+            .optional(
+                .sequence([
+                    .text("."), .repetition(digit, minimum: 1, maximum: StructuredBounds.maxSecondFractionDigits),
+                ])),
         ])
         let offset = GrammarExpression.choice([
             .chars("Zz"),
@@ -46,11 +83,12 @@ enum StringFormats {
         return .sequence([clock, offset])
     }
 
+    /// local-part `@` a hostname of at least two labels; the local part is 1–64 characters (RFC 5321).
     static var email: GrammarExpression {
-        let local = GrammarExpression.oneOrMore(
+        let local = GrammarExpression.repetition(
             .byteSet([
                 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2E...0x2E, 0x5F...0x5F, 0x25...0x25, 0x2B...0x2B, 0x2D...0x2D,
-            ]))
+            ]), minimum: 1, maximum: StructuredBounds.maxEmailLocalLength)
         return .sequence([local, .text("@"), hostnameWithDot])
     }
 
@@ -80,35 +118,95 @@ enum StringFormats {
         return .choice(options)
     }
 
-    /// scheme ":" then URI characters (RFC 3986's unreserved, reserved and `%`).
+    /// An RFC 3986 URI: scheme `:` then `//` authority and a path, or a path, then an optional
+    /// query and fragment; every part counted (`StructuredBounds.maxURI…`), IP literals in
+    /// brackets not generated. Written after the RFC's ABNF so that every value is a URI by it.
     static var uri: GrammarExpression {
         let scheme = GrammarExpression.sequence([
             .byteSet([0x41...0x5A, 0x61...0x7A]),
-            .zeroOrMore(.byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2B...0x2B, 0x2D...0x2E])),
+            .repetition(
+                .byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2B...0x2B, 0x2D...0x2E]), minimum: 0,
+                maximum: StructuredBounds.maxURISchemeLength - 1),
         ])
-        let chars = GrammarExpression.chars("-._~:/?#[]@!$&'()*+,;=%")
-        return .sequence([scheme, .text(":"), .oneOrMore(.choice([alnum, chars]))])
+        let unreserved = "-._~"
+        let subDelims = "!$&'()*+,;="
+        func chars(_ extra: String) -> GrammarExpression {
+            .choice([alnum, .chars(extra), .sequence([.text("%"), hex, hex])])
+        }
+        let pchar = chars(unreserved + subDelims + ":@")
+        let segmentLength = StructuredBounds.maxURISegmentLength
+        let segment = GrammarExpression.repetition(pchar, minimum: 0, maximum: segmentLength)
+        let segmentNonEmpty = GrammarExpression.repetition(pchar, minimum: 1, maximum: segmentLength)
+        let segments = StructuredBounds.maxURISegments
+        let moreSegments = GrammarExpression.repetition(
+            .sequence([.text("/"), segment]), minimum: 0, maximum: segments - 1)
+        let authority = GrammarExpression.sequence([
+            .optional(
+                .sequence([
+                    .repetition(
+                        chars(unreserved + subDelims + ":"), minimum: 0,
+                        maximum: StructuredBounds.maxURIUserinfoLength),
+                    .text("@"),
+                ])),
+            .repetition(chars(unreserved + subDelims), minimum: 1, maximum: StructuredBounds.maxHostnameLength),
+            .optional(.sequence([.text(":"), .repetition(digit, minimum: 1, maximum: 5)])),
+        ])
+        let hierarchy = GrammarExpression.choice([
+            .sequence([
+                .text("//"), authority,
+                .repetition(.sequence([.text("/"), segment]), minimum: 0, maximum: segments),
+            ]),
+            .sequence([.text("/"), .optional(.sequence([segmentNonEmpty, moreSegments]))]),
+            .sequence([segmentNonEmpty, moreSegments]),
+            .empty,
+        ])
+        let tail = GrammarExpression.repetition(
+            chars(unreserved + subDelims + ":@/?"), minimum: 0, maximum: StructuredBounds.maxURIQueryLength)
+        return .sequence([
+            scheme, .text(":"), hierarchy, .optional(.sequence([.text("?"), tail])),
+            .optional(.sequence([.text("#"), tail])),
+        ])
     }
 
-    static var label: GrammarExpression {
+    /// An RFC 1123 label of 1 to `length` characters: letters, digits and inner hyphens.
+    static func label(_ length: Int) -> GrammarExpression {
         .sequence([
             alnum,
             .optional(
                 .sequence([
                     .repetition(
-                        .byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D...0x2D]), minimum: 0, maximum: 61),
+                        .byteSet([0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D...0x2D]), minimum: 0,
+                        maximum: length - 2),
                     alnum,
                 ])),
         ])
     }
 
-    static var hostname: GrammarExpression {
-        .sequence([label, .zeroOrMore(.sequence([.text("."), label]))])
+    /// Labels separated by dots, at least `minimumLabels`, never longer than
+    /// `StructuredBounds.maxHostnameLength`: a grammar cannot count the characters of labels of
+    /// any length, so it admits either up to 4 labels of up to 63 characters (the fourth up to 61,
+    /// 253 in all) or up to 8 labels of up to 30 (247), which covers the names people use.
+    static func hostname(minimumLabels: Int) -> GrammarExpression {
+        let long = StructuredBounds.maxLabelLength
+        let longest = StructuredBounds.maxHostnameLength - 3 * (long + 1)
+        var fewLong: GrammarExpression = .empty
+        for (i, length) in [long, long, long, longest].enumerated().reversed() {
+            let rest = GrammarExpression.sequence([i == 0 ? .empty : .text("."), label(length), fewLong])
+            fewLong = i == 0 || i < minimumLabels ? rest : .optional(rest)
+        }
+        let short = label(StructuredBounds.maxShortLabelLength)
+        let manyShort = GrammarExpression.sequence([
+            short,
+            .repetition(
+                .sequence([.text("."), short]), minimum: minimumLabels - 1,
+                maximum: StructuredBounds.maxShortLabels - 1),
+        ])
+        return .choice([fewLong, manyShort])
     }
 
-    static var hostnameWithDot: GrammarExpression {
-        .sequence([label, .oneOrMore(.sequence([.text("."), label]))])
-    }
+    static var hostname: GrammarExpression { hostname(minimumLabels: 1) }
+
+    static var hostnameWithDot: GrammarExpression { hostname(minimumLabels: 2) }
 }
 
 extension IntegerRanges {

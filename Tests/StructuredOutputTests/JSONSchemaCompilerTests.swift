@@ -35,7 +35,9 @@ import Testing
     }
 
     @Test func additionalPropertiesTrueOrSchemaNeverRepeatAListedKey() throws {
-        let s = #"{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}"#
+        let s = #"""
+            {"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":true}
+            """#
         try check(
             s, accepts: [#"{"name":"x","age":3}"#, #"{"name":"x","nam":1,"names":2}"#],
             rejects: [#"{"name":"x","name":3}"#])

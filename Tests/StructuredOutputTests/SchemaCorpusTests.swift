@@ -18,6 +18,29 @@ import Testing
         "feature-flags.json": "not",
     ]
 
+    /// The compiled schemas whose greedy answer still runs away until `max_tokens`, and where:
+    /// what inferd does not bound yet. Each must still end with `length` and no validated value
+    /// (the test fails when one starts to finish, so this list only shrinks).
+    static let runaway: [String: String] = [
+        "comment-thread.json": "recursive $ref: replies nested without end",
+        "tree.json": "recursive $ref: children nested without end",
+        "strict-ui-component.json": "recursive $ref: children nested without end",
+        "json-patch.json": "pattern (/[a-z0-9_]+)+ : path segments without end",
+        "k8s-deployment.json": "pattern ^[0-9]+(Mi|Gi)$ : digits without end",
+    ]
+
+    /// The compiled schemas whose greedy answer finishes but repeats a key among its extra
+    /// members (a map's `additionalProperties`): the grammar keeps extra keys apart from the
+    /// listed properties, not from each other. A known gap of #14: each answer's only validation
+    /// errors must be duplicate keys (the test fails when one stops repeating, so this list only
+    /// shrinks).
+    static let duplicateExtraKeys: Set<String> = ["api-geojson-feature.json", "k8s-configmap.json"]
+
+    /// The token budget of each greedy answer: room to spare over the longest finished answer.
+    static let maxTokens = 600
+    /// `large.json` has 40 properties: its finished answer is longer than the others.
+    static let maxTokensOf: [String: Int] = ["large.json": 1200]
+
     static let directory = SchemaCheck.packageRoot.appendingPathComponent("Tests/Fixtures/schemas")
 
     static func corpus() throws -> [(name: String, schema: JSONValue)] {
@@ -79,29 +102,37 @@ import Testing
         }
     }
 
-    /// Every answer that ends where the grammar allows validates. The 135M model's greedy answer
-    /// may run away inside what a schema leaves unbounded (digits of an integer, a hostname's
-    /// labels, an unbounded string) until `max_tokens` cuts it: that answer carries no validated
-    /// value (`constraintSatisfied` false) and is counted, not validated; at least half must finish.
-    @Test func greedyAnswersOfTheDefaultModelValidate() async throws {
+    /// Every compiled schema's greedy answer from the default model ends where the grammar
+    /// allows (`finish_reason` stop, within `max_tokens`) and validates, but the named
+    /// `runaway` ones, which must be cut with no validated value. Before the bounds of
+    /// `StructuredBounds` 13 of 32 ran away inside what their schema leaves unbounded (an
+    /// integer's digits, a time's fraction of a second, hostname labels, invented keys).
+    @Test func greedyAnswersOfTheDefaultModelFinishAndValidate() async throws {
         let path = SchemaCheck.packageRoot.appendingPathComponent("models/SmolLM2-135M-Instruct.Q4_1.gguf").path
         let engine = try InferenceEngine(path: path, threads: 2)
         defer { engine.shutdown() }
-        var valid = 0
-        var cut: [String] = []
+        var valid: [String] = []
+        var longest = 0
         let corpus = try Self.compiled()
         for (name, schema, grammar) in corpus {
             let question =
                 "Produce one realistic example, as JSON, of this JSON Schema: \(schema.compactText.prefix(600))"
             var request = GenerationRequest(
                 promptTokens: try engine.promptTokens(for: [ChatMessage(role: .user, content: question)]),
-                maxTokens: 600, sampling: .greedy)
+                maxTokens: Self.maxTokensOf[name] ?? Self.maxTokens, sampling: .greedy)
             request.constraint = engine.constraint(compiled: grammar, identity: "corpus:" + name)
             let result = try await engine.generate(request)
-            guard result.finishReason == .stop else {
-                #expect(result.finishReason == .length, "\(name)")
+            longest = max(longest, result.tokens.count)
+            if let why = Self.runaway[name] {
+                #expect(result.finishReason == .length, "\(name) finishes now: remove it from `runaway`")
                 #expect(result.constraintSatisfied == false, "\(name): a cut answer is not satisfied")
-                cut.append(name)
+                print("schema corpus: \(name) runs away (\(why)): …\(result.content.suffix(80))")
+                continue
+            }
+            guard result.finishReason == .stop else {
+                Issue.record(
+                    "\(name): \(result.finishReason) after \(result.tokens.count) tokens: …\(result.content.suffix(200))"
+                )
                 continue
             }
             #expect(result.constraintSatisfied == true, "\(name)")
@@ -110,15 +141,19 @@ import Testing
                 "\(name): Foundation cannot parse \(result.content)")
             let value = try JSONParser.parse(result.content)
             let errors = SchemaValidator(root: schema).errors(value, schema)
+            if Self.duplicateExtraKeys.contains(name) {
+                #expect(!errors.isEmpty, "\(name) no longer repeats a key: remove it from `duplicateExtraKeys`")
+                #expect(errors.allSatisfy { $0.contains("duplicate key") }, "\(name): \(errors)")
+                print("schema corpus: \(name) repeats extra keys: \(errors.prefix(3))")
+                continue
+            }
             #expect(errors.isEmpty, "\(name): \(errors) in \(result.content)")
-            if errors.isEmpty { valid += 1 }
+            if errors.isEmpty { valid.append(name) }
         }
         print(
-            "schema corpus: \(valid) of \(corpus.count) greedy answers finished and validate; cut by max_tokens: \(cut)"
+            "schema corpus: \(valid.count) of \(corpus.count) greedy answers finished and validate; longest \(longest) tokens"
         )
-        #expect(valid + cut.count == corpus.count)
-        // Measured: 19 of 32 finish (all validate); the rest run away in unbounded digits or labels.
-        #expect(valid * 2 >= corpus.count, "\(valid) of \(corpus.count) finished")
+        #expect(valid.count == corpus.count - Self.runaway.count - Self.duplicateExtraKeys.count)
     }
 
     /// The validator itself rejects what each keyword forbids (so a passing answer means something).
