@@ -22,7 +22,8 @@ extension RemoteEndToEnd {
         }
 
         func request(_ b: OpenAIRemoteBackend) -> BackendRequest {
-            let prompt = b.prepare(.conversation(instructions: nil, messages: [ChatMessage(role: .user, content: "Hi")]))
+            let messages = [ChatMessage(role: .user, content: "Hi")]
+            let prompt = b.prepare(.conversation(instructions: nil, messages: messages))
             return BackendRequest(prompt: prompt, maxTokens: 16, sampling: .greedy, stop: [], label: "t")
         }
 
