@@ -9,7 +9,9 @@ For each streamed request to the proxy, pairs it with the upstream connection th
 for it (the first one opened after the request arrived) and prints, in ms, the medians of:
   - the client's last request byte -> the proxy's SYN to the upstream;
   - the client's last request byte -> the proxy's request to the upstream sent;
-  - the upstream's first content chunk -> the proxy's first content chunk to the client (relay).
+  - the upstream's first content chunk -> the proxy's first content chunk to the client (relay);
+  - the sum of the second and third per request: the proxy's own share of the time to first
+    token (what the client waits for beyond what the upstream itself takes).
 Timestamps are the kernel's, taken on loopback, so neither process is slowed by measuring it.
 Requests must not overlap (the pairing is by time); health checks are told apart by having no body.
 """
@@ -80,8 +82,10 @@ def main():
     if not rows:
         raise SystemExit("no proxied streamed request found in the capture")
     med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    own = statistics.median(r[1] + r[2] for r in rows)
     print("%d requests, medians: client request -> upstream SYN %.3f ms, -> upstream request sent %.3f ms; "
-          "upstream first content -> proxy first content %.3f ms" % (len(rows), *med))
+          "upstream first content -> proxy first content %.3f ms; the proxy's own share %.3f ms"
+          % (len(rows), *med, own))
 
 
 if __name__ == "__main__":
