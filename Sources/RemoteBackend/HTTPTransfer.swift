@@ -47,14 +47,13 @@ public final class HTTPTransfer: @unchecked Sendable {
         }
     }
 
-    /// Runs the transfer on a dedicated thread; the awaiting Task's cancellation cancels it.
-    /// Returns once the connection is closed.
+    /// Runs the transfer on a thread of its own (a parked one when there is one, see
+    /// `TransferThreads`); the awaiting Task's cancellation cancels it. Returns once the
+    /// connection is closed.
     public func perform() async -> TransferOutcome {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferOutcome, Never>) in
-                let thread = Thread { continuation.resume(returning: self.run()) }
-                thread.name = "inferd-upstream"
-                thread.start()
+                TransferThreads.shared.run { continuation.resume(returning: self.run()) }
             }
         } onCancel: {
             cancel()

@@ -109,20 +109,46 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
         }
     }
 
+    /// Starts the generation now, as the local engine does: the upstream request leaves while
+    /// the caller still writes its response's head, instead of once it awaits the result (which
+    /// put the head, the stream's set-up and a Task hop on the way to the upstream, the proxy's
+    /// added time to first token). Events before the caller listens are its to keep (see
+    /// `GenerationEventRelay`); the awaiting Task's cancellation stops the generation.
     public func submit(
         _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         let (path, body) = try Self.requestBody(request, model: modelName)
         if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
-            // Only capacity is checked now: whether it joins or starts one is decided when awaited.
+            // Only capacity is checked here: it joins an identical generation in flight or starts one.
             try checkCapacity()
-            return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+            return Self.startNow { () async throws(GenerationError) -> GenerationResult in
                 try await self.shared(key, request, path: path, body: body, onEvent: onEvent)
             }
         }
         let ticket = try enter(request, onEvent: onEvent)
-        return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+        return Self.startNow { () async throws(GenerationError) -> GenerationResult in
             try await self.run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
+        }
+    }
+
+    /// Runs `work` in a Task started at once; awaiting the result waits for it, and cancelling
+    /// the awaiting Task cancels it (a generation nobody awaits runs to its own end).
+    static func startNow(
+        _ work: @escaping @Sendable () async throws(GenerationError) -> GenerationResult
+    ) -> PendingGeneration {
+        let task = Task { () async -> Result<GenerationResult, GenerationError> in
+            do throws(GenerationError) {
+                return .success(try await work())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
+            try await withTaskCancellationHandler {
+                await task.value
+            } onCancel: {
+                task.cancel()
+            }.get()
         }
     }
 
