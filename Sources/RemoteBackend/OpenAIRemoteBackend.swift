@@ -132,22 +132,24 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     }
 
     /// Runs `work` in a Task started at once; awaiting the result waits for it, and cancelling
-    /// the awaiting Task cancels it (a generation nobody awaits runs to its own end).
+    /// the awaiting Task cancels it. A pending generation dropped without being awaited cancels
+    /// it too (as a local engine's ticket does), so nothing runs upstream for nobody.
     static func startNow(
         _ work: @escaping @Sendable () async throws(GenerationError) -> GenerationResult
     ) -> PendingGeneration {
-        let task = Task { () async -> Result<GenerationResult, GenerationError> in
-            do throws(GenerationError) {
-                return .success(try await work())
-            } catch {
-                return .failure(error)
-            }
-        }
+        let started = StartedGeneration(
+            Task { () async -> Result<GenerationResult, GenerationError> in
+                do throws(GenerationError) {
+                    return .success(try await work())
+                } catch {
+                    return .failure(error)
+                }
+            })
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
             try await withTaskCancellationHandler {
-                await task.value
+                await started.task.value
             } onCancel: {
-                task.cancel()
+                started.task.cancel()
             }.get()
         }
     }

@@ -57,5 +57,20 @@ extension RemoteEndToEnd {
             #expect(await eventually { (try? upstream.stats().open) == 0 }, "the upstream connection stayed open")
             #expect(b.activeGenerations == 0)
         }
+
+        /// A requester that fails before awaiting drops its pending generation: the upstream
+        /// request started at submit must not run on for nobody.
+        @Test(arguments: [false, true])
+        func aPendingGenerationDroppedUnawaitedClosesTheUpstreamConnection(sharing: Bool) async throws {
+            let upstream = try FakeUpstream()
+            defer { upstream.stop() }
+            let b = backend(upstream.url("hold"))
+            var pending: PendingGeneration? = try b.submit(request(b), sharing: sharing) { _ in }
+            #expect(pending != nil)
+            #expect(await eventually { (try? upstream.stats().open) == 1 })
+            pending = nil
+            #expect(await eventually { (try? upstream.stats().open) == 0 }, "the upstream connection stayed open")
+            #expect(await eventually { b.activeGenerations == 0 })
+        }
     }
 }
