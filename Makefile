@@ -48,8 +48,12 @@ REMOTE_SUITES := RemoteBackendTests\.
 # suites on a loaded 2-core machine that check failed twice in a row. The cause was the test
 # client's own 5 s receive timeout running out during the stream's 3.5 s of silence (reported as
 # a close); the client now waits longer and says which it was. The suite's other checks also
-# measure seconds of idleness, so it still runs alone.
-ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests HTTPServerSocketTests
+# measure seconds of idleness, so it still runs alone. The remote proxy's health suite checks that
+# a cancel or a replace reaches the upstream inferd within 50 ms (the issue's bound, read from the
+# upstream's log, so it includes the upstream's own stop at its next step): on a 2-core machine
+# without AVX-512 (3x slower decode steps) beside the server suites it measured 83 ms, alone it
+# passes, so it runs alone as well.
+ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests HTTPServerSocketTests RemoteProxyHealthTests
 ALONE_SKIP := $(subst $(eval) ,|,$(strip $(ALONE_SUITES)))
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
