@@ -20,6 +20,21 @@ enum SchemaCheck {
         return m.accept(bytes: Array(text.utf8)) && m.canEnd
     }
 
+    /// Expects the JSON Schema `schema` to accept each of `good` and refuse each of `bad`
+    /// (failures are reported at the caller's line).
+    static func check(
+        _ schema: String, accepts good: [String], rejects bad: [String],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let m = try matcher(try self.schema(schema))
+        for g in good {
+            #expect(accepts(m, g), "\(schema) should accept \(g.prefix(80))", sourceLocation: sourceLocation)
+        }
+        for b in bad {
+            #expect(!accepts(m, b), "\(schema) should reject \(b.prefix(80))", sourceLocation: sourceLocation)
+        }
+    }
+
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

@@ -7,11 +7,6 @@ import Testing
 /// bound admits is accepted and one character more is refused (by the matcher, and for the
 /// integer digits by the mask over the default model's vocabulary too).
 @Suite struct StructuredBoundsTests {
-    func check(_ schema: String, accepts good: [String], rejects bad: [String]) throws {
-        let m = try SchemaCheck.matcher(try SchemaCheck.schema(schema))
-        for g in good { #expect(SchemaCheck.accepts(m, g), "\(schema) should accept \(g.prefix(80))") }
-        for b in bad { #expect(!SchemaCheck.accepts(m, b), "\(schema) should reject \(b.prefix(80))") }
-    }
 
     static func digits(_ n: Int, first: Character = "9") -> String {
         String(first) + String(repeating: "7", count: n - 1)
@@ -21,19 +16,19 @@ import Testing
         let n = StructuredBounds.maxIntegerDigits
         #expect(n == 16)
         for schema in [#"{"type":"integer"}"#, #"{"type":"number"}"#] {
-            try check(
+            try SchemaCheck.check(
                 schema, accepts: [Self.digits(n), "-" + Self.digits(n)],
                 rejects: [Self.digits(n + 1), "-" + Self.digits(n + 1)])
         }
         // One side bounded: the other side is bounded by the digit count.
-        try check(
+        try SchemaCheck.check(
             #"{"type":"integer","minimum":3}"#, accepts: [Self.digits(n), "3"],
             rejects: [Self.digits(n + 1), "2", "-" + Self.digits(n)])
-        try check(
+        try SchemaCheck.check(
             #"{"type":"integer","maximum":-5}"#, accepts: ["-" + Self.digits(n), "-5"],
             rejects: ["-" + Self.digits(n + 1), "-4"])
         // Explicit bounds stay exact.
-        try check(
+        try SchemaCheck.check(
             #"{"type":"integer","minimum":-120,"maximum":999}"#, accepts: ["-120", "999", "0"],
             rejects: ["-121", "1000"])
         // JSON mode too: a number anywhere in the object.
@@ -47,12 +42,12 @@ import Testing
         let e = StructuredBounds.maxExponentDigits
         #expect(f == 16 && e == 3)
         let fraction = String(repeating: "3", count: f)
-        try check(
+        try SchemaCheck.check(
             #"{"type":"number"}"#, accepts: ["1.\(fraction)", "1.5e\(Self.digits(e))", "2E-\(Self.digits(e))"],
             rejects: ["1.\(fraction)3", "1.5e\(Self.digits(e + 1))"])
         // With bounds (a non-zero digit somewhere in the fraction): the same count.
         let zeros = String(repeating: "0", count: f - 1)
-        try check(
+        try SchemaCheck.check(
             #"{"type":"number","minimum":0,"maximum":10}"#,
             accepts: ["0.\(zeros)1", "9.\(fraction)", "10", "3.50"],
             rejects: ["0.\(zeros)01", "9.\(fraction)3", "0.\(zeros)0", "10.5", "1e2"])
@@ -62,10 +57,10 @@ import Testing
         let n = StructuredBounds.maxSecondFractionDigits
         #expect(n == 9)
         let nine = String(repeating: "5", count: n)
-        try check(
+        try SchemaCheck.check(
             #"{"type":"string","format":"time"}"#, accepts: [#""10:20:30.\#(nine)Z""#, #""10:20:30Z""#],
             rejects: [#""10:20:30.\#(nine)5Z""#])
-        try check(
+        try SchemaCheck.check(
             #"{"type":"string","format":"date-time"}"#, accepts: [#""2026-12-01T10:20:30.\#(nine)+01:00""#],
             rejects: [#""2026-12-01T10:20:30.\#(nine)5+01:00""#])
     }
@@ -78,7 +73,7 @@ import Testing
         let longest = [63, 63, 63, 61].map(Self.label).joined(separator: ".")
         #expect(longest.count == 253)
         let eightShort = [String](repeating: Self.label(30), count: 8).joined(separator: ".")
-        try check(
+        try SchemaCheck.check(
             s, accepts: [#""\#(longest)""#, #""\#(eightShort)""#, #""a""#, #""mail.eu.example.co.uk""#],
             rejects: [
                 #""\#(Self.label(64))""#,  // a label of 64
@@ -88,7 +83,7 @@ import Testing
             ])
         // An email's domain follows the same rule; its local part has at most 64 characters.
         #expect(StructuredBounds.maxEmailLocalLength == 64)
-        try check(
+        try SchemaCheck.check(
             #"{"type":"string","format":"email"}"#,
             accepts: [#""\#(Self.label(64))@\#(longest)""#], rejects: [#""\#(Self.label(65))@example.com""#])
     }
@@ -102,7 +97,7 @@ import Testing
         let n = StructuredBounds.maxExtraProperties
         #expect(n == 16)
         // Absent beside `properties`: no extra member.
-        try check(
+        try SchemaCheck.check(
             #"{"type":"object","properties":{"a":{"type":"integer"}}}"#, accepts: [#"{"a":1}"#, "{}"],
             rejects: [Self.object(#""a":1"#, extra: 1), Self.object("", extra: 1)])
         // `true`, a schema, or an object schema without either keyword: up to the bound.
@@ -110,11 +105,11 @@ import Testing
             #"{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}"#,
             #"{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"integer"}}"#,
         ] {
-            try check(
+            try SchemaCheck.check(
                 schema, accepts: [Self.object(#""a":1"#, extra: n), Self.object("", extra: n)],
                 rejects: [Self.object(#""a":1"#, extra: n + 1), Self.object("", extra: n + 1)])
         }
-        try check(
+        try SchemaCheck.check(
             #"{"type":"object"}"#, accepts: [Self.object("", extra: n), "{}"], rejects: [Self.object("", extra: n + 1)])
     }
 
