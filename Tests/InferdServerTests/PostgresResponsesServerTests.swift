@@ -56,7 +56,7 @@ struct PostgresResponsesServerTests {
                 "/v1/responses",
                 jsonString([
                     "model": model, "input": "Count from 1 to 500, one number per line.", "background": true,
-                    "max_output_tokens": 900,
+                    "max_output_tokens": 900, "ignore_eos": true,
                 ]), headers: Self.auth(Self.k1))
             let bgID = try #require(bg.json?["id"] as? String, "\(bg.text)")
             #expect(
