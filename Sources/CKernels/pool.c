@@ -116,6 +116,8 @@ static void *worker_main(void *arg) {
     ck_worker *w = (ck_worker *)arg;
     ck_pool *pool = w->pool;
     uint32_t seen = 0;
+    // A compute thread: long slices, so I/O threads that wake preempt it at once (thread_slice.c).
+    (void)ck_thread_prefer_throughput();
     for (;;) {
         uint32_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
         for (int i = 0; g == seen && i < CK_SPIN_ITERS; i++) {

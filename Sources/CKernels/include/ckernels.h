@@ -72,6 +72,21 @@ float ck_dot_q8_0_q8_0(int k, const ck_block_q8_0 *w, const ck_block_q8_0 *a);
 float ck_dot_f32(int k, const float *w, const float *a);
 float ck_dot_f16_f32(int k, const uint16_t *w, const float *a);
 
+// MARK: - Thread scheduling
+
+/// Asks the scheduler for a time slice of `microseconds` for the calling thread (SCHED_OTHER
+/// threads only; Linux 6.12+ honours it, older kernels ignore it). 0 or an errno.
+int ck_thread_set_slice_us(int64_t microseconds);
+/// The calling thread's requested slice in µs as the kernel reports it (0: the default), -1 when
+/// it cannot be read.
+int64_t ck_thread_slice_us(void);
+/// The slice the engine's threads ask for: `INFERD_COMPUTE_SLICE_US` if set (0 turns it off),
+/// else 10,000 µs.
+int64_t ck_compute_slice_us(void);
+/// Applies `ck_compute_slice_us()` to the calling thread: for threads that compute tokens, so that
+/// the server's I/O threads preempt them when they wake (see thread_slice.c). 0 or an errno.
+int ck_thread_prefer_throughput(void);
+
 // MARK: - Thread pool
 
 typedef struct ck_pool ck_pool;

@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 import Synchronization
 import Telemetry
@@ -175,6 +176,10 @@ final class GenerationWorker: @unchecked Sendable {
     }
 
     private func run() {
+        // This thread computes tokens (it is the compute pool's caller): long scheduler slices, so
+        // the server's threads preempt it at once when they wake to write a snapshot or read a
+        // request, instead of waiting up to a slice (CKernels/thread_slice.c).
+        _ = ck_thread_prefer_throughput()
         var active: [GenerationJob] = []
         while true {
             condition.lock()
