@@ -7,8 +7,11 @@
 // per second.
 //
 //   clang -O2 -ISources/CKernels/include Sources/CKernels/*.c scripts/matmul_bench.c -lm -lpthread \
-//       -o /tmp/matmul_bench                      # add -DCK_ROWS_AHEAD=0 for per-row kernels
-//   chrt -f 50 /tmp/matmul_bench 1 40             # without look-ahead prefetch (see dot.c)
+//       -o /tmp/matmul_bench
+//   chrt -f 50 /tmp/matmul_bench 1 40
+//
+// -DCK_ROWS_AHEAD=0 builds the per-row kernels without their look-ahead prefetch (dot.c);
+// -DCK_Q41_AHEAD_AVX2=N -DCK_Q80_AHEAD_AVX2=M other distances for the interleaved AVX2 ones.
 //
 // usage: matmul_bench [threads=1] [passes=40]
 #include <stdio.h>
