@@ -107,6 +107,12 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
     return ck_hsum8(acc);
 }
 
+// The four-row decode kernels prefetch the same block CK_ROWS_AHEAD rows further down (the row
+// group after next). -D CK_ROWS_AHEAD=0 leaves the prefetches out (scripts/matmul_bench.c).
+#ifndef CK_ROWS_AHEAD
+#define CK_ROWS_AHEAD 8
+#endif
+
 // Four weight rows against one or two activation rows: the same per-row arithmetic as the
 // single-row kernels (each output keeps its own accumulator and block order), with activation
 // loads and scale conversions shared, and four to eight independent dependency chains. The scale
@@ -142,7 +148,7 @@ CK_FAST static float dot_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, const ck_
         __m256 summs = _mm256_setzero_ps();                                                                          \
         const __m256i mask = _mm256_set1_epi8(0x0f);                                                                 \
         const __m256i shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);                                            \
-        const size_t ahead = 8 * wrb * sizeof(ck_block_q4_1);                                                        \
+        const size_t ahead = CK_ROWS_AHEAD * wrb * sizeof(ck_block_q4_1);                                            \
         for (int i = 0; i < nb; i++) {                                                                               \
             if ((i & 1) == 0) {                                                                                      \
                 _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);                                             \
@@ -288,7 +294,13 @@ int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck
 
 void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
 
-int ck_interleaving_pays(void) { return ck_cpu_has_vnni_hw(); }
+// VNNI: every form (Q5_0's kernel needs AVX-512 BW too, as the per-row one). AVX2 alone: Q4_1
+// and Q8_0, whose AVX2 kernels (interleave_avx2.c) beat the per-row ones; Q5_0 has none there.
+int ck_interleaving_pays(int type) {
+    if (type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
+    if (ck_cpu_has_vnni_hw()) return 1;
+    return type != CK_TYPE_Q5_0 && ck_cpu_has_avx2_fma();
+}
 
 CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,
                                         float *out) {
@@ -301,7 +313,7 @@ CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_
         const __m256i wq = _mm256_loadu_si256((const __m256i *)W[i].qs);                          \
         ACC = _mm256_fmadd_ps(d, dot_u8_s8(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq)), ACC); \
     } while (0)
-    const size_t ahead = 8 * w_row_blocks * sizeof(ck_block_q8_0);
+    const size_t ahead = CK_ROWS_AHEAD * w_row_blocks * sizeof(ck_block_q8_0);
     for (int i = 0; i < nb; i++) {
         _mm_prefetch((const char *)&w0[i] + ahead, _MM_HINT_T0);
         _mm_prefetch((const char *)&w1[i] + ahead, _MM_HINT_T0);
@@ -411,7 +423,9 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot4 = ck_pick_dot4_legacy(type, fast);
     if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8) {
         k.interleaved = 1;
-        k.interleaved_fast = fast && ck_cpu_has_vnni();
+        k.interleaved_fast = !fast                ? CK_INTERLEAVED_PORTABLE
+                             : ck_cpu_has_vnni() ? CK_INTERLEAVED_VNNI
+                                                 : CK_INTERLEAVED_AVX2;
         return k;
     }
 #if CK_X86

@@ -9,42 +9,14 @@
 //
 // Q4_1 keeps the per-row kernels' float order exactly (see tile_q4_1x8). Q8_0, used for the
 // output head only, sums each block exactly in integers before scaling: its logits differ from
-// the per-row kernel's in the last bits, which changes no reference answer.
+// the per-row kernel's in the last bits, which changes no reference answer. CPUs with AVX2 and
+// no VNNI read the Q4_1 and Q8_0 forms with the kernels of interleave_avx2.c, which keep the
+// per-row AVX2 order for both.
 #include <string.h>
 
-#include "internal.h"
+#include "interleave_forms.h"
 
-// MARK: - Layouts
-
-// Q4_1 × 8 rows, one 32-column block (160 bytes, the same 20 bytes per row as Q4_1):
-// d[8], m[8] as fp16, then 4 vectors of 32 bytes: vector c, lane r = row r's qs[4c..4c+3],
-// whose low nibbles are elements 4c..4c+3 and high nibbles elements 16+4c..16+4c+3.
-typedef struct {
-    uint16_t d[8];
-    uint16_t m[8];
-    uint8_t qs[128];
-} ck_block_q4_1x8;
-
-// Q8_0 × 8 rows, one block (272 bytes, 34 per row as Q8_0): d[8] as fp16, then 8 vectors of
-// 32 bytes: vector c, lane r = row r's qs[4c..4c+3] + 128 as unsigned bytes (vpdpbusd wants
-// one unsigned operand; the offset is taken back with 128 × the activation block's sum).
-typedef struct {
-    uint16_t d[8];
-    uint8_t qs[256];
-} ck_block_q8_0x8;
-
-// Q5_0 × 8 rows, one block (176 bytes, the same 22 per row as Q5_0): d[8] as fp16; hm[c], the
-// fifth bits of chunk c (elements 4c..4c+3) as a byte mask: bit 4r + j is that of element
-// 4c + j of row r; then the nibbles as in Q4_1 × 8 (vector c, lane r = row r's qs[4c..4c+3]).
-typedef struct {
-    uint16_t d[8];
-    uint32_t hm[8];
-    uint8_t qs[128];
-} ck_block_q5_0x8;
-
-_Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
-_Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
-_Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
+// The layouts (ck_block_q4_1x8 and the others) are in interleave_forms.h.
 
 size_t ck_interleaved_group_bytes(int type, int k) {
     if (k <= 0 || k % CK_QK != 0) return 0;
@@ -376,7 +348,8 @@ static int has_avx512bw(void) {
 // Rows up to 8192 columns take the fast path; longer ones (no model here has them) the portable.
 #define CK_MAX_OFFSET_BLOCKS 256
 
-// Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token. Tokens go in tiles of
+// Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token, with the kernels `fast`
+// names (CK_INTERLEAVED_*; Q5_0 has no AVX2 ones and runs the portable kernel there). Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1
@@ -398,7 +371,7 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
             xs[t] = x + (size_t)(t0 + t) * p->x_row_bytes;
             ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
         }
-        if (base_type == CK_TYPE_Q8_0) {
+        if (base_type == CK_TYPE_Q8_0 && fast == CK_INTERLEAVED_VNNI) {
             for (int t = 0; t < T; t++) {
                 offs[t] = offset_store + CK_MAX_OFFSET_BLOCKS * t;
                 const ck_block_q8_0 *a = (const ck_block_q8_0 *)xs[t];
@@ -408,7 +381,16 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
             }
         }
 #if CK_X86
-        if (fast && nb <= CK_MAX_OFFSET_BLOCKS && (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
+        if (fast == CK_INTERLEAVED_AVX2 && base_type != CK_TYPE_Q5_0) {
+            if (base_type == CK_TYPE_Q4_1) {
+                ck_groups_q4_1x8_avx2(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
+            } else {
+                ck_groups_q8_0x8_avx2(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, ys, T);
+            }
+            continue;
+        }
+        if (fast == CK_INTERLEAVED_VNNI && nb <= CK_MAX_OFFSET_BLOCKS &&
+            (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
             if (base_type == CK_TYPE_Q4_1) {
                 groups_q4_1x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
             } else if (base_type == CK_TYPE_Q5_0) {

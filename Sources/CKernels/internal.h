@@ -54,8 +54,11 @@ __attribute__((target("avx2,fma,f16c"))) static inline float ck_hsum8(__m256 v) 
 }
 #endif
 
-/// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` picks the VNNI
-/// kernels (the caller checked the CPU and the thread's switches).
+/// Kernels for the interleaved forms: portable, AVX2 (Q4_1 and Q8_0 only), AVX-512 VNNI.
+enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };
+
+/// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` (a
+/// CK_INTERLEAVED_*) picks the kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 
 // MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
@@ -79,7 +82,7 @@ typedef struct {
     ck_dot4x2_fn dot4x2;
     ck_dot4x4_fn dot4x4;
     int interleaved;       // the weights are in an interleaved form
-    int interleaved_fast;  // ... and the VNNI kernels for it may run on this thread
+    int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
 } ck_kernels;
 
 /// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.

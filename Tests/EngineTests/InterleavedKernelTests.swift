@@ -94,7 +94,10 @@ struct InterleavedKernelTests {
                         }
                         let what = "\(type) \(path) rows=\(rows) k=\(k) n=\(n) pool=\(usePool)"
                         for i in got.indices {
-                            if type != .q8_0 {
+                            // Q8_0's VNNI and portable kernels sum a block in integers before scaling
+                            // (last-bit differences); its AVX2 one keeps the per-row order.
+                            let avx2 = path == "fast-avx2" || (path == "fast" && !Self.cpuHasVNNI)
+                            if type != .q8_0 || avx2 {
                                 try #require(got[i] == perRow[i], "\(what): out \(i) \(got[i]) vs \(perRow[i])")
                             }
                             try #require(
@@ -105,6 +108,66 @@ struct InterleavedKernelTests {
                 }
             }
         }
+    }
+
+    static let cpuHasVNNI = GemmaReferenceTests.cpuHasAVX512VNNI
+
+    /// The AVX2 kernels of the interleaved forms (CPUs without VNNI; forced here with VNNI off so
+    /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_1 and
+    /// Q8_0 bit for bit, over odd and even group counts, 1...9 tokens (tiles of four and their
+    /// remainders), with the pool's chunks and without.
+    @Test(.enabled(if: ck_cpu_has_avx2_fma() != 0), arguments: [GGMLType.q4_1, .q8_0])
+    func avx2InterleavedProductsAreThePerRowProducts(type: GGMLType) throws {
+        ck_set_vnni(0)
+        defer { ck_set_vnni(1) }
+        let pool = ComputePool(threads: 2)
+        var rng = SeededRandom(seed: 9090 + UInt64(type.rawValue))
+        for (rows, k) in [(8, 32), (24, 576), (40, 96), (136, 576), (200, 1536)] {
+            let file = Self.quantizedRows(type, rows: rows, k: k, rng: &rng)
+            let rowBytes = file.count / rows
+            let groupBytes = ck_interleaved_group_bytes(Int32(type.rawValue), Int32(k))
+            var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+            let packedType = file.withUnsafeBytes { src in
+                packed.withUnsafeMutableBytes { dst in
+                    ck_interleave(
+                        Int32(type.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+                }
+            }
+            for n in 1...9 {
+                var activations: [UInt8] = []
+                for _ in 0..<n {
+                    let x = rng.floats(k, 2)
+                    activations += type == .q4_1 ? ReferenceKernels.quantizeQ8_1(x) : ReferenceKernels.quantizeQ8_0(x)
+                }
+                let perRow = file.withUnsafeBytes { w in
+                    Self.product(
+                        type: Int32(type.rawValue), weights: w.baseAddress!, stride: rowBytes, rows: rows, k: k,
+                        activations: activations, n: n, pool: nil)
+                }
+                for usePool in [false, true] {
+                    let got = packed.withUnsafeBytes { w in
+                        Self.product(
+                            type: packedType, weights: w.baseAddress!, stride: groupBytes, rows: rows, k: k,
+                            activations: activations, n: n, pool: usePool ? pool : nil)
+                    }
+                    for i in got.indices {
+                        try #require(
+                            got[i].bitPattern == perRow[i].bitPattern,
+                            "\(type) rows=\(rows) k=\(k) n=\(n) pool=\(usePool): out \(i) \(got[i]) vs \(perRow[i])")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Which forms the loader makes: those this CPU has fast kernels for (Q5_0's need VNNI).
+    @Test func interleavingPaysForTheFormsThisCPUHasKernelsFor() {
+        let avx2: Int32 = ck_cpu_has_avx2_fma() != 0 ? 1 : 0
+        #expect(ck_interleaving_pays(Int32(GGMLType.q4_1.rawValue)) == avx2)
+        #expect(ck_interleaving_pays(Int32(GGMLType.q8_0.rawValue)) == avx2)
+        #expect(ck_interleaving_pays(Int32(GGMLType.q5_0.rawValue)) == (Self.cpuHasVNNI ? 1 : 0))
+        #expect(ck_interleaving_pays(Int32(GGMLType.f16.rawValue)) == 0)
+        #expect(ck_interleaving_pays(Int32(GGMLType.q4_0.rawValue)) == 0)
     }
 
     @Test func shapesWithoutAnInterleavedFormAreRefused() {

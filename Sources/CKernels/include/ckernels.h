@@ -138,8 +138,9 @@ enum {
     CK_TYPE_Q5_0_X8 = 1006,
     CK_TYPE_Q8_0_X8 = 1008,
 };
-/// 1 when this CPU has the kernels that make interleaving pay (AVX-512 VNNI).
-int ck_interleaving_pays(void);
+/// 1 when this CPU has kernels that make the interleaved form of `type` (a CK_TYPE_*) pay:
+/// AVX-512 VNNI ones for Q4_1, Q5_0 and Q8_0, AVX2 ones for Q4_1 and Q8_0.
+int ck_interleaving_pays(int type);
 /// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_1, Q5_0
 /// or Q8_0), or 0 when that type or k (a multiple of 32) has none.
 size_t ck_interleaved_group_bytes(int type, int k);

@@ -66,7 +66,7 @@ struct WeightMatrix {
     /// Bytes of an interleaved copy of this matrix, or 0 when it has no interleaved form (the
     /// CPU lacks the kernels that make it pay, or the type or shape does not allow one).
     var interleavedByteCount: Int {
-        guard ck_interleaving_pays() != 0, rows % 8 == 0, [.q4_1, .q5_0, .q8_0].contains(type) else { return 0 }
+        guard ck_interleaving_pays(kernelType) != 0, rows % 8 == 0 else { return 0 }
         return rows / 8 * ck_interleaved_group_bytes(kernelType, Int32(columns))
     }
 

@@ -1,0 +1,49 @@
+// The interleaved weight forms (made by interleave.c), shared by its kernels and the AVX2 ones
+// (interleave_avx2.c); not part of the public header.
+#ifndef INFERD_CKERNELS_INTERLEAVE_FORMS_H
+#define INFERD_CKERNELS_INTERLEAVE_FORMS_H
+#include "internal.h"
+
+// MARK: - Layouts
+
+// Q4_1 × 8 rows, one 32-column block (160 bytes, the same 20 bytes per row as Q4_1):
+// d[8], m[8] as fp16, then 4 vectors of 32 bytes: vector c, lane r = row r's qs[4c..4c+3],
+// whose low nibbles are elements 4c..4c+3 and high nibbles elements 16+4c..16+4c+3.
+typedef struct {
+    uint16_t d[8];
+    uint16_t m[8];
+    uint8_t qs[128];
+} ck_block_q4_1x8;
+
+// Q8_0 × 8 rows, one block (272 bytes, 34 per row as Q8_0): d[8] as fp16, then 8 vectors of
+// 32 bytes: vector c, lane r = row r's qs[4c..4c+3] + 128 as unsigned bytes (vpdpbusd wants
+// one unsigned operand; the offset is taken back with 128 × the activation block's sum).
+typedef struct {
+    uint16_t d[8];
+    uint8_t qs[256];
+} ck_block_q8_0x8;
+
+// Q5_0 × 8 rows, one block (176 bytes, the same 22 per row as Q5_0): d[8] as fp16; hm[c], the
+// fifth bits of chunk c (elements 4c..4c+3) as a byte mask: bit 4r + j is that of element
+// 4c + j of row r; then the nibbles as in Q4_1 × 8 (vector c, lane r = row r's qs[4c..4c+3]).
+typedef struct {
+    uint16_t d[8];
+    uint32_t hm[8];
+    uint8_t qs[128];
+} ck_block_q5_0x8;
+
+_Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
+_Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
+_Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
+
+#if CK_X86
+/// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into
+/// y[t], with AVX2 only (interleave_avx2.c): each output bit for bit that of the per-row AVX2
+/// kernel (dot.c).
+void ck_groups_q4_1x8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_1 *const *x,
+                           float *const *y, int T);
+void ck_groups_q8_0x8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_0 *const *x,
+                           float *const *y, int T);
+#endif
+
+#endif
