@@ -45,4 +45,9 @@ public enum StructuredBounds {
     /// nests without end. 8 holds the trees, threads and component hierarchies people ask for;
     /// a schema whose recursion can never end (every instance nests again) is refused.
     public static let maxRecursionDepth = 8
+    /// More repetitions than a `pattern`'s `+`, `*` or `{m,}` requires: `+` is `{1,33}`, `*`
+    /// `{0,32}`, `{m,}` `{m,m+32}`. 32 leaves room for the identifiers, names and paths such
+    /// patterns usually describe (`[a-z0-9-]+`: a repository name), and stops a model that
+    /// writes digits or path segments forever.
+    public static let maxPatternRepetitions = 32
 }
