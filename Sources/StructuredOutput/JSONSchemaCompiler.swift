@@ -40,7 +40,8 @@ public struct JSONSchemaCompiler {
         c.recursive = c.recursivePointers()
         // A schema that refers to itself (`"$ref": "#"` inside) is the first level of its own
         // recursion, as a `$defs` node referred to from the root is.
-        let body = c.recursive.contains("#") ? try c.reference(.string("#"), path: "$") : try c.compile(schema, path: "$")
+        let body =
+            c.recursive.contains("#") ? try c.reference(.string("#"), path: "$") : try c.compile(schema, path: "$")
         c.rules["root"] = body
         try c.checkRecursionEnds()
         return Grammar(root: "root", rules: c.rules)

@@ -47,6 +47,21 @@ extension StructuredBoundsTests {
         try SchemaCheck.check(mutual, accepts: [nest(1, d)], rejects: [nest(1, d + 1)])
     }
 
+    /// A free value (JSON mode, `{}`, extra members without a schema) nests at most as deep.
+    @Test func freeValuesNestAsDeep() throws {
+        let d = StructuredBounds.maxRecursionDepth
+        func arrays(_ n: Int) -> String { String(repeating: "[", count: n) + String(repeating: "]", count: n) }
+        // JSON mode: the object is level 1.
+        let m = try SchemaCheck.matcher(.jsonObject)
+        #expect(SchemaCheck.accepts(m, #"{"a":"# + arrays(d - 1) + "}"))
+        #expect(!SchemaCheck.accepts(m, #"{"a":"# + arrays(d) + "}"))
+        // `{}` under a schema: counted from where the free value starts.
+        try SchemaCheck.check(
+            #"{"type":"object","properties":{"v":{}},"required":["v"]}"#,
+            accepts: [#"{"v":"# + arrays(d) + "}", #"{"v":{"x":[1,{"y":null}]}}"#],
+            rejects: [#"{"v":"# + arrays(d + 1) + "}"])
+    }
+
     /// Only recursive references count: a chain of distinct `$defs` deeper than the bound is whole.
     @Test func nonRecursiveReferencesAreNotBounded() throws {
         let n = StructuredBounds.maxRecursionDepth + 4
