@@ -96,6 +96,7 @@ public enum JSONGrammar {
         var g = Grammar(root: "root")
         addBase(to: &g.rules)
         g.rules["root"] = .rule(object)
+        g.distinctObjectKeys = true
         return g
     }
 }

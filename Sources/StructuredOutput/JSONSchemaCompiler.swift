@@ -44,7 +44,9 @@ public struct JSONSchemaCompiler {
             c.recursive.contains("#") ? try c.reference(.string("#"), path: "$") : try c.compile(schema, path: "$")
         c.rules["root"] = body
         try c.checkRecursionEnds()
-        return Grammar(root: "root", rules: c.rules)
+        var grammar = Grammar(root: "root", rules: c.rules)
+        grammar.distinctObjectKeys = true
+        return grammar
     }
 
     init(root: JSONValue) {

@@ -43,6 +43,7 @@ struct GrammarCompiler {
         out.sets = sets
         out.ruleNames = names
         out.root = root
+        out.distinctObjectKeys = grammar.distinctObjectKeys
         for body in bodies {
             out.ruleStart.append(Int32(out.alternatives.count))
             for alternative in body {
