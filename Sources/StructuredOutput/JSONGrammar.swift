@@ -56,24 +56,31 @@ public enum JSONGrammar {
                     .repetition(digit, minimum: 1, maximum: StructuredBounds.maxExponentDigits),
                 ])),
         ])
-        rules[value] = .choice([
-            .rule(object), .rule(array), .rule(string), .rule(number), .text("true"), .text("false"), .text("null"),
-        ])
-        // `{ ws }` or `{ ws m (ws , ws m)* ws }`: never two `ws` in a row, so the bound holds.
-        rules[object] = .sequence([
-            .text("{"),
-            .optional(
-                .sequence([
-                    .rule(ws), member(.rule(string), .rule(value)),
-                    .zeroOrMore(.sequence([separator, member(.rule(string), .rule(value))])),
-                ])),
-            .rule(ws), .text("}"),
-        ])
-        rules[array] = .sequence([
-            .text("["),
-            .optional(.sequence([.rule(ws), .rule(value), .zeroOrMore(.sequence([separator, .rule(value)]))])),
-            .rule(ws), .text("]"),
-        ])
+        // A free value (JSON mode, `{}`, extra members without a schema) nests at most
+        // `StructuredBounds.maxRecursionDepth` arrays and objects, as recursive `$ref`s do: level
+        // k's containers hold level k + 1's values, the deepest ones are empty. Level 1 keeps
+        // the plain names.
+        let depth = StructuredBounds.maxRecursionDepth
+        func leveled(_ name: String, _ k: Int) -> String { k == 1 ? name : "\(name)-\(k)" }
+        for k in 1...depth {
+            let inner = GrammarExpression.rule(leveled(value, k + 1))
+            rules[leveled(value, k)] = .choice([
+                .rule(leveled(object, k)), .rule(leveled(array, k)), .rule(string), .rule(number), .text("true"),
+                .text("false"), .text("null"),
+            ])
+            // `{ ws }` or `{ ws m (ws , ws m)* ws }`: never two `ws` in a row, so the bound holds.
+            let members = GrammarExpression.sequence([
+                .rule(ws), member(.rule(string), inner),
+                .zeroOrMore(.sequence([separator, member(.rule(string), inner)])),
+            ])
+            let elements = GrammarExpression.sequence([
+                .rule(ws), inner, .zeroOrMore(.sequence([separator, inner])),
+            ])
+            rules[leveled(object, k)] = .sequence(
+                [.text("{")] + (k < depth ? [.optional(members)] : []) + [.rule(ws), .text("}")])
+            rules[leveled(array, k)] = .sequence(
+                [.text("[")] + (k < depth ? [.optional(elements)] : []) + [.rule(ws), .text("]")])
+        }
     }
 
     /// `ws "," ws`
@@ -89,6 +96,7 @@ public enum JSONGrammar {
         var g = Grammar(root: "root")
         addBase(to: &g.rules)
         g.rules["root"] = .rule(object)
+        g.distinctObjectKeys = true
         return g
     }
 }

@@ -23,17 +23,30 @@ public struct JSONSchemaCompiler {
 
     let root: JSONValue
     var rules: [String: GrammarExpression] = [:]
-    /// `$ref` targets already given a rule, by pointer.
+    /// `$ref` targets already given a rule, by pointer and recursion depth (`pointer@depth`).
     var refRules: [String: String] = [:]
     var counter = 0
+    /// The pointers whose target can reach the same pointer again (see `recursivePointers`).
+    var recursive: Set<String> = []
+    /// How many recursive references enclose the schema being compiled.
+    var depth = 0
+    /// Where a recursive reference was cut at `StructuredBounds.maxRecursionDepth`.
+    var cuts: [String] = []
 
     /// The grammar for a schema.
     public static func compile(_ schema: JSONValue) throws(StructuredOutputError) -> Grammar {
         var c = JSONSchemaCompiler(root: schema)
         JSONGrammar.addBase(to: &c.rules)
-        let body = try c.compile(schema, path: "$")
+        c.recursive = c.recursivePointers()
+        // A schema that refers to itself (`"$ref": "#"` inside) is the first level of its own
+        // recursion, as a `$defs` node referred to from the root is.
+        let body =
+            c.recursive.contains("#") ? try c.reference(.string("#"), path: "$") : try c.compile(schema, path: "$")
         c.rules["root"] = body
-        return Grammar(root: "root", rules: c.rules)
+        try c.checkRecursionEnds()
+        var grammar = Grammar(root: "root", rules: c.rules)
+        grammar.distinctObjectKeys = true
+        return grammar
     }
 
     init(root: JSONValue) {
@@ -150,58 +163,6 @@ public struct JSONSchemaCompiler {
         default:
             throw .invalidSchema(path: path + ".type", message: "must be a string or an array of strings")
         }
-    }
-
-    // MARK: - References
-
-    /// The target of a local `$ref` (`#`, `#/$defs/x`, `#/definitions/x`, any JSON pointer into
-    /// this schema), given a rule of its own so recursive schemas work.
-    mutating func reference(_ ref: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
-        guard case .string(let pointer) = ref else { throw .invalidSchema(path: path, message: "must be a string") }
-        if let name = refRules[pointer] { return .rule(name) }
-        let target = try resolve(pointer, path: path)
-        let name = freshName("ref")
-        refRules[pointer] = name
-        rules[name] = .empty  // placeholder while compiling (recursion refers to the name)
-        rules[name] = try compile(target, path: pointer.isEmpty ? "#" : pointer)
-        return .rule(name)
-    }
-
-    func resolve(_ pointer: String, path: String) throws(StructuredOutputError) -> JSONValue {
-        guard pointer.hasPrefix("#") else {
-            throw .unsupportedKeyword(keyword: "$ref", path: "\(path) (only local references '#...' are supported)")
-        }
-        var node = root
-        let tail = pointer.dropFirst()
-        guard !tail.isEmpty else { return node }
-        guard tail.hasPrefix("/") else { throw .invalidSchema(path: path, message: "not a JSON pointer: \(pointer)") }
-        for raw in tail.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            let token = raw.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
-            switch node {
-            case .object:
-                guard let next = node[token] else {
-                    throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
-                }
-                node = next
-            case .array(let items):
-                guard let i = Int(token), items.indices.contains(i) else {
-                    throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
-                }
-                node = items[i]
-            default:
-                throw .invalidSchema(path: path, message: "'\(pointer)' does not exist")
-            }
-        }
-        return node
-    }
-
-    /// The schema itself, or the target of its `$ref` (for merging).
-    func resolved(_ schema: JSONValue, path: String, depth: Int = 0) throws(StructuredOutputError) -> JSONValue {
-        guard depth < 32 else { throw .invalidSchema(path: path, message: "$ref chain too deep") }
-        if case .string(let pointer)? = schema["$ref"] {
-            return try resolved(try resolve(pointer, path: path), path: path, depth: depth + 1)
-        }
-        return schema
     }
 
     // MARK: - allOf

@@ -3,7 +3,9 @@ import Engine
 /// The regular-expression subset `pattern` supports, compiled to the JSON-string contents
 /// whose decoded text matches: literals, `.`, classes `[a-z]`/`[^…]`, `\d \w \s \D \W \S`,
 /// escaped punctuation, groups `( )`/`(?: )`, `|`, and `* + ? {m} {m,} {m,n}`; `^`/`$` only at
-/// the ends. Without `^` (or `$`) the match may start (or end) anywhere, as JSON Schema says.
+/// the ends. Without `^` (or `$`) the match may start (or end) anywhere, as JSON Schema says
+/// (that free text is any string, unbounded as a string without `maxLength` is). Unbounded
+/// repetitions are bounded by `StructuredBounds.maxPatternRepetitions`.
 /// Classes never match `"`, `\` or control characters (those would need escapes in JSON).
 struct RegexParser {
     struct Failure: Error {
@@ -56,10 +58,13 @@ struct RegexParser {
 
     mutating func quantified(_ atom: GrammarExpression) throws(Failure) -> GrammarExpression {
         guard let c = peek else { return atom }
+        // `*`, `+` and `{m,}` allow at most `maxPatternRepetitions` more than they require: a
+        // model would otherwise repeat them forever (digits, path segments).
+        let more = StructuredBounds.maxPatternRepetitions
         var result: GrammarExpression
         switch c {
-        case 0x2A: index += 1; result = .zeroOrMore(atom)
-        case 0x2B: index += 1; result = .oneOrMore(atom)
+        case 0x2A: index += 1; result = .repetition(atom, minimum: 0, maximum: more)
+        case 0x2B: index += 1; result = .repetition(atom, minimum: 1, maximum: 1 + more)
         case 0x3F: index += 1; result = .optional(atom)
         case 0x7B:
             index += 1
@@ -72,7 +77,7 @@ struct RegexParser {
             guard let m, peek == 0x7D else { throw Failure(message: "invalid {m,n} at \(index)") }
             index += 1
             if let n, n < m { throw Failure(message: "{\(m),\(n)} is empty") }
-            result = .repetition(atom, minimum: m, maximum: n)
+            result = .repetition(atom, minimum: m, maximum: n ?? m + more)
         default: return atom
         }
         if peek == 0x3F || peek == 0x2B { throw Failure(message: "lazy and possessive quantifiers are not supported") }

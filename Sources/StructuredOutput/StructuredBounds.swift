@@ -39,4 +39,15 @@ public enum StructuredBounds {
     /// Extra members of an object whose `additionalProperties` is `true` or a schema (or that has
     /// neither `properties` nor `additionalProperties`): a model would otherwise invent keys forever.
     public static let maxExtraProperties = 16
+    /// Recursive `$ref`s nested in one another (a tree's nodes, a thread's replies): at this
+    /// depth a reference that would nest once more can only be left out (an optional member
+    /// omitted, an array left empty, another `anyOf` branch taken). A small model otherwise
+    /// nests without end. 8 holds the trees, threads and component hierarchies people ask for;
+    /// a schema whose recursion can never end (every instance nests again) is refused.
+    public static let maxRecursionDepth = 8
+    /// More repetitions than a `pattern`'s `+`, `*` or `{m,}` requires: `+` is `{1,33}`, `*`
+    /// `{0,32}`, `{m,}` `{m,m+32}`. 32 leaves room for the identifiers, names and paths such
+    /// patterns usually describe (`[a-z0-9-]+`: a repository name), and stops a model that
+    /// writes digits or path segments forever.
+    public static let maxPatternRepetitions = 32
 }

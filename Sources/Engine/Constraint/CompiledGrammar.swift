@@ -20,6 +20,8 @@ public struct CompiledGrammar: Sendable {
     var ruleEnd: [Int32] = []
     var ruleNames: [String] = []
     var root: Int32 = 0
+    /// See `Grammar.distinctObjectKeys`.
+    public var distinctObjectKeys = false
     /// Counted repetitions of one unit (see `CompiledGrammar+Units.swift`): per rule, the unit
     /// rule it repeats (-1: not such a rule) and how many more units it allows (-1: unbounded).
     var repeatUnit: [Int32] = []

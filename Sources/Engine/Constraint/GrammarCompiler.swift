@@ -37,11 +37,13 @@ struct GrammarCompiler {
             }
             next += 1
         }
+        pruneUnproductive()
         try checkLeftRecursion()
         var out = CompiledGrammar()
         out.sets = sets
         out.ruleNames = names
         out.root = root
+        out.distinctObjectKeys = grammar.distinctObjectKeys
         for body in bodies {
             out.ruleStart.append(Int32(out.alternatives.count))
             for alternative in body {
@@ -203,6 +205,36 @@ struct GrammarCompiler {
         anonymous[key] = id
         _ = e
         return out + [.reference(id)]
+    }
+
+    /// Drops every alternative that refers to a rule matching no string at all (or to an empty byte set: a
+    /// rule with no alternative left, such as `false` in a schema or a recursive reference cut at the depth
+    /// bound). Why: the matcher follows a stack as long as bytes match, so without this it would
+    /// let the output into an alternative it can never complete (a key whose value is
+    /// impossible), and the mask would no longer mean "can still end".
+    private mutating func pruneUnproductive() {
+        var productive = [Bool](repeating: false, count: bodies.count)
+        let sets = self.sets
+        func complete(_ alternative: [Item]) -> Bool {
+            alternative.allSatisfy { item in
+                switch item {
+                case .reference(let r): productive[Int(r)]
+                case .terminal(let set): sets[Int(set) * 4..<Int(set) * 4 + 4].contains { $0 != 0 }
+                }
+            }
+        }
+        var changed = true
+        while changed {
+            changed = false
+            for (r, body) in bodies.enumerated() where !productive[r] && body.contains(where: complete) {
+                productive[r] = true
+                changed = true
+            }
+        }
+        for r in bodies.indices {
+            let body = bodies[r]
+            if body.contains(where: { !complete($0) }) { bodies[r] = body.filter { complete($0) } }
+        }
     }
 
     /// A rule that can reach itself at its left edge (through nullable prefixes) would make the
