@@ -11,8 +11,6 @@ public final class GrammarConstraint: GenerationConstraint {
     public let trie: TokenTrie
     public let identity: String
     let automaton: Locked<SharedAutomaton>
-    /// The tokens with a `"`, the only ones that can close a key (when keys must be distinct).
-    let quoteTokens: [Int32]
 
     /// - Parameter identity: a canonical description of what the grammar allows (its source).
     public init(grammar: CompiledGrammar, trie: TokenTrie, identity: String) {
@@ -20,9 +18,6 @@ public final class GrammarConstraint: GenerationConstraint {
         self.trie = trie
         self.identity = identity
         self.automaton = Locked(SharedAutomaton(GrammarMatcher(grammar: grammar, flushes: false)))
-        quoteTokens =
-            grammar.distinctObjectKeys
-            ? (0..<Int32(trie.vocabularySize)).filter { trie.tokenBytes($0)?.contains(0x22) ?? false } : []
     }
 
     public func makeProcessor() -> any LogitsProcessor {
@@ -31,8 +26,7 @@ public final class GrammarConstraint: GenerationConstraint {
             if a.matcher.isOverLimit { a = SharedAutomaton(GrammarMatcher(grammar: grammar, flushes: false)) }
             return a
         }
-        return GrammarProcessor(
-            automaton: shared, trie: trie, keys: grammar.distinctObjectKeys ? quoteTokens : nil)
+        return GrammarProcessor(automaton: shared, trie: trie, distinctKeys: grammar.distinctObjectKeys)
     }
 }
 
@@ -64,17 +58,15 @@ public final class GrammarProcessor: LogitsProcessor {
     let allowed: UnsafeMutableBufferPointer<UInt64>
     /// This generation's state in the shared automaton.
     var state: Int32 = 0
-    /// The keys of the open JSON objects, when they must be distinct, and the tokens to check.
+    /// The keys of the open JSON objects, when they must be distinct.
     var keys: JSONKeyTracker?
-    let quoteTokens: [Int32]
     /// Set when a token could not be accepted or no token was allowed.
     private var failed = false
 
-    init(automaton: SharedAutomaton, trie: TokenTrie, keys quoteTokens: [Int32]? = nil) {
+    init(automaton: SharedAutomaton, trie: TokenTrie, distinctKeys: Bool = false) {
         self.automaton = automaton
         self.trie = trie
-        self.quoteTokens = quoteTokens ?? []
-        if quoteTokens != nil { keys = JSONKeyTracker(maxTokenLength: trie.maxDepth) }
+        if distinctKeys { keys = JSONKeyTracker(maxTokenLength: trie.maxDepth) }
         self.allowed = .allocate(capacity: (trie.vocabularySize + 63) / 64)
         allowed.initialize(repeating: 0)
     }
@@ -129,7 +121,7 @@ public final class GrammarProcessor: LogitsProcessor {
 
     /// Clears the allowed tokens that would close a key equal to an earlier key of its object.
     func maskDuplicateKeys() {
-        for id in quoteTokens where allowed[Int(id) >> 6] >> UInt64(id & 63) & 1 != 0 {
+        for id in trie.quoteTokens where allowed[Int(id) >> 6] >> UInt64(id & 63) & 1 != 0 {
             guard let bytes = trie.tokenBytes(id), keys!.closesDuplicate(bytes) else { continue }
             allowed[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
         }

@@ -21,12 +21,7 @@ struct JSONKeyTracker {
     /// `keyBytes[(i == 0 ? 0 : keyEnds[i - 1])..<keyEnds[i]]`; a key being written follows the last.
     var keyBytes: [UInt8] = []
     var keyEnds: [Int32] = []
-    var inString = false
-    var escape = false
-    /// The string being written is a key.
-    var isKey = false
-    /// The next string in the innermost object is a key (after `{` or `,`).
-    var expectKey = false
+    var lex = JSONLexState()
 
     // Scratch for `closesDuplicate`, sized once for the longest token.
     var probeKinds: [UInt8]
@@ -48,10 +43,7 @@ struct JSONKeyTracker {
         levelKeyStart.removeAll(keepingCapacity: true)
         keyBytes.removeAll(keepingCapacity: true)
         keyEnds.removeAll(keepingCapacity: true)
-        inString = false
-        escape = false
-        isKey = false
-        expectKey = false
+        lex = JSONLexState()
     }
 
     /// Whether some token could close a key equal to an earlier one: an open object has a key.
@@ -75,40 +67,28 @@ struct JSONKeyTracker {
     /// Follows the output over `bytes`.
     mutating func accept<C: Collection<UInt8>>(_ bytes: C) {
         for c in bytes {
-            if inString {
-                if escape {
-                    escape = false
-                } else if c == 0x5C {
-                    escape = true
-                } else if c == 0x22 {
-                    inString = false
-                    if isKey { keyEnds.append(Int32(keyBytes.count)) }
-                    isKey = false
-                    continue
+            if lex.inString {
+                if lex.endsString(c) {
+                    if lex.isKey { keyEnds.append(Int32(keyBytes.count)) }
+                    lex.isKey = false
+                } else if lex.isKey {
+                    keyBytes.append(c)
                 }
-                if isKey { keyBytes.append(c) }
                 continue
             }
             switch c {
             case 0x7B, 0x5B:
                 kinds.append(c == 0x7B ? Self.object : Self.array)
                 levelKeyStart.append(Int32(keyEnds.count))
-                expectKey = c == 0x7B
             case 0x7D, 0x5D:
                 guard let start = levelKeyStart.popLast() else { continue }
                 kinds.removeLast()
                 keyEnds.removeSubrange(Int(start)...)
                 keyBytes.removeSubrange(partialStart...)
-                expectKey = false
-            case 0x2C:
-                expectKey = kinds.last == Self.object
-            case 0x22:
-                inString = true
-                isKey = expectKey && kinds.last == Self.object
-                expectKey = false
             default:
                 break
             }
+            lex.structural(c, innermost: kinds.last ?? 0)
         }
     }
 
@@ -117,10 +97,7 @@ struct JSONKeyTracker {
     mutating func closesDuplicate<C: RandomAccessCollection<UInt8>>(_ token: C) -> Bool where C.Index == Int {
         var depth = kinds.count  // open containers of the output still open in the token
         var local = 0  // containers the token opened, in `probeKinds[0..<local]`
-        var inString = self.inString
-        var escape = self.escape
-        var isKey = self.isKey
-        var expectKey = self.expectKey
+        var lex = self.lex
         var keyStart = -1  // in the token; -1: the key began before it (`partialStart`)
         probeKeys.removeAll(keepingCapacity: true)
         var i = 0
@@ -131,20 +108,15 @@ struct JSONKeyTracker {
         while i < token.count {
             let c = token[base + i]
             defer { i += 1 }
-            if inString {
-                if escape {
-                    escape = false
-                } else if c == 0x5C {
-                    escape = true
-                } else if c == 0x22 {
-                    inString = false
-                    if isKey {
+            if lex.inString {
+                if lex.endsString(c) {
+                    if lex.isKey {
                         if isDuplicate(token, base: base, from: keyStart, to: i, tag: tag()) { return true }
                         if probeKeys.count < probeKinds.count {
                             probeKeys.append((tag(), Int32(keyStart), Int32(i)))
                         }
                     }
-                    isKey = false
+                    lex.isKey = false
                 }
                 continue
             }
@@ -153,22 +125,16 @@ struct JSONKeyTracker {
                 guard local < probeKinds.count else { return false }
                 probeKinds[local] = c == 0x7B ? Self.object : Self.array
                 local += 1
-                expectKey = c == 0x7B
             case 0x7D, 0x5D:
                 let closed = tag()
                 while let last = probeKeys.last, last.tag == closed { probeKeys.removeLast() }
                 if local > 0 { local -= 1 } else if depth > 0 { depth -= 1 } else { return false }
-                expectKey = false
-            case 0x2C:
-                expectKey = top() == Self.object
             case 0x22:
-                inString = true
-                isKey = expectKey && top() == Self.object
-                expectKey = false
                 keyStart = i + 1
             default:
                 break
             }
+            lex.structural(c, innermost: top())
         }
         return false
     }

@@ -22,6 +22,9 @@ public struct TokenTrie: Sendable {
     let flatBytes: [UInt8]
     let byteOffsets: [Int32]
     let allowedToken: [Bool]
+    /// The allowed tokens with a `"` in their bytes, ascending: the only ones that can close a
+    /// JSON key (`JSONKeyTracker`), listed once here rather than by every constraint.
+    public let quoteTokens: [Int32]
     /// The vocabulary seen through grammar units (see `UnitTable`), built when first needed.
     let unitTables = UnitTableCache()
 
@@ -38,13 +41,16 @@ public struct TokenTrie: Sendable {
         var flat: [UInt8] = []
         var offsets: [Int32] = [0]
         var allowedToken = [Bool](repeating: false, count: tokens.count)
+        var quoteTokens: [Int32] = []
         for (id, b) in tokens.enumerated() {
             defer { offsets.append(Int32(flat.count)) }
             guard let b, !b.isEmpty, b.count < Int(UInt16.max), !endOfGeneration.contains(Int32(id)) else { continue }
             entries.append((b, Int32(id)))
             flat += b
             allowedToken[id] = true
+            if b.contains(0x22) { quoteTokens.append(Int32(id)) }
         }
+        self.quoteTokens = quoteTokens
         flatBytes = flat
         byteOffsets = offsets
         self.allowedToken = allowedToken
@@ -172,5 +178,6 @@ public struct TokenTrie: Sendable {
         flatBytes = []
         byteOffsets = []
         allowedToken = []
+        quoteTokens = []
     }
 }
