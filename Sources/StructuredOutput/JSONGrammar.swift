@@ -12,6 +12,7 @@ public enum JSONGrammar {
     static let value = "json-value"
     static let string = "json-string"
     static let stringChar = "json-char"
+    static let key = "json-key"
     static let number = "json-number"
     static let integer = "json-integer"
     static let object = "json-object"
@@ -34,6 +35,9 @@ public enum JSONGrammar {
             ]),
         ])
         rules[string] = .sequence([.text("\""), .zeroOrMore(.rule(stringChar)), .text("\"")])
+        rules[key] = .sequence([
+            .text("\""), .repetition(.rule(stringChar), minimum: 0, maximum: StructuredBounds.maxKeyLength), .text("\""),
+        ])
         // Digit counts are bounded (`StructuredBounds`), so a number always ends.
         rules[integer] = .sequence([
             .optional(.text("-")),
@@ -59,7 +63,8 @@ public enum JSONGrammar {
         // A free value (JSON mode, `{}`, extra members without a schema) nests at most
         // `StructuredBounds.maxRecursionDepth` arrays and objects, as recursive `$ref`s do: level
         // k's containers hold level k + 1's values, the deepest ones are empty. Level 1 keeps
-        // the plain names.
+        // the plain names. Keys have at most `maxKeyLength` characters; the number of members
+        // and elements is not bounded (a JSON mode answer may be a list of any length).
         let depth = StructuredBounds.maxRecursionDepth
         func leveled(_ name: String, _ k: Int) -> String { k == 1 ? name : "\(name)-\(k)" }
         for k in 1...depth {
@@ -70,8 +75,8 @@ public enum JSONGrammar {
             ])
             // `{ ws }` or `{ ws m (ws , ws m)* ws }`: never two `ws` in a row, so the bound holds.
             let members = GrammarExpression.sequence([
-                .rule(ws), member(.rule(string), inner),
-                .zeroOrMore(.sequence([separator, member(.rule(string), inner)])),
+                .rule(ws), member(.rule(key), inner),
+                .zeroOrMore(.sequence([separator, member(.rule(key), inner)])),
             ])
             let elements = GrammarExpression.sequence([
                 .rule(ws), inner, .zeroOrMore(.sequence([separator, inner])),

@@ -83,21 +83,28 @@ extension JSONSchemaCompiler {
         return .sequence([.text("{"), .rule(name(0, true)), .rule(JSONGrammar.ws), .text("}")])
     }
 
-    /// A JSON string key (plain characters, no escapes) that is none of `names`.
+    /// A JSON string key (plain characters, no escapes) that is none of `names`, of at most
+    /// `StructuredBounds.maxKeyLength` characters.
     static func keyOutside(_ names: [String]) -> GrammarExpression {
         let plain = GrammarExpression.characters([0...0x1F, 0x22...0x22, 0x5C...0x5C], negated: true)
         let words = names.map { Array($0.unicodeScalars.map(\.value)) }
         // Walks the names' trie: at each node, a character no name continues with (then
         // anything), or one that does (then the rest must differ), or the end when no name ends here.
+        let length = StructuredBounds.maxKeyLength
         func differ(_ group: [[UInt32]], depth: Int) -> GrammarExpression {
             let live = group.filter { $0.count > depth }
             let ends = live.count < group.count
             var options: [GrammarExpression] = []
             if !ends { options.append(.empty) }
+            // At `length` characters the key must end here; names longer than that need no excluding.
+            guard depth < length else { return .choice(options) }
             let nexts = Set(live.map { $0[depth] }).sorted()
             var excluded: [ClosedRange<UInt32>] = [0...0x1F, 0x22...0x22, 0x5C...0x5C]
             excluded += nexts.map { $0...$0 }
-            options.append(.sequence([.characters(excluded, negated: true), .zeroOrMore(plain)]))
+            options.append(
+                .sequence([
+                    .characters(excluded, negated: true), .repetition(plain, minimum: 0, maximum: length - depth - 1),
+                ]))
             for c in nexts {
                 options.append(
                     .sequence([
@@ -106,7 +113,7 @@ extension JSONSchemaCompiler {
             }
             return .choice(options)
         }
-        let body = names.isEmpty ? .zeroOrMore(plain) : differ(words, depth: 0)
+        let body = names.isEmpty ? .repetition(plain, minimum: 0, maximum: length) : differ(words, depth: 0)
         return .sequence([.text("\""), body, .text("\"")])
     }
 

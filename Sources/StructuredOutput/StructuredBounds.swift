@@ -39,6 +39,10 @@ public enum StructuredBounds {
     /// Extra members of an object whose `additionalProperties` is `true` or a schema (or that has
     /// neither `properties` nor `additionalProperties`): a model would otherwise invent keys forever.
     public static let maxExtraProperties = 16
+    /// Characters of a key the schema does not name (an extra member's, a free object's): a
+    /// model that may not repeat a key otherwise writes on inside a new one without end. 64
+    /// holds the identifiers, labels and sentences-as-keys people use.
+    public static let maxKeyLength = 64
     /// Recursive `$ref`s nested in one another (a tree's nodes, a thread's replies): at this
     /// depth a reference that would nest once more can only be left out (an optional member
     /// omitted, an array left empty, another `anyOf` branch taken). A small model otherwise
