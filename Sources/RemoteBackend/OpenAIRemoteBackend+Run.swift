@@ -232,15 +232,11 @@ extension OpenAIRemoteBackend {
         if let seed = s.seed { body["seed"] = seed }
         if !r.stop.isEmpty { body["stop"] = r.stop }
         if r.ignoreEndOfGeneration { body["ignore_eos"] = true }
-        var format: UpstreamFormat?
-        // Unguessable, so no text of the request can be taken for it.
-        let schemaMarker = "inferd-schema-" + UUID().uuidString
         if let constraint = r.constraint {
             guard let f = constraint as? UpstreamFormat else {
                 throw .invalidOption(name: "constraint", reason: "is not one a remote engine can be sent")
             }
-            f.apply(to: &body, schemaMarker: schemaMarker)
-            format = f
+            f.apply(to: &body)
         }
         let path: String
         switch r.prompt.input {
@@ -256,8 +252,7 @@ extension OpenAIRemoteBackend {
             path = "/completions"
         }
         do {
-            let encoded = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-            return (path, format?.splice(encoded, schemaMarker: schemaMarker) ?? encoded)
+            return (path, try UpstreamJSON.encode(body))
         } catch {
             throw .computeFailed("the upstream request could not be encoded: \(error)")
         }

@@ -49,26 +49,20 @@ struct UpstreamFormat: GenerationConstraint {
     /// `response_format: {type: json_schema, json_schema: {name, schema, strict}}`; JSON mode as
     /// `{type: json_object}`; GBNF as a top-level `grammar` (llama.cpp's server and inferd read it;
     /// vLLM reads `guided_grammar` in its own dialect, so a grammar over vLLM is not supported).
-    /// The schema is spliced in as its own text after encoding (`splice`), so its keys keep their
-    /// order (engines generate properties in schema order; the body's encoder sorts keys).
-    func apply(to body: inout [String: Any], schemaMarker: String) {
+    /// The schema goes as its own text (`UpstreamJSON.Raw`), so its keys keep their order
+    /// (engines generate properties in schema order; the body's encoder sorts keys).
+    func apply(to body: inout [String: Any]) {
         switch kind {
         case .jsonObject:
             body["response_format"] = ["type": "json_object"]
-        case .jsonSchema:
+        case .jsonSchema(let text):
             body["response_format"] = [
-                "type": "json_schema", "json_schema": ["name": "response", "schema": schemaMarker, "strict": true],
+                "type": "json_schema",
+                "json_schema": ["name": "response", "schema": UpstreamJSON.Raw(text: text), "strict": true],
             ]
         case .grammar(let source):
             body["grammar"] = source
         }
-    }
-
-    /// The encoded body with the schema's text where `apply` put the marker.
-    func splice(_ encoded: Data, schemaMarker: String) -> Data {
-        guard case .jsonSchema(let text) = kind else { return encoded }
-        let quoted = "\"" + schemaMarker + "\""
-        return Data(String(decoding: encoded, as: UTF8.self).replacingOccurrences(of: quoted, with: text).utf8)
     }
 
     private final class Unconstrained: LogitsProcessor {
