@@ -8,6 +8,12 @@ extension HTTPRequest {
     /// `invalid_value` (valid JSON with a value of the wrong type or range, such as `3.5` where an
     /// integer goes); the last two name the field in `param`.
     public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
+        try decodeChecked(type, try checkedJSONBody())
+    }
+
+    /// The body, once it is known to be JSON a parser may read: 415 for a non-JSON
+    /// Content-Type, 400 `missing_body`, 400 `invalid_json` (not UTF-8), 400 `json_too_deep`.
+    public func checkedJSONBody() throws -> [UInt8] {
         if body.isEmpty {
             throw HTTPError.badRequest("request body is required", code: "missing_body")
         }
@@ -27,6 +33,11 @@ extension HTTPRequest {
             throw HTTPError.badRequest(
                 "request body nests arrays and objects deeper than \(maxJSONDepth) levels", code: "json_too_deep")
         }
+        return body
+    }
+
+    /// Decodes the checked body (see `checkedJSONBody`) with Foundation's decoder.
+    private func decodeChecked<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch let error as DecodingError {

@@ -7,7 +7,12 @@ public struct JSONParser {
     static let maxDepth = 256
 
     public static func parse(_ text: String) throws(StructuredOutputError) -> JSONValue {
-        var p = JSONParser(bytes: Array(text.utf8))
+        try parse(bytes: Array(text.utf8))
+    }
+
+    /// Parses UTF-8 bytes (invalid UTF-8 inside a string is an error).
+    public static func parse(bytes: [UInt8]) throws(StructuredOutputError) -> JSONValue {
+        var p = JSONParser(bytes: bytes)
         p.skipWhitespace()
         let v = try p.value(depth: 0)
         p.skipWhitespace()

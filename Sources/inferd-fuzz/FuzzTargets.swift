@@ -56,16 +56,16 @@ enum FuzzTarget: String, CaseIterable {
         case 0: _ = try? GenerationRequestBody(request)
         case 1: _ = try? request.decodeJSON(GenerationOptionsBody.self)
         case 2:
-            guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
+            guard let fields = try? OpenAIJSON.object(of: request) else { return }
             _ = try? OpenAIChatRequest(OpenAIFields(fields))
         case 3:
-            guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
+            guard let fields = try? OpenAIJSON.object(of: request) else { return }
             _ = try? OpenAICompletionRequest(OpenAIFields(fields))
         case 4: _ = try? CreateSessionBody(request)
         case 5: _ = try? SessionTurnRequestBody(request)
         case 6: _ = try? SessionCancelBody(request)
         default:
-            guard let fields = try? request.decodeJSON([String: OpenAIJSON].self) else { return }
+            guard let fields = try? OpenAIJSON.object(of: request) else { return }
             _ = try? ResponsesRequest(OpenAIFields(fields))
         }
     }
@@ -122,7 +122,7 @@ enum FuzzTarget: String, CaseIterable {
         let request = HTTPRequest(
             id: "fuzz", method: method, path: path,
             headers: HTTPHeaders([("Content-Type", parts.first ?? "")]), body: body, maxJSONDepth: 8)
-        _ = try? request.decodeJSON([String: OpenAIJSON].self)
+        _ = try? OpenAIJSON.object(of: request)
     }
 
     /// A vocabulary with the control tokens real templates write, so rendering and encoding run

@@ -26,7 +26,7 @@ struct NativeFields: Sendable {
         if optional && request.body.isEmpty { return try NativeFields(OpenAIFields([:]), allowed: allowed) }
         let object: [String: OpenAIJSON]
         do {
-            object = try request.decodeJSON([String: OpenAIJSON].self)
+            object = try OpenAIJSON.object(of: request)
         } catch let e as HTTPError where e.code == "invalid_value" {
             throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_request")
         }

@@ -57,7 +57,7 @@ extension InferdApp {
     /// The body as a JSON object; malformed JSON is 400 `invalid_request_error` (code `invalid_json`).
     func openAIFields(_ request: HTTPRequest) throws -> OpenAIFields {
         do {
-            return OpenAIFields(try request.decodeJSON([String: OpenAIJSON].self))
+            return OpenAIFields(try OpenAIJSON.object(of: request))
         } catch let e as HTTPError where e.code == "invalid_value" {
             throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
         }

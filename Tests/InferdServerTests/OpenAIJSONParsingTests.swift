@@ -1,0 +1,64 @@
+import Foundation
+import HTTPServer
+import Testing
+
+@testable import InferdServer
+
+/// Request bodies read into `OpenAIJSON` by the project's parser: types as written, the same
+/// values Foundation's decoder gave (checked against it), and each refusal as its own error.
+@Suite struct OpenAIJSONParsingTests {
+    func request(_ body: String, contentType: String = "application/json") -> HTTPRequest {
+        HTTPRequest(
+            id: "r", method: .post, path: "/", headers: HTTPHeaders([("content-type", contentType)]),
+            body: Array(body.utf8))
+    }
+
+    func error(_ body: String, contentType: String = "application/json") -> HTTPError? {
+        do {
+            _ = try OpenAIJSON.object(of: request(body, contentType: contentType))
+            return nil
+        } catch {
+            return error as? HTTPError
+        }
+    }
+
+    @Test func valuesKeepTheirTypesAndMatchFoundationsDecoder() throws {
+        let body = #"""
+            {"model":"m","n":3,"neg":-9223372036854775808,"big":9223372036854775808,"t":0.5,"w":2.0,"e":1e2,
+             "ok":true,"no":false,"nothing":null,"list":[1,"a",[],{}],"o":{"k":"v \"q\" \u00e9 \ud83d\ude00"}}
+            """#
+        let parsed = try OpenAIJSON.object(of: request(body))
+        #expect(parsed["n"] == .int(3))
+        #expect(parsed["neg"] == .int(Int64.min))
+        #expect(parsed["big"] == .double(9223372036854775808))
+        #expect(parsed["t"] == .double(0.5))
+        #expect(parsed["w"] == .double(2))
+        #expect(parsed["e"] == .double(100))
+        #expect(parsed["ok"] == .bool(true) && parsed["no"] == .bool(false) && parsed["nothing"] == .null)
+        #expect(parsed["list"] == .array([.int(1), .string("a"), .array([]), .object([:])]))
+        #expect(parsed["o"] == .object(["k": .string("v \"q\" é 😀")]))
+        // Foundation's decoder reads the same values (it may call a whole 2.0 an integer; the
+        // typed reads accept either, so compare numbers by value).
+        let foundation = try JSONDecoder().decode([String: OpenAIJSON].self, from: Data(body.utf8))
+        #expect(Set(foundation.keys) == Set(parsed.keys))
+        for (key, value) in foundation {
+            if let n = value.number { #expect(parsed[key]?.number == n, "\(key)") } else { #expect(parsed[key] == value, "\(key)") }
+        }
+    }
+
+    @Test func aKeyGivenTwiceCountsOnceWithTheLastValue() throws {
+        #expect(try OpenAIJSON.object(of: request(#"{"a":1,"a":"two"}"#)) == ["a": .string("two")])
+    }
+
+    @Test func refusalsKeepTheirCodes() {
+        #expect(error(#"{"a":1,}"#)?.code == "invalid_json")
+        #expect(error(#"{"a":1,}"#)?.message.contains("byte 7") == true)
+        #expect(error(#"{"a":tru}"#)?.code == "invalid_json")
+        #expect(error(#"{"a":1} x"#)?.code == "invalid_json")
+        #expect(error(#"[1,2]"#)?.code == "invalid_value")
+        #expect(error(#""text""#)?.code == "invalid_value")
+        #expect(error("")?.code == "missing_body")
+        #expect(error(#"{}"#, contentType: "text/plain")?.status == 415)
+        #expect(error(String(repeating: "[", count: 70) + String(repeating: "]", count: 70))?.code == "json_too_deep")
+    }
+}
