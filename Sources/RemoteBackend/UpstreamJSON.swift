@@ -87,7 +87,8 @@ enum UpstreamJSON {
             case 0x09: out += #"\t"#.utf8
             case 0x08: out += #"\b"#.utf8
             case 0x0C: out += #"\f"#.utf8
-            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
+            case 0..<0x20:
+                out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
             default: out.append(b)
             }
         }

@@ -36,7 +36,8 @@ public enum JSONGrammar {
         ])
         rules[string] = .sequence([.text("\""), .zeroOrMore(.rule(stringChar)), .text("\"")])
         rules[key] = .sequence([
-            .text("\""), .repetition(.rule(stringChar), minimum: 0, maximum: StructuredBounds.maxKeyLength), .text("\""),
+            .text("\""), .repetition(.rule(stringChar), minimum: 0, maximum: StructuredBounds.maxKeyLength),
+            .text("\""),
         ])
         // Digit counts are bounded (`StructuredBounds`), so a number always ends.
         rules[integer] = .sequence([

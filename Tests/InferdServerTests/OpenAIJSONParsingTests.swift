@@ -42,7 +42,11 @@ import Testing
         let foundation = try JSONDecoder().decode([String: OpenAIJSON].self, from: Data(body.utf8))
         #expect(Set(foundation.keys) == Set(parsed.keys))
         for (key, value) in foundation {
-            if let n = value.number { #expect(parsed[key]?.number == n, "\(key)") } else { #expect(parsed[key] == value, "\(key)") }
+            if let n = value.number {
+                #expect(parsed[key]?.number == n, "\(key)")
+            } else {
+                #expect(parsed[key] == value, "\(key)")
+            }
         }
     }
 

@@ -21,7 +21,9 @@ import Testing
             ), "\(written)")
         let back = try #require(try JSONSerialization.jsonObject(with: Data(written.utf8)) as? [String: Any])
         // The same value: Foundation writes what it read back and what was given alike.
-        func canonical(_ v: Any) throws -> Data { try JSONSerialization.data(withJSONObject: v, options: [.sortedKeys]) }
+        func canonical(_ v: Any) throws -> Data {
+            try JSONSerialization.data(withJSONObject: v, options: [.sortedKeys])
+        }
         #expect(try canonical(back) == canonical(body))
         #expect((back["messages"] as? [[String: String]])?.first?["content"] == "Say \"hi\" \\ then\ttab, é, 😀, \u{1}.")
         #expect(back["temperature"] as? Double == Double(Float(0.7)))
@@ -34,7 +36,8 @@ import Testing
     }
 
     @Test func numbersAndTheEmptyOnes() throws {
-        #expect(try text([0.0, 2.0, -3.5, 1e300, 0.1, Int32(-7), Float(0.5)] as [Any]) == "[0,2,-3.5,1e+300,0.1,-7,0.5]")
+        #expect(
+            try text([0.0, 2.0, -3.5, 1e300, 0.1, Int32(-7), Float(0.5)] as [Any]) == "[0,2,-3.5,1e+300,0.1,-7,0.5]")
         #expect(try text([String: Any]()) == "{}")
         #expect(try text([Any]()) == "[]")
         #expect(try text(NSNull()) == "null")
