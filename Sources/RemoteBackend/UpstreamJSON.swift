@@ -1,7 +1,7 @@
 import Foundation
 
-/// The JSON writer for upstream request bodies: sorted keys, as `JSONSerialization` with
-/// `.sortedKeys` would write them, and a value's own JSON text placed as written (`Raw`).
+/// The JSON writer for upstream request bodies: keys sorted by their UTF-8 bytes, so the same
+/// request is the same body, and a value's own JSON text placed as written (`Raw`).
 ///
 /// Why not `JSONSerialization`: on Linux it bridges every value through Foundation's object
 /// types and took 130–140 µs for a one-message chat body on this machine, on every proxied
