@@ -67,14 +67,15 @@ enum StructuredBench {
             }
             maskTimes.sort()
             let mean = maskTimes.reduce(0, +) / Double(max(maskTimes.count, 1))
+            let step = processorStep(grammar: grammar, trie: trie, identity: identity)
             // INFERD_BENCH_DECODE=0: the constraint's own costs only (scripts/structured-compare.py).
             if ProcessInfo.processInfo.environment["INFERD_BENCH_DECODE"] == "0" {
                 print(
                     String(
                         format:
-                            "threads %d: trie %.1f ms (%d nodes); mask median %.1f us, mean %.1f us, p99 %.1f us, max %.1f us (%d masks); decode not measured",
+                            "threads %d: trie %.1f ms (%d nodes); mask median %.1f us, mean %.1f us, p99 %.1f us, max %.1f us (%d masks); %@; decode not measured",
                         t, trieMS, trie.nodeCount, percentile(maskTimes, 0.5), mean, percentile(maskTimes, 0.99),
-                        maskTimes.last ?? 0, maskTimes.count))
+                        maskTimes.last ?? 0, maskTimes.count, step))
                 engine.shutdown()
                 continue
             }
@@ -107,10 +108,59 @@ enum StructuredBench {
             print(
                 String(
                     format:
-                        "threads %d: trie %.1f ms (%d nodes); mask median %.1f us, mean %.1f us, p99 %.1f us, max %.1f us (%d masks); decode %.1f tok/s unconstrained, %.1f tok/s constrained (%d tokens) = %.0f %%",
+                        "threads %d: trie %.1f ms (%d nodes); mask median %.1f us, mean %.1f us, p99 %.1f us, max %.1f us (%d masks); %@; decode %.1f tok/s unconstrained, %.1f tok/s constrained (%d tokens) = %.0f %%",
                     t, trieMS, trie.nodeCount, percentile(maskTimes, 0.5), mean, percentile(maskTimes, 0.99),
-                    maskTimes.last ?? 0, maskTimes.count, f, b, boundTokens, f > 0 ? b / f * 100 : 0))
+                    maskTimes.last ?? 0, maskTimes.count, step, f, b, boundTokens, f > 0 ? b / f * 100 : 0))
             engine.shutdown()
         }
+    }
+
+    /// The decode loop's whole per-token step of a constraint, along the same kind of random
+    /// walk: the processor's `process(logits:)` (the mask, then, when keys must be distinct, the
+    /// tracker's check of the allowed tokens that close a key, then -infinity written into the
+    /// logits), which the mask figures above leave out; when keys must be distinct, the same
+    /// walk without the tracker too, so the difference is its cost.
+    static func processorStep(grammar: CompiledGrammar, trie: TokenTrie, identity: String) -> String {
+        let with = processorTimes(grammar: grammar, trie: trie, identity: identity)
+        var line = String(
+            format: "step median %.1f us, p99 %.1f us (mask%@ and logits, %d steps)", percentile(with, 0.5),
+            percentile(with, 0.99), grammar.distinctObjectKeys ? " + distinct keys" : "", with.count)
+        if grammar.distinctObjectKeys {
+            var plain = grammar
+            plain.distinctObjectKeys = false
+            let without = processorTimes(grammar: plain, trie: trie, identity: identity)
+            line += String(
+                format: ", without distinct keys median %.1f us, p99 %.1f us", percentile(without, 0.5),
+                percentile(without, 0.99))
+        }
+        return line
+    }
+
+    /// Sorted times in µs of `process(logits:)` along 20 random walks of 60 allowed tokens.
+    static func processorTimes(grammar: CompiledGrammar, trie: TokenTrie, identity: String) -> [Double] {
+        let clock = ContinuousClock()
+        let constraint = GrammarConstraint(grammar: grammar, trie: trie, identity: identity)
+        let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: trie.vocabularySize)
+        defer { logits.deallocate() }
+        var rng = SeededGenerator(seed: 1)
+        var times: [Double] = []
+        var choices: [Int32] = []
+        choices.reserveCapacity(trie.vocabularySize)
+        for _ in 0..<20 {
+            let processor = constraint.makeProcessor()
+            for _ in 0..<60 {
+                logits.update(repeating: 0)
+                let start = clock.now
+                processor.process(logits: logits)
+                times.append(microseconds(clock.now - start))
+                choices.removeAll(keepingCapacity: true)
+                for id in 0..<trie.vocabularySize where logits[id] == 0 && !trie.endOfGeneration.contains(Int32(id)) {
+                    choices.append(Int32(id))
+                }
+                guard !choices.isEmpty else { break }
+                _ = processor.accept(token: choices[Int(rng.next() % UInt64(choices.count))])
+            }
+        }
+        return times.sorted()
     }
 }
