@@ -46,25 +46,10 @@ enum StructuredBench {
             let matcher = GrammarMatcher(grammar: grammar)
             let allowed = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: (trie.vocabularySize + 63) / 64)
             defer { allowed.deallocate() }
-            var rng = SeededGenerator(seed: 1)
-            var maskTimes: [Double] = []
-            var choices: [Int32] = []
-            choices.reserveCapacity(trie.vocabularySize)
-            for _ in 0..<20 {
-                matcher.reset()
-                for _ in 0..<60 {
-                    let start = clock.now
-                    matcher.fillMask(trie: trie, allowed: allowed)
-                    maskTimes.append(microseconds(clock.now - start))
-                    choices.removeAll(keepingCapacity: true)
-                    for id in 0..<trie.vocabularySize where allowed[id >> 6] >> UInt64(id & 63) & 1 != 0 {
-                        if !trie.endOfGeneration.contains(Int32(id)) { choices.append(Int32(id)) }
-                    }
-                    guard !choices.isEmpty else { break }
-                    let pick = choices[Int(rng.next() % UInt64(choices.count))]
-                    _ = matcher.accept(bytes: trie.tokenBytes(pick)!)
-                }
-            }
+            var maskTimes = randomWalks(
+                trie: trie, start: { matcher.reset() }, step: { matcher.fillMask(trie: trie, allowed: allowed) },
+                allows: { id in allowed[id >> 6] >> UInt64(id & 63) & 1 != 0 },
+                accept: { token in _ = matcher.accept(bytes: trie.tokenBytes(token)!) })
             maskTimes.sort()
             let mean = maskTimes.reduce(0, +) / Double(max(maskTimes.count, 1))
             let step = processorStep(grammar: grammar, trie: trie, identity: identity)
@@ -136,31 +121,45 @@ enum StructuredBench {
         return line
     }
 
-    /// Sorted times in µs of `process(logits:)` along 20 random walks of 60 allowed tokens.
+    /// Sorted times in µs of `process(logits:)` along the same random walks as the mask's.
     static func processorTimes(grammar: CompiledGrammar, trie: TokenTrie, identity: String) -> [Double] {
-        let clock = ContinuousClock()
         let constraint = GrammarConstraint(grammar: grammar, trie: trie, identity: identity)
         let logits = UnsafeMutableBufferPointer<Float>.allocate(capacity: trie.vocabularySize)
         defer { logits.deallocate() }
+        var processor = constraint.makeProcessor()
+        return randomWalks(
+            trie: trie, start: { processor = constraint.makeProcessor() },
+            step: {
+                logits.update(repeating: 0)
+                processor.process(logits: logits)
+            }, allows: { id in logits[id] == 0 }, accept: { token in _ = processor.accept(token: token) }
+        ).sorted()
+    }
+
+    /// 20 walks of up to 60 steps from `start`: each step is timed (µs), then one of the tokens
+    /// it `allows` (end of generation aside) is picked at random (seed 1) and accepted.
+    static func randomWalks(
+        trie: TokenTrie, start: () -> Void, step: () -> Void, allows: (Int) -> Bool, accept: (Int32) -> Void
+    ) -> [Double] {
+        let clock = ContinuousClock()
         var rng = SeededGenerator(seed: 1)
         var times: [Double] = []
         var choices: [Int32] = []
         choices.reserveCapacity(trie.vocabularySize)
         for _ in 0..<20 {
-            let processor = constraint.makeProcessor()
+            start()
             for _ in 0..<60 {
-                logits.update(repeating: 0)
-                let start = clock.now
-                processor.process(logits: logits)
-                times.append(microseconds(clock.now - start))
+                let begin = clock.now
+                step()
+                times.append(microseconds(clock.now - begin))
                 choices.removeAll(keepingCapacity: true)
-                for id in 0..<trie.vocabularySize where logits[id] == 0 && !trie.endOfGeneration.contains(Int32(id)) {
+                for id in 0..<trie.vocabularySize where allows(id) && !trie.endOfGeneration.contains(Int32(id)) {
                     choices.append(Int32(id))
                 }
                 guard !choices.isEmpty else { break }
-                _ = processor.accept(token: choices[Int(rng.next() % UInt64(choices.count))])
+                accept(choices[Int(rng.next() % UInt64(choices.count))])
             }
         }
-        return times.sorted()
+        return times
     }
 }

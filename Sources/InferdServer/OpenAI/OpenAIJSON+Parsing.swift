@@ -13,14 +13,8 @@ extension OpenAIJSON {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
         case .number(let text, let d):
-            // An integer as written (no fraction or exponent) that fits stays exact.
-            if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }),
-                let i = Int64(text)
-            {
-                self = .int(i)
-            } else {
-                self = .double(d)
-            }
+            // An integer as written (no fraction or exponent, which `Int64(_:)` refuses) that fits stays exact.
+            if let i = Int64(text) { self = .int(i) } else { self = .double(d) }
         case .string(let s): self = .string(s)
         case .array(let list): self = .array(list.map(OpenAIJSON.init))
         case .object(let members):
@@ -43,7 +37,7 @@ extension OpenAIJSON {
         } catch {
             throw HTTPError.badRequest("request body is not valid JSON: \(error.description)", code: "invalid_json")
         }
-        guard case .object = value, case .object(let object) = OpenAIJSON(value) else {
+        guard case .object(let object) = OpenAIJSON(value) else {
             throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_value")
         }
         return object
