@@ -31,10 +31,46 @@ static float dot_q45_k_portable(const uint8_t *scales, const uint8_t *qs, const 
     return d * (float)sumi - dmin * (float)summ;
 }
 
+// Q4_K in the orders of ggml's repacked Q4_K products (its CPU backend repacks every Q4_K
+// matrix of a multiple of 8 rows on AVX2 machines), which the reference answers depend on:
+// per super-block, the exact integer sum of the scaled group products and the exact integer
+// sum of the mins times the group sums, each times fp16(d) * d_a (fp16(dmin) * d_a) in one FMA
+// into its own accumulator; the mins' accumulator subtracted at the end. That is its
+// one-token product (GEMV). Its four-token product (GEMM) does the same per 64 values (two
+// groups) instead of per super-block: ck_dot_q4_k_pairs_portable.
+static float dot_q4_k_ordered(int k, const ck_block_q4_K *w, const ck_block_q8_K *a, int groups_per_step) {
+    float acc = 0.0f, acc_m = 0.0f;
+    for (int i = 0; i < k / CK_QK_K; i++) {
+        const float d = ck_fp16_to_fp32(w[i].d) * a[i].d, dmin = ck_fp16_to_fp32(w[i].dmin) * a[i].d;
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < 8; g++) {
+            uint8_t sc, m;
+            ck_scale_min_k4(g, w[i].scales, &sc, &m);
+            const uint8_t *q = w[i].qs + (g / 2) * 32;
+            int s = 0;
+            for (int l = 0; l < 32; l++) s += (g % 2 ? q[l] >> 4 : q[l] & 0x0f) * a[i].qs[32 * g + l];
+            sumi += sc * s;
+            summ += m * (a[i].bsums[2 * g] + a[i].bsums[2 * g + 1]);
+            if ((g + 1) % groups_per_step == 0) {
+                acc = fmaf((float)sumi, d, acc);
+                acc_m = fmaf((float)summ, dmin, acc_m);
+                sumi = summ = 0;
+            }
+        }
+    }
+    return acc - acc_m;
+}
+
 static float dot_q4_k_portable(int k, const ck_block_q4_K *w, const ck_block_q8_K *a) {
-    float sum = 0.0f;
-    for (int i = 0; i < k / CK_QK_K; i++) sum += dot_q45_k_portable(w[i].scales, w[i].qs, 0, w[i].d, w[i].dmin, &a[i]);
-    return sum;
+    return dot_q4_k_ordered(k, w, a, 8);
+}
+
+float ck_dot_q4_k_pairs_portable(int k, const ck_block_q4_K *w, const ck_block_q8_K *a) {
+    return dot_q4_k_ordered(k, w, a, 2);
+}
+
+static void dot1x4_q4_k_portable(int k, const ck_block_q4_K *w, const ck_block_q8_K *const *a, float *out) {
+    for (int t = 0; t < 4; t++) out[t] = dot_q4_k_ordered(k, w, a[t], 2);
 }
 
 static float dot_q5_k_portable(int k, const ck_block_q5_K *w, const ck_block_q8_K *a) {
@@ -88,16 +124,28 @@ CK_FAST static inline __m128i mins_products(const uint8_t *m, const int16_t *bsu
     return _mm_madd_epi16(mins, q8s);
 }
 
+CK_FAST static inline int hsum_epi32_8(__m256i v) {
+    __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return _mm_cvtsi128_si32(x);
+}
+
+CK_FAST static inline int hsum_epi32_4(__m128i x) {
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+    return _mm_cvtsi128_si32(x);
+}
+
+// dot_q4_k_portable's order (ggml's repacked one-token product): the integer sums in SIMD
+// lanes, added up exactly, then two scalar FMAs per super-block.
 CK_FAST static float dot_q4_k_fast(int k, const ck_block_q4_K *w, const ck_block_q8_K *a) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 acc_m = _mm_setzero_ps();
+    float acc = 0.0f, acc_m = 0.0f;
     for (int i = 0; i < k / CK_QK_K; i++) {
-        const float d = a[i].d * _cvtsh_ss(w[i].d);
-        const float dmin = -a[i].d * _cvtsh_ss(w[i].dmin);
+        const float d = _cvtsh_ss(w[i].d) * a[i].d, dmin = _cvtsh_ss(w[i].dmin) * a[i].d;
         uint8_t sc[8], m[8];
         unpack_scales_mins(w[i].scales, sc, m);
-        acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mins_products(m, a[i].bsums)), acc_m);
         const uint8_t *q4 = w[i].qs;
         const int8_t *q8 = a[i].qs;
         __m256i sumi = _mm256_setzero_si256();
@@ -111,11 +159,10 @@ CK_FAST static float dot_q4_k_fast(int k, const ck_block_q4_K *w, const ck_block
             ph = _mm256_madd_epi16(_mm256_set1_epi16(sc[2 * j + 1]), ph);
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = fmaf((float)hsum_epi32_8(sumi), d, acc);
+        acc_m = fmaf((float)hsum_epi32_4(mins_products(m, a[i].bsums)), dmin, acc_m);
     }
-    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
-    return ck_hsum8(acc) + _mm_cvtss_f32(acc_m);
+    return acc - acc_m;
 }
 
 CK_FAST static float dot_q5_k_fast(int k, const ck_block_q5_K *w, const ck_block_q8_K *a) {
@@ -153,41 +200,34 @@ CK_FAST static float dot_q5_k_fast(int k, const ck_block_q5_K *w, const ck_block
     return ck_hsum8(acc) + summs;
 }
 
-// dot_q4_k_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
+// Four activation rows in ck_dot_q4_k_pairs_portable's order (ggml's repacked four-token
+// product): per 64 values, the exact integer sums of both groups and of their mins times group
+// sums, each in one scalar FMA; the weights unpacked once for the four rows.
 CK_FAST static void dot1x4_q4_k_fast(int k, const ck_block_q4_K *w, const ck_block_q8_K *const *a, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m128 acc_m[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+    float acc[4] = {0}, acc_m[4] = {0};
     for (int i = 0; i < k / CK_QK_K; i++) {
         uint8_t sc[8], m[8];
         unpack_scales_mins(w[i].scales, sc, m);
         const float wd = _cvtsh_ss(w[i].d), wdmin = _cvtsh_ss(w[i].dmin);
-        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                           _mm256_setzero_si256()};
         for (int j = 0; j < 4; j++) {
             const __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(bits, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
             const __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
             for (int t = 0; t < 4; t++) {
-                const int8_t *q8 = a[t][i].qs;
-                const __m256i pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j))));
+                const ck_block_q8_K *at = &a[t][i];
+                const __m256i pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(at->qs + 64 * j))));
                 const __m256i ph =
-                    _mm256_madd_epi16(sh, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32))));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(pl, ph));
+                    _mm256_madd_epi16(sh, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(at->qs + 64 * j + 32))));
+                const int mins = m[2 * j] * (at->bsums[4 * j] + at->bsums[4 * j + 1]) +
+                                 m[2 * j + 1] * (at->bsums[4 * j + 2] + at->bsums[4 * j + 3]);
+                acc[t] = fmaf((float)hsum_epi32_8(_mm256_add_epi32(pl, ph)), wd * at->d, acc[t]);
+                acc_m[t] = fmaf((float)mins, wdmin * at->d, acc_m[t]);
             }
         }
-        for (int t = 0; t < 4; t++) {
-            const float d = a[t][i].d * wd, dmin = -a[t][i].d * wdmin;
-            acc_m[t] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mins_products(m, a[t][i].bsums)), acc_m[t]);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
     }
-    for (int t = 0; t < 4; t++) {
-        __m128 s = _mm_add_ps(acc_m[t], _mm_movehl_ps(acc_m[t], acc_m[t]));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        out[t] = ck_hsum8(acc[t]) + _mm_cvtss_f32(s);
-    }
+    for (int t = 0; t < 4; t++) out[t] = acc[t] - acc_m[t];
 }
 
 // Scales s and s + 1 as 16 int16 lanes: lanes 0-7 take s, lanes 8-15 take s + 1 (two groups of 16
@@ -196,10 +236,19 @@ CK_FAST static inline __m256i pair_scales(const int8_t *scales, int s) {
     return _mm256_setr_m128i(_mm_set1_epi16(scales[s]), _mm_set1_epi16(scales[s + 1]));
 }
 
+// ggml's current AVX2 order (the reference answers depend on it): the products q * a with q
+// unsigned (0..63), each 32-value quarter's pairs scaled by its two group scales, summed into
+// eight int32 lanes (lane L: bytes 4L..4L+3 of each quarter); then lane L loses
+// 32 * (bsums[2L] * scale[2L] + bsums[2L+1] * scale[2L+1]), the -32 offset of all 256 values
+// taken group-wise, not per product as ggml did before; one FMA per super-block and lane.
+CK_FAST static inline __m256i q6_k_offsets(const ck_block_q6_K *w, const ck_block_q8_K *a) {
+    const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+    return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), scales), 5);
+}
+
 CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i m2 = _mm256_set1_epi8(0x03);
-    const __m256i m32s = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < k / CK_QK_K; i++) {
         const float d = a[i].d * _cvtsh_ss(w[i].d);
@@ -223,19 +272,15 @@ CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block
             const __m256i a1 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 32));
             const __m256i a2 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 64));
             const __m256i a3 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 96));
-            // (q - 32) * a as q * a - 32 * a, both in int16 pairs.
-            __m256i p0 = _mm256_sub_epi16(_mm256_maddubs_epi16(q0, a0), _mm256_maddubs_epi16(m32s, a0));
-            __m256i p1 = _mm256_sub_epi16(_mm256_maddubs_epi16(q1, a1), _mm256_maddubs_epi16(m32s, a1));
-            __m256i p2 = _mm256_sub_epi16(_mm256_maddubs_epi16(q2, a2), _mm256_maddubs_epi16(m32s, a2));
-            __m256i p3 = _mm256_sub_epi16(_mm256_maddubs_epi16(q3, a3), _mm256_maddubs_epi16(m32s, a3));
             const int8_t *sc = w[i].scales + 8 * j;
-            p0 = _mm256_madd_epi16(pair_scales(sc, 0), p0);
-            p1 = _mm256_madd_epi16(pair_scales(sc, 2), p1);
-            p2 = _mm256_madd_epi16(pair_scales(sc, 4), p2);
-            p3 = _mm256_madd_epi16(pair_scales(sc, 6), p3);
+            const __m256i p0 = _mm256_madd_epi16(pair_scales(sc, 0), _mm256_maddubs_epi16(q0, a0));
+            const __m256i p1 = _mm256_madd_epi16(pair_scales(sc, 2), _mm256_maddubs_epi16(q1, a1));
+            const __m256i p2 = _mm256_madd_epi16(pair_scales(sc, 4), _mm256_maddubs_epi16(q2, a2));
+            const __m256i p3 = _mm256_madd_epi16(pair_scales(sc, 6), _mm256_maddubs_epi16(q3, a3));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p2, p3));
         }
+        sumi = _mm256_sub_epi32(sumi, q6_k_offsets(&w[i], &a[i]));
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
     return ck_hsum8(acc);
@@ -247,7 +292,6 @@ CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block
 CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i m2 = _mm256_set1_epi8(0x03);
-    const __m256i m32s = _mm256_set1_epi8(32);
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int i = 0; i < k / CK_QK_K; i++) {
         const float wd = _cvtsh_ss(w[i].d);
@@ -272,14 +316,14 @@ CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_blo
                 __m256i p[4];
                 for (int u = 0; u < 4; u++) {
                     const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
-                    p[u] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[u], av), _mm256_maddubs_epi16(m32s, av));
-                    p[u] = _mm256_madd_epi16(scales[u], p[u]);
+                    p[u] = _mm256_madd_epi16(scales[u], _mm256_maddubs_epi16(q[u], av));
                 }
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[0], p[1]));
                 sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[2], p[3]));
             }
         }
         for (int t = 0; t < 4; t++) {
+            sumi[t] = _mm256_sub_epi32(sumi[t], q6_k_offsets(&w[i], &a[t][i]));
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * wd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
@@ -292,7 +336,8 @@ ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast) {
     if (fast && type == CK_TYPE_Q4_K) return (ck_dot1x4_fn)dot1x4_q4_k_fast;
     if (fast && type == CK_TYPE_Q6_K) return (ck_dot1x4_fn)dot1x4_q6_k_fast;
 #endif
-    (void)type;
+    // Q4_K's four-token order differs from its one-token order (as ggml's): every path keeps it.
+    if (type == CK_TYPE_Q4_K) return (ck_dot1x4_fn)dot1x4_q4_k_portable;
     (void)fast;
     return 0;
 }

@@ -72,13 +72,6 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     return type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? CK_TYPE_Q5_0_X8 : CK_TYPE_Q8_0_X8;
 }
 
-// Sum of an activation block's 32 quantized values (the Q8_0 × 8 offset correction).
-static inline int32_t q8_0_block_sum(const ck_block_q8_0 *a) {
-    int32_t s = 0;
-    for (int j = 0; j < CK_QK; j++) s += a->qs[j];
-    return s;
-}
-
 // MARK: - Portable kernels (the reference beside the fast ones, and CPUs without VNNI)
 
 // The same arithmetic as the fast kernels, lane by lane (see tile_q4_1x8 for Q4_1's order).
@@ -132,20 +125,27 @@ static void group_q5_0x8_portable(int nb, const ck_block_q5_0x8 *w, const ck_blo
     }
 }
 
+// Q8_0 × 8 in the order of the per-row kernels and of ggml's Q8_0 products (its per-row AVX2
+// kernel and llamafile's batched tiles, which agree): chunk c (elements 4c..4c+3) of each block
+// has its own accumulator, its exact integer sum scaled in one FMA by fp16(d_w) * fp16(d_a),
+// the chunks added in ck_hsum8's order at the end. Stored bytes are q + 128.
 static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_block_q8_0 *a, float *y) {
-    float acc[8] = {0};
+    float acc[8][8] = {{0}};
     for (int b = 0; b < nb; b++) {
         const float da = ck_fp16_to_fp32(a[b].d);
-        const int32_t offset = 128 * q8_0_block_sum(&a[b]);
         for (int r = 0; r < 8; r++) {
-            int32_t sum = 0;
+            const float d = ck_fp16_to_fp32(w[b].d[r]) * da;
             for (int c = 0; c < 8; c++) {
-                for (int j = 0; j < 4; j++) sum += (int32_t)w[b].qs[32 * c + 4 * r + j] * a[b].qs[4 * c + j];
+                int32_t sum = 0;
+                for (int j = 0; j < 4; j++) sum += ((int32_t)w[b].qs[32 * c + 4 * r + j] - 128) * a[b].qs[4 * c + j];
+                acc[r][c] = fmaf(d, (float)sum, acc[r][c]);
             }
-            acc[r] = fmaf(ck_fp16_to_fp32(w[b].d[r]) * da, (float)(sum - offset), acc[r]);
         }
     }
-    for (int r = 0; r < 8; r++) y[r] = acc[r];
+    for (int r = 0; r < 8; r++) {
+        const float *v = acc[r];
+        y[r] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+    }
 }
 
 // MARK: - VNNI kernels
@@ -216,11 +216,13 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q4_1x8(int nb, co
 }
 
 static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, const ck_block_q8_0x8 *w,
-                                                                      const ck_block_q8_0 *const *x,
-                                                                      const int32_t *const *offsets, float *const *y,
+                                                                      const ck_block_q8_0 *const *x, float *const *y,
                                                                       const int T) {
-    __m256 acc[4];
-    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    __m256 acc[2][8];
+    for (int t = 0; t < T; t++) {
+        for (int c = 0; c < 8; c++) acc[t][c] = _mm256_setzero_ps();
+    }
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int b = 0; b < nb; b++) {
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD), _MM_HINT_T0);
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 64, _MM_HINT_T0);
@@ -228,21 +230,25 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 192, _MM_HINT_T0);
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 256, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        __m256i q[8];
+        for (int c = 0; c < 8; c++) q[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c)), flip);
         for (int t = 0; t < T; t++) {
             const ck_block_q8_0 *a = x[t] + b;
-            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-            for (int c = 0; c < 8; c += 2) {
-                s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c)),
-                                         bcast4(a->qs + 4 * c));
-                s1 = _mm256_dpbusd_epi32(s1, _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c + 32)),
-                                         bcast4(a->qs + 4 * c + 4));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
+            for (int c = 0; c < 8; c++) {
+                // |q| (128 for -128 reads as unsigned 128) times x with q's sign: exact.
+                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]),
+                                                      _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
+                acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
             }
-            const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_set1_epi32(offsets[t][b]));
-            const __m256 da = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d)));
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(s), acc[t]);
         }
     }
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);
+    for (int t = 0; t < T; t++) {
+        const __m256 sum =
+            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                          _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(y[t], sum);
+    }
 }
 
 // Eight rows × T tokens of Q5_0 (T = 1 or 2 after inlining), each row's arithmetic that of
@@ -315,18 +321,14 @@ CK_VNNI static void groups_q4_1x8_vnni(int nb, const char *w, size_t group_bytes
 }
 
 CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
-                                       const ck_block_q8_0 *const *x, const int32_t *const *offsets, float *const *y,
-                                       int T) {
+                                       const ck_block_q8_0 *const *x, float *const *y, int T) {
     for (int g = g0; g < g1; g++) {
         const ck_block_q8_0x8 *wg = (const ck_block_q8_0x8 *)(w + (size_t)g * group_bytes);
         float *yg[4];
         for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
-        switch (T) {
-        case 1: tile_q8_0x8(nb, wg, x, offsets, yg, 1); break;
-        case 2: tile_q8_0x8(nb, wg, x, offsets, yg, 2); break;
-        case 3: tile_q8_0x8(nb, wg, x, offsets, yg, 3); break;
-        default: tile_q8_0x8(nb, wg, x, offsets, yg, 4); break;
-        }
+        int t = 0;
+        for (; t + 2 <= T; t += 2) tile_q8_0x8(nb, wg, x + t, yg + t, 2);
+        if (t < T) tile_q8_0x8(nb, wg, x + t, yg + t, 1);
     }
 }
 #endif
@@ -345,9 +347,6 @@ static int has_avx512bw(void) {
 }
 #endif
 
-// Rows up to 8192 columns take the fast path; longer ones (no model here has them) the portable.
-#define CK_MAX_OFFSET_BLOCKS 256
-
 // Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token, with the kernels `fast`
 // names (CK_INTERLEAVED_*; Q5_0 has no AVX2 ones and runs the portable kernel there). Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
@@ -360,25 +359,13 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
     const int g0 = r0 / 8, g1 = r1 / 8;
-    // Offsets for the Q8_0 form: 128 × each activation block's sum, for one tile of tokens.
-    int32_t offset_store[4 * CK_MAX_OFFSET_BLOCKS];
     for (int t0 = 0; t0 < p->n; t0 += 4) {
         const int T = p->n - t0 < 4 ? p->n - t0 : 4;
         const void *xs[4];
         float *ys[4];
-        const int32_t *offs[4];
         for (int t = 0; t < T; t++) {
             xs[t] = x + (size_t)(t0 + t) * p->x_row_bytes;
             ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
-        }
-        if (base_type == CK_TYPE_Q8_0 && fast == CK_INTERLEAVED_VNNI) {
-            for (int t = 0; t < T; t++) {
-                offs[t] = offset_store + CK_MAX_OFFSET_BLOCKS * t;
-                const ck_block_q8_0 *a = (const ck_block_q8_0 *)xs[t];
-                for (int b = 0; b < nb && b < CK_MAX_OFFSET_BLOCKS; b++) {
-                    offset_store[CK_MAX_OFFSET_BLOCKS * t + b] = 128 * q8_0_block_sum(&a[b]);
-                }
-            }
         }
 #if CK_X86
         if (fast == CK_INTERLEAVED_AVX2 && base_type != CK_TYPE_Q5_0) {
@@ -389,14 +376,13 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
             }
             continue;
         }
-        if (fast == CK_INTERLEAVED_VNNI && nb <= CK_MAX_OFFSET_BLOCKS &&
-            (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
+        if (fast == CK_INTERLEAVED_VNNI && (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
             if (base_type == CK_TYPE_Q4_1) {
                 groups_q4_1x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
             } else if (base_type == CK_TYPE_Q5_0) {
                 groups_q5_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, ys, T);
             } else {
-                groups_q8_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, offs, ys, T);
+                groups_q8_0x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_0 *const *)xs, ys, T);
             }
             continue;
         }

@@ -243,6 +243,11 @@ float ck_dot(int type, int k, const void *w, const void *x);
 /// The same with the portable (scalar reference) kernel.
 float ck_dot_portable(int type, int k, const void *w, const void *x);
 
+/// Q4_K in ggml's four-token order (its repacked GEMM: one FMA per 64 values, where its
+/// one-token order and ck_dot have one per 256). Matrix products take it for every token in a
+/// whole group of four; the reference for the kernel tests.
+float ck_dot_q4_k_pairs_portable(int k, const ck_block_q4_K *w, const ck_block_q8_K *a);
+
 // MARK: - Attention
 
 /// Causal attention with an f16 KV cache laid out [position][kv_head][head_dim].
