@@ -17,6 +17,11 @@
 //     else the value's weight is expf(s - max); V is added into an f16 accumulator
 //     (f16(fma(v, w, acc)) per element, ggml_vec_mad_f16); S = S * ms + vs (fused);
 //   - the accumulator back to f32 and times 1/S.
+// A lone query row over a KV view of 512 cells or more (more than 256 positions; llama.cpp pads
+// the view to 256) is split instead: the view cut in equal ranges, one per llama.cpp thread,
+// each range's online softmax as above, the partial results merged range by range
+// (ck_attention_flash_split). Micro-batches of 64+ rows take the tiled kernel
+// (attention_flash_tiled.c).
 // The plain form below is the reference; on x86 an AVX2/F16C form of the same operations (the
 // default path) gives the same bits, checked in GemmaFlashAttentionTests.
 #include <math.h>
@@ -92,6 +97,49 @@ CK_FAST static void mad_f16_fast(float *acc, int n, const uint16_t *v, float vs)
 }
 #endif
 
+// The online softmax of one query row (qh: the f16-rounded query) over positions j0..j1
+// (inclusive; none when j1 < j0) of KV head g, from a fresh state: acc the f16 accumulator
+// (as floats), *M the running maximum, *S the sum.
+static void flash_range(const ck_attention_args *p, int g, const float *qh, int j0, int j1, int fast, float *acc,
+                        float *M_out, float *S_out) {
+    const int hd = p->head_dim;
+    for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+    float S = 0.0f, M = -INFINITY;
+    for (int j = j0; j <= j1; j++) {
+        const uint16_t *k = p->k_cache + (size_t)j * p->kv_stride + (size_t)g * hd;
+        const uint16_t *v = p->v_cache + (size_t)j * p->kv_stride + (size_t)g * hd;
+#if CK_X86
+        const float s = fast ? dot_f16_ggml512_fast(hd, k, qh) : dot_f16_ggml512(hd, k, qh);
+#else
+        const float s = dot_f16_ggml512(hd, k, qh);
+        (void)fast;
+#endif
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float old = M;
+            M = s;
+            ms = expf(old - M);
+#if CK_X86
+            if (fast) {
+                scale_f16_fast(acc, hd, ms);
+            } else
+#endif
+                for (int d = 0; d < hd; d++) acc[d] = f16_round(acc[d] * ms);
+        } else {
+            vs = expf(s - M);
+        }
+#if CK_X86
+        if (fast) {
+            mad_f16_fast(acc, hd, v, vs);
+        } else
+#endif
+            for (int d = 0; d < hd; d++) acc[d] = f16_round(fmaf(ck_fp16_to_fp32(v[d]), vs, acc[d]));
+        S = fmaf(S, ms, vs);
+    }
+    *M_out = M;
+    *S_out = S;
+}
+
 void ck_attention_flash_rows(const ck_attention_args *p) {
 #if CK_X86
     const int fast = ck_fast_paths_enabled() && p->head_dim % 8 == 0;
@@ -106,44 +154,60 @@ void ck_attention_flash_rows(const ck_attention_args *p) {
         const int pos = p->pos0 + t;
         const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
         for (int h = 0; h < p->n_head; h++) {
-            const int g = h / ratio;
             const float *q = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
             for (int d = 0; d < hd; d++) qh[d] = f16_round(q[d] * p->scale);
-            for (int d = 0; d < hd; d++) acc[d] = 0.0f;
-            float S = 0.0f, M = -INFINITY;
-            for (int j = first; j <= pos; j++) {
-                const uint16_t *k = p->k_cache + (size_t)j * p->kv_stride + (size_t)g * hd;
-                const uint16_t *v = p->v_cache + (size_t)j * p->kv_stride + (size_t)g * hd;
-#if CK_X86
-                const float s = fast ? dot_f16_ggml512_fast(hd, k, qh) : dot_f16_ggml512(hd, k, qh);
-#else
-                const float s = dot_f16_ggml512(hd, k, qh);
-#endif
-                float ms = 1.0f, vs = 1.0f;
-                if (s > M) {
-                    const float old = M;
-                    M = s;
-                    ms = expf(old - M);
-#if CK_X86
-                    if (fast) {
-                        scale_f16_fast(acc, hd, ms);
-                    } else
-#endif
-                        for (int d = 0; d < hd; d++) acc[d] = f16_round(acc[d] * ms);
-                } else {
-                    vs = expf(s - M);
-                }
-#if CK_X86
-                if (fast) {
-                    mad_f16_fast(acc, hd, v, vs);
-                } else
-#endif
-                    for (int d = 0; d < hd; d++) acc[d] = f16_round(fmaf(ck_fp16_to_fp32(v[d]), vs, acc[d]));
-                S = fmaf(S, ms, vs);
-            }
+            float M, S;
+            flash_range(p, h / ratio, qh, first, pos, fast, acc, &M, &S);
             const float inv = S == 0.0f ? 0.0f : 1.0f / S;
             float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
             for (int d = 0; d < hd; d++) out[d] = acc[d] * inv;
+        }
+    }
+}
+
+void ck_attention_flash_split(const ck_attention_args *p, int n_chunks) {
+#if CK_X86
+    const int fast = ck_fast_paths_enabled() && p->head_dim % 8 == 0;
+#else
+    const int fast = 0;
+#endif
+    const int hd = p->head_dim;
+    const int ratio = p->n_head / p->n_kv_head;
+    if (n_chunks < 1) n_chunks = 1;
+    float qh[CK_MAX_HEAD_DIM], acc[CK_MAX_HEAD_DIM], total[CK_MAX_HEAD_DIM];
+    for (int t = 0; t < p->n_tokens; t++) {
+        const int pos = p->pos0 + t;
+        const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+        // llama.cpp's KV view: the cells in use (here positions 0...pos) padded to 256.
+        const int n_kv = (pos + 1 + 255) / 256 * 256;
+        const int chunk = (n_kv + n_chunks - 1) / n_chunks;
+        for (int h = 0; h < p->n_head; h++) {
+            const float *q = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
+            for (int d = 0; d < hd; d++) qh[d] = f16_round(q[d] * p->scale);
+            float M = -INFINITY, S = 0.0f;
+            for (int d = 0; d < hd; d++) total[d] = 0.0f;
+            for (int c = 0; c < n_chunks; c++) {
+                const int lo = c * chunk, hi = (c + 1) * chunk < n_kv ? (c + 1) * chunk : n_kv;
+                const int j0 = lo > first ? lo : first, j1 = hi - 1 < pos ? hi - 1 : pos;
+                float Mc, Sc;
+                flash_range(p, h / ratio, qh, j0, j1, fast, acc, &Mc, &Sc);
+                if (Sc == 0.0f) continue;
+                // ggml_flash_attn_ext_reduce_partials, as GCC contracts it: the first product
+                // of each sum fused with the second.
+                const float m_new = fmaxf(M, Mc);
+                const float scale_old = expf(M - m_new);
+                const float scale_new = expf(Mc - m_new);
+                for (int d = 0; d < hd; d++) {
+                    const float fresh = acc[d] * scale_new;
+                    total[d] = fmaf(total[d], scale_old, fresh);
+                }
+                const float fresh = Sc * scale_new;
+                S = fmaf(S, scale_old, fresh);
+                M = m_new;
+            }
+            const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+            float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
+            for (int d = 0; d < hd; d++) out[d] = total[d] * inv;
         }
     }
 }

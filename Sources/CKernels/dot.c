@@ -417,7 +417,9 @@ static ck_dot_fn pick_dot(int type, int fast) {
 }
 
 ck_kernels ck_pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0, 0, 0};
+    k.dot_tiled = ck_pick_dot_tiled_kquants(type, fast);
+    k.dot_pairs = ck_pick_dot_pairs_kquants(type, fast);
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
@@ -443,6 +445,21 @@ ck_kernels ck_pick_kernels(int type, int fast) {
 float ck_dot(int type, int k, const void *w, const void *x) {
     const ck_dot_fn dot = pick_dot(type, ck_fast_paths_enabled());
     return dot ? dot(k, w, x) : 0.0f;
+}
+
+static float dot_ordered(int type, int k, const void *w, const void *x, int order, int fast) {
+    const ck_kernels kern = ck_pick_kernels(type, fast);
+    if ((order & CK_ORDER_TILED) && kern.dot_tiled) return kern.dot_tiled(k, w, x);
+    if ((order & CK_ORDER_GROUP4) && kern.dot_pairs) return kern.dot_pairs(k, w, x);
+    return kern.dot ? kern.dot(k, w, x) : 0.0f;
+}
+
+float ck_dot_ordered(int type, int k, const void *w, const void *x, int order) {
+    return dot_ordered(type, k, w, x, order, ck_fast_paths_enabled());
+}
+
+float ck_dot_ordered_portable(int type, int k, const void *w, const void *x, int order) {
+    return dot_ordered(type, k, w, x, order, 0);
 }
 
 float ck_dot_portable(int type, int k, const void *w, const void *x) {

@@ -1,9 +1,11 @@
 // Dot products of the K-quants (256-value super-blocks; Q2_K and Q3_K in dot_kquants_low.c) with Q8_K activations. Per super-block
 // the products sum as integers (weighted by the 4-8 bit group scales), then the float
 // multiply-adds by d = d_a * fp16(d_w) (and the mins by d_a * fp16(dmin) against the Q8_K group
-// sums) in super-block order, as ggml's AVX2 kernels arrange them, so results stay close to
-// llama.cpp's. The portable kernels are the scalar references; the fast ones are tested
-// against them.
+// sums) in super-block order, as ggml's kernels arrange them. Q4_K and Q6_K follow the
+// current llama.cpp to the bit, including the orders its batched products use (its repacked
+// Q4_K GEMM for rows in whole groups of four, its tiled Q6_K product for micro-batches of 8+
+// rows: ck_matmul_args.orders picks them per row). The portable kernels are the scalar
+// references; the fast ones are tested against them.
 #include <string.h>
 
 #include "internal.h"
@@ -93,6 +95,24 @@ static float dot_q6_k_portable(int k, const ck_block_q6_K *w, const ck_block_q8_
         sum += a[i].d * ck_fp16_to_fp32(w[i].d) * (float)sumi;
     }
     return sum;
+}
+
+// Q6_K in llama.cpp's tiled K-quant order (ggml-cpu/tiled, micro-batches of 8+ rows): per
+// super-block the exact integer sum of scale * (q - 32) * a, times fp16(d_w) (one rounding),
+// then one FMA with d_a into the row's single accumulator (GCC contracts its add of the product).
+static float dot_q6_k_tiled_portable(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
+    float acc = 0.0f;
+    for (int i = 0; i < k / CK_QK_K; i++) {
+        int sumi = 0;
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) s += ck_q6_k_value(&w[i], e) * a[i].qs[e];
+            sumi += w[i].scales[g] * s;
+        }
+        const float r = (float)sumi * ck_fp16_to_fp32(w[i].d);
+        acc = fmaf(r, a[i].d, acc);
+    }
+    return acc;
 }
 
 // MARK: - AVX2
@@ -287,6 +307,43 @@ CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block
 }
 #endif
 
+#if CK_X86
+// dot_q6_k_tiled_portable's order with dot_q6_k_fast's integer lanes, added up exactly.
+CK_FAST static float dot_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    float acc = 0.0f;
+    for (int i = 0; i < k / CK_QK_K; i++) {
+        const uint8_t *ql = w[i].ql;
+        const uint8_t *qh = w[i].qh;
+        const int8_t *q8 = a[i].qs;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int j = 0; j < 2; j++) {
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * j));
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j));
+            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j + 32));
+            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l2, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+            const int8_t *sc = w[i].scales + 8 * j;
+            const __m256i p0 = _mm256_madd_epi16(pair_scales(sc, 0), _mm256_maddubs_epi16(q0, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j))));
+            const __m256i p1 = _mm256_madd_epi16(pair_scales(sc, 2), _mm256_maddubs_epi16(q1, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 32))));
+            const __m256i p2 = _mm256_madd_epi16(pair_scales(sc, 4), _mm256_maddubs_epi16(q2, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 64))));
+            const __m256i p3 = _mm256_madd_epi16(pair_scales(sc, 6), _mm256_maddubs_epi16(q3, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 96))));
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+        }
+        sumi = _mm256_sub_epi32(sumi, q6_k_offsets(&w[i], &a[i]));
+        const float r = (float)hsum_epi32_8(sumi) * _cvtsh_ss(w[i].d);
+        acc = fmaf(r, a[i].d, acc);
+    }
+    return acc;
+}
+#endif
+
 // dot_q6_k_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
 #if CK_X86
 CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
@@ -340,6 +397,20 @@ ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast) {
     if (type == CK_TYPE_Q4_K) return (ck_dot1x4_fn)dot1x4_q4_k_portable;
     (void)fast;
     return 0;
+}
+
+ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast) {
+    if (type != CK_TYPE_Q6_K) return 0;
+#if CK_X86
+    if (fast) return (ck_dot_fn)dot_q6_k_tiled_fast;
+#endif
+    (void)fast;
+    return (ck_dot_fn)dot_q6_k_tiled_portable;
+}
+
+ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast) {
+    (void)fast;
+    return type == CK_TYPE_Q4_K ? (ck_dot_fn)ck_dot_q4_k_pairs_portable : 0;
 }
 
 ck_dot_fn ck_pick_dot_kquants(int type, int fast) {

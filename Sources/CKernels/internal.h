@@ -72,7 +72,8 @@ typedef void (*ck_dot4x2_fn)(int k, const void *w, size_t w_row_blocks, const vo
 typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const void *const *x, float *const *out);
 
 /// One weight row against four activation rows: out[t] = dot(w, x[t]), each with exactly the
-/// arithmetic of the single dot kernel (the weights are unpacked once for the four).
+/// arithmetic of the single dot kernel (the weights are unpacked once for the four), but for
+/// Q4_K, whose four-row kernel has llama.cpp's four-row order (CK_ORDER_GROUP4).
 typedef void (*ck_dot1x4_fn)(int k, const void *w, const void *const *x, float *out);
 
 typedef struct {
@@ -81,6 +82,8 @@ typedef struct {
     ck_dot4_fn dot4;
     ck_dot4x2_fn dot4x2;
     ck_dot4x4_fn dot4x4;
+    ck_dot_fn dot_tiled;   // the CK_ORDER_TILED kernel, or NULL
+    ck_dot_fn dot_pairs;   // one row in the CK_ORDER_GROUP4 order, or NULL
     int interleaved;       // the weights are in an interleaved form
     int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
 } ck_kernels;
@@ -104,6 +107,10 @@ ck_dot_fn ck_pick_dot_kquants_low(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_legacy(int type, int fast);
 ck_dot4_fn ck_pick_dot4_legacy(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
+/// The single-row kernels of llama.cpp's batched orders (CK_ORDER_*): Q6_K's tiled one, Q4_K's
+/// four-row GEMM order one row at a time; NULL for types whose arithmetic has no such order.
+ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast);
+ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)

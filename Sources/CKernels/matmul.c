@@ -1,7 +1,48 @@
 // Matrix products split into row chunks over the pool, with the kernels dot.c picks.
 #include "internal.h"
 
+// Rows whose arithmetic follows llama.cpp's batched orders (p->orders): Q4_K's rows flagged
+// CK_ORDER_GROUP4 go four at a time through its four-row kernel (that order), Q6_K's flagged
+// CK_ORDER_TILED through the tiled kernel, every other row through the single-row kernel.
+static void matmul_rows_ordered(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    const char *w = (const char *)p->w;
+    const char *x = (const char *)p->x;
+    int grouped[p->n > 0 ? p->n : 1];
+    int g = 0;
+    if (kern->dot1x4 && kern->dot_pairs) {
+        for (int t = 0; t < p->n; t++) {
+            if (p->orders[t] & CK_ORDER_GROUP4) grouped[g++] = t;
+        }
+    }
+    const int whole = g - g % 4;
+    for (int r = r0; r < r1; r++) {
+        const void *wr = w + (size_t)r * p->w_row_bytes;
+        for (int i = 0; i < whole; i += 4) {
+            const void *xs[4];
+            for (int u = 0; u < 4; u++) xs[u] = x + (size_t)grouped[i + u] * p->x_row_bytes;
+            float out[4];
+            kern->dot1x4(p->k, wr, xs, out);
+            for (int u = 0; u < 4; u++) p->y[(size_t)grouped[i + u] * p->ldy + r] = out[u];
+        }
+        for (int i = whole; i < g; i++) {
+            const int t = grouped[i];
+            p->y[(size_t)t * p->ldy + r] = kern->dot_pairs(p->k, wr, x + (size_t)t * p->x_row_bytes);
+        }
+        for (int t = 0; t < p->n; t++) {
+            const unsigned char order = p->orders[t];
+            if (g > 0 && (order & CK_ORDER_GROUP4)) continue;
+            const void *xt = x + (size_t)t * p->x_row_bytes;
+            p->y[(size_t)t * p->ldy + r] =
+                (order & CK_ORDER_TILED) && kern->dot_tiled ? kern->dot_tiled(p->k, wr, xt) : kern->dot(p->k, wr, xt);
+        }
+    }
+}
+
 static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    if (p->orders && !kern->interleaved && kern->dot && (kern->dot_tiled || kern->dot_pairs)) {
+        matmul_rows_ordered(kern, p, r0, r1);
+        return;
+    }
     if (kern->interleaved) {
         ck_matmul_interleaved_rows(p, r0, r1, kern->interleaved_fast);
         return;

@@ -7,35 +7,24 @@ import Testing
 /// 262,144) against a 2026-10 llama.cpp on the same file (`../shared/reference/gemma3/`). Its
 /// greedy cases include a 787-token prompt, past the 512-token sliding window of five layers in six.
 /// Issue #19 asks for top-10 probabilities within 0.002 and greedy runs identical for 16 tokens
-/// in every case and in full in 4 of 5. Not reached; measured (2026-12-01): top-10 within 0.0129
-/// (capital; 0.0021 code, 0.0067 the long prompt), greedy identical in full in 2 of 5 (code,
-/// list), the others apart after 18, 10 and 10 tokens (margins 0.075, 0.17, 0.19 in logits).
-/// Why: the reference ran llama.cpp's flash attention (on by default for the CPU), whose
-/// roundings inferd now reproduces for Gemma where llama.cpp takes its row-by-row kernel
-/// (`ck_attention_flash_rows`; before: 0.036 / 0.0042 / 0.0175). What is left is float-level:
-/// every activation is quantized to 8 bits, so one f32 rounding anywhere can flip a quantum, and
-/// `scripts/gemma3-emulate.py --perturb 1e-7` shows a 1e-7 relative change of one product moving
-/// these probabilities by up to 0.017. Only a bit-exact pass (the batched products' llamafile
-/// order, the repacked Q4_K GEMM, the tiled flash attention of prompts of 64 tokens or more)
-/// can reach 0.002. These checks hold what is reached and fail on the kernels before it.
+/// in every case and in full in 4 of 5. Reached (2026-12-02): within 0.000075 (what is left is
+/// llama-server's own float softmax sum) and all five greedy runs identical in full, because
+/// the pass now reproduces llama.cpp's arithmetic bit for bit, as found tensor by tensor against
+/// a llama.cpp of the reference's commit built on this machine kind (its server reproduces the
+/// reference file exactly): the server feeds a prompt in the batches of its checkpoint rule
+/// (`ReferenceModelCheck.llamaServerCheckpointBatches`), and each batch size has its own
+/// kernels (Q4_K's repacked GEMV/GEMM, the tiled Q6_K product from 8 rows, flash attention
+/// row by row, tiled from 64 rows, split over threads for a lone row past 256 positions).
+/// The emulation is the same on every kernel path (the portable kernels give the same bits), so
+/// the bounds hold on CPUs without AVX-512 too.
 @Suite(.serialized)
 struct GemmaReferenceTests {
     static var modelPath: String {
         TestFixtures.packageRoot.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
     }
 
-    /// On CPUs without AVX-512 VNNI the products run other kernels (AVX2 ones, no interleaved
-    /// rows; which of their roundings moves the answers is not pinned down), and the answers move:
-    /// measured on such a machine (2026-12-01, same file and code) 0.0129 capital, 0.0021 code,
-    /// **0.0195** the long prompt, where a VNNI machine gave 0.0129 / 0.0021 / 0.0067. So the
-    /// bound is per path: what each has reached, not the issue's 0.002 (see above).
-    static let probabilityBound = cpuHasAVX512VNNI ? 0.015 : 0.02
-
-    /// Read from the kernel's flags, as the kernels' own dispatch reads CPUID.
-    static let cpuHasAVX512VNNI: Bool = {
-        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        return info.contains("avx512_vnni")
-    }()
+    /// The issue's bound.
+    static let probabilityBound = 0.002
 
     static func model() throws -> LlamaModel {
         guard FileManager.default.fileExists(atPath: modelPath) else {
@@ -61,7 +50,8 @@ struct GemmaReferenceTests {
 
     @Test func nextTokenProbabilitiesMatchLlamaCpp() throws {
         let check = ReferenceModelCheck(
-            model: try Self.model(), reference: try TestFixtures.reference("gemma3/reference.json"))
+            model: try Self.model(), reference: try TestFixtures.reference("gemma3/reference.json"),
+            promptBatches: ReferenceModelCheck.llamaServerCheckpointBatches)
         let outcomes = try check.logits()
         #expect(outcomes.count == 3)
         for outcome in outcomes {
@@ -78,7 +68,8 @@ struct GemmaReferenceTests {
 
     @Test func greedyContinuationsMatchLlamaCpp() throws {
         let check = ReferenceModelCheck(
-            model: try Self.model(), reference: try TestFixtures.reference("gemma3/reference.json"))
+            model: try Self.model(), reference: try TestFixtures.reference("gemma3/reference.json"),
+            promptBatches: ReferenceModelCheck.llamaServerCheckpointBatches)
         let outcomes = try check.greedy()
         #expect(outcomes.count == 5)
         var identical = 0
@@ -89,10 +80,11 @@ struct GemmaReferenceTests {
                         ? "identical (\(outcome.generated.count) tokens)"
                         : "differs at \(outcome.firstDifference), margin \(outcome.divergenceMargin ?? .nan)"))
             #expect(
-                outcome.firstDifference >= 8,
+                outcome.firstDifference >= 16,
                 "\(outcome.name): got \(outcome.generated), llama.cpp \(outcome.expected)")
             if outcome.identical { identical += 1 }
         }
-        #expect(identical >= 2, "only \(identical) of 5 greedy continuations identical")
+        // The issue asks for 4 of 5; all 5 are reached, and held.
+        #expect(identical == 5, "only \(identical) of 5 greedy continuations identical")
     }
 }

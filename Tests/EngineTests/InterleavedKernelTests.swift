@@ -4,8 +4,8 @@ import Testing
 @testable import Engine
 
 /// The interleaved weight forms (eight rows per block, made at load time) against the file
-/// layout they were made from: Q4_1 and Q5_0 must give the per-row kernel's results bit for bit
-/// (the reference answers depend on its rounding), Q8_0 the same values within float rounding.
+/// layout they were made from: Q4_1, Q5_0 and Q8_0 must give the per-row kernel's results bit
+/// for bit (the reference answers depend on its rounding).
 @Suite(.serialized)
 struct InterleavedKernelTests {
     /// `rows × k` random weights quantized to `type`, in the file layout.
@@ -30,7 +30,7 @@ struct InterleavedKernelTests {
                 var args = ck_matmul_args(
                     type: type, w: weights, w_row_bytes: stride, rows: Int32(rows), k: Int32(k),
                     x: xb.baseAddress!, x_row_bytes: activations.count / n, n: Int32(n), y: yb.baseAddress!,
-                    ldy: Int32(rows))
+                    ldy: Int32(rows), orders: nil)
                 ck_matmul(pool?.raw, &args)
             }
         }
@@ -94,12 +94,8 @@ struct InterleavedKernelTests {
                         }
                         let what = "\(type) \(path) rows=\(rows) k=\(k) n=\(n) pool=\(usePool)"
                         for i in got.indices {
-                            // Q8_0's VNNI and portable kernels sum a block in integers before scaling
-                            // (last-bit differences); its AVX2 one keeps the per-row order.
-                            let avx2 = path == "fast-avx2" || (path == "fast" && !Self.cpuHasVNNI)
-                            if type != .q8_0 || avx2 {
-                                try #require(got[i] == perRow[i], "\(what): out \(i) \(got[i]) vs \(perRow[i])")
-                            }
+                            // Every path keeps the per-row order (ggml's; Q8_0 by 4-value chunks).
+                            try #require(got[i] == perRow[i], "\(what): out \(i) \(got[i]) vs \(perRow[i])")
                             try #require(
                                 close(got[i], reference[i], rel: 1e-5, abs: 1e-4),
                                 "\(what): out \(i) \(got[i]) vs reference \(reference[i])")
@@ -110,7 +106,11 @@ struct InterleavedKernelTests {
         }
     }
 
-    static let cpuHasVNNI = GemmaReferenceTests.cpuHasAVX512VNNI
+    /// Read from the kernel's flags, as the kernels' own dispatch reads CPUID.
+    static let cpuHasVNNI: Bool = {
+        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        return info.contains("avx512_vnni")
+    }()
 
     /// The AVX2 kernels of the interleaved forms (CPUs without VNNI; forced here with VNNI off so
     /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_1 and
@@ -223,7 +223,7 @@ struct InterleavedKernelTests {
                 ck_matmul_args(
                     type: Int32(GGMLType.q4_1.rawValue), w: copies[m].baseAddress!, w_row_bytes: rowBytes,
                     rows: Int32(rowCounts[m]), k: Int32(k), x: xb.baseAddress!, x_row_bytes: activations.count / n,
-                    n: Int32(n), y: outs[m].baseAddress!, ldy: Int32(rowCounts[m]))
+                    n: Int32(n), y: outs[m].baseAddress!, ldy: Int32(rowCounts[m]), orders: nil)
             }
             ck_matmul_many(pool.raw, &args, Int32(args.count))
         }

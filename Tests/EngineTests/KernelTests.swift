@@ -183,7 +183,7 @@ struct KernelTests {
                                 var args = ck_matmul_args(
                                     type: Int32(type.rawValue), w: w.baseAddress!, w_row_bytes: wRowBytes,
                                     rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRowBytes,
-                                    n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows))
+                                    n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows), orders: nil)
                                 ck_matmul(usePool ? pool.raw : nil, &args)
                             }
                         }

@@ -82,7 +82,7 @@ struct ModelSpeedTests {
                         type: w.kernelType, w: w.data, w_row_bytes: w.rowBytes, rows: Int32(w.rows),
                         k: Int32(w.columns),
                         x: qb.baseAddress!, x_row_bytes: w.type == .q4_1 ? qRow : w.columns / 32 * 34, n: Int32(n),
-                        y: yb.baseAddress!, ldy: Int32(w.rows))
+                        y: yb.baseAddress!, ldy: Int32(w.rows), orders: nil)
                     for _ in 0..<reps { ck_matmul(nil, &args) }
                 }
             }

@@ -34,10 +34,49 @@ struct ReferenceModelCheck {
 
     let model: LlamaModel
     let reference: [String: Any]
+    /// How the reference's server fed a prompt of n tokens to its model: the sizes of its
+    /// decode calls, in order. The answers depend on it: llama.cpp's batched products round in
+    /// other orders than its one-token ones (its Q4_K GEMM against its GEMV).
+    let promptBatches: (Int) -> [Int]
 
-    init(model: LlamaModel, reference: [String: Any]) {
+    init(model: LlamaModel, reference: [String: Any], promptBatches: @escaping (Int) -> [Int] = { [$0] }) {
         self.model = model
         self.reference = reference
+        self.promptBatches = promptBatches
+    }
+
+    /// llama-server's batches for a model with sliding-window attention (Gemma 3), which it can
+    /// only roll back to checkpoints: it stops a prompt's batch 4 + 512 (its micro-batch) and 4
+    /// tokens before the end to save one there (llama.cpp pull 20288), so "The capital of
+    /// France is" (6 tokens) went in as 2 + 4 and the 787-token prompt as 271 + 512 + 4
+    /// (server log, `-lv 5`, of the reference's commit). Each batch is cut in micro-batches of 512.
+    static func llamaServerCheckpointBatches(_ count: Int) -> [Int] {
+        var sizes: [Int] = []
+        var done = 0
+        while done < count {
+            var batch = 0
+            while done + batch < count {
+                batch += 1
+                let left = count - done - batch
+                if batch == 2048 || left == 4 + 512 || left == 4 { break }
+            }
+            var rest = batch
+            while rest > 0 {
+                sizes.append(min(rest, 512))
+                rest -= min(rest, 512)
+            }
+            done += batch
+        }
+        return sizes
+    }
+
+    /// The prompt through the model in `promptBatches`' sizes; the logits are its last token's.
+    func feed(_ prompt: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
+        var start = 0
+        for size in promptBatches(prompt.count) {
+            try model.forward(tokens: Array(prompt[start..<start + size]), cache: cache, logits: logits)
+            start += size
+        }
     }
 
     static func ids(_ value: Any?) throws -> [Int32] {
@@ -54,7 +93,7 @@ struct ReferenceModelCheck {
             let prompt = try Self.ids(c["prompt_ids"])
             let expected = try Self.ids(c["generated_ids"]).map(Int.init)
             let cache = model.makeCache(capacity: prompt.count + expected.count + 1)
-            try model.forward(tokens: prompt, cache: cache, logits: logits)
+            try feed(prompt, cache: cache, logits: logits)
             var generated: [Int] = []
             var margin: Float? = nil
             while generated.count < expected.count {
@@ -80,7 +119,7 @@ struct ReferenceModelCheck {
             let prompt = try Self.ids(c["prompt_ids"])
             guard let top = c["top10"] as? [[String: Any]], !top.isEmpty else { throw FixtureError("no top10") }
             let cache = model.makeCache(capacity: prompt.count)
-            try model.forward(tokens: prompt, cache: cache, logits: logits)
+            try feed(prompt, cache: cache, logits: logits)
             let probabilities = Self.softmax(logits, count: model.config.vocabularySize)
             var differences: [(id: Int, difference: Double)] = []
             var pairs: [(id: Int, ours: Double, theirs: Double)] = []

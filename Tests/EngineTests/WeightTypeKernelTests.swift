@@ -97,7 +97,8 @@ struct WeightTypeKernelTests {
                                             ck_matmul_args(
                                                 type: Int32(type.rawValue), w: ws[m], w_row_bytes: wRowBytes,
                                                 rows: Int32(rows[m]), k: Int32(k), x: xb.baseAddress!,
-                                                x_row_bytes: xRowBytes, n: Int32(n), y: ys[m], ldy: Int32(rows[m]))
+                                                x_row_bytes: xRowBytes, n: Int32(n), y: ys[m], ldy: Int32(rows[m]),
+                                                orders: nil)
                                         }
                                         switch mode {
                                         case "single":
@@ -146,7 +147,8 @@ struct WeightTypeKernelTests {
     }
 
     /// Batches of four tokens go through kernels that unpack a weight row once for four
-    /// activation rows: every output must be bit for bit the single-row dot product's.
+    /// activation rows: every output must be bit for bit the single-row dot product's, in the
+    /// order a row in a whole group of four gets (Q4_K's four-row order, as llama.cpp's GEMM).
     @Test(arguments: [GGMLType.q5_0, .q4_K, .q6_K, .q5_K, .q4_0, .q5_1, .q2_K, .q3_K, .bf16])
     func batchedProductsEqualSingleDots(type: GGMLType) {
         var rng = SeededRandom(seed: 4000 + UInt64(type.rawValue))
@@ -165,22 +167,85 @@ struct WeightTypeKernelTests {
                             var args = ck_matmul_args(
                                 type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: wRowBytes,
                                 rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRows[0].count,
-                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows))
+                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows), orders: nil)
                             ck_matmul(nil, &args)
                         }
                     }
                 }
                 for t in 0..<n {
                     for r in 0..<rows {
+                        let order = t < n - n % 4 ? CK_ORDER_GROUP4 : 0
                         let single = w.withUnsafeBytes { wb in
                             xRows[t].withUnsafeBytes {
-                                ck_dot(Int32(type.rawValue), Int32(k), wb.baseAddress! + r * wRowBytes, $0.baseAddress!)
+                                ck_dot_ordered(
+                                    Int32(type.rawValue), Int32(k), wb.baseAddress! + r * wRowBytes, $0.baseAddress!,
+                                    Int32(order))
                             }
                         }
                         #expect(
                             y[t * rows + r].bitPattern == single.bitPattern,
                             "\(type) \(path) n=\(n) token \(t) row \(r): \(y[t * rows + r]) vs \(single)")
                     }
+                }
+            }
+        }
+    }
+
+    /// Rows given orders (llama.cpp's micro-batch arithmetics, `ck_matmul_args.orders`) get
+    /// exactly `ck_dot_ordered`'s result, whatever the other rows' orders; on every path the fast
+    /// kernels give the portable ones' bits. The two orders differ from the single-row one.
+    @Test(arguments: [GGMLType.q4_K, .q6_K])
+    func orderedProductsFollowEachRowsOrder(type: GGMLType) {
+        var rng = SeededRandom(seed: 5000 + UInt64(type.rawValue))
+        let k = 1024
+        let rows = 11
+        let w = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.2, rng: &rng)
+        let wRowBytes = type.rowBytes(elements: k)!
+        let n = 10
+        let xRows = (0..<n).map { _ in Self.activations(rng.floats(k, 2), for: type) }
+        let x = xRows.flatMap { $0 }
+        let orders: [UInt8] = [1, 1, 3, 1, 0, 2, 3, 3, 1, 1]
+        func ordered(_ r: Int, _ t: Int, _ order: Int32, portable: Bool) -> Float {
+            w.withUnsafeBytes { wb in
+                xRows[t].withUnsafeBytes {
+                    portable
+                        ? ck_dot_ordered_portable(
+                            Int32(type.rawValue), Int32(k), wb.baseAddress! + r * wRowBytes, $0.baseAddress!, order)
+                        : ck_dot_ordered(
+                            Int32(type.rawValue), Int32(k), wb.baseAddress! + r * wRowBytes, $0.baseAddress!, order)
+                }
+            }
+        }
+        var differs = 0
+        for r in 0..<rows {
+            for t in 0..<n {
+                let special = type == .q4_K ? CK_ORDER_GROUP4 : CK_ORDER_TILED
+                #expect(
+                    ordered(r, t, special, portable: false).bitPattern
+                        == ordered(r, t, special, portable: true).bitPattern)
+                if ordered(r, t, special, portable: true) != ordered(r, t, 0, portable: true) { differs += 1 }
+            }
+        }
+        #expect(differs > 0, "\(type): the batched order never differs from the single-row one")
+        bothPaths { path in
+            var y = [Float](repeating: .nan, count: n * rows)
+            w.withUnsafeBytes { wb in
+                x.withUnsafeBytes { xb in
+                    orders.withUnsafeBufferPointer { ob in
+                        y.withUnsafeMutableBufferPointer { yb in
+                            var args = ck_matmul_args(
+                                type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: wRowBytes,
+                                rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRows[0].count,
+                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows), orders: ob.baseAddress)
+                            ck_matmul(nil, &args)
+                        }
+                    }
+                }
+            }
+            for t in 0..<n {
+                for r in 0..<rows {
+                    let expected = ordered(r, t, Int32(orders[t]), portable: path == "portable")
+                    #expect(y[t * rows + r].bitPattern == expected.bitPattern, "\(type) \(path) token \(t) row \(r)")
                 }
             }
         }

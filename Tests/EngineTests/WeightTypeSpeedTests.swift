@@ -43,7 +43,7 @@ struct WeightTypeSpeedTests {
                                     type: Int32(shape.type.rawValue), w: wb.baseAddress!,
                                     w_row_bytes: shape.type.rowBytes(elements: shape.columns)!, rows: Int32(shape.rows),
                                     k: Int32(shape.columns), x: xb.baseAddress!, x_row_bytes: xRow.count, n: Int32(n),
-                                    y: yb.baseAddress!, ldy: Int32(shape.rows))
+                                    y: yb.baseAddress!, ldy: Int32(shape.rows), orders: nil)
                                 for _ in 0..<reps {
                                     let start = Self.clock(threadTime: p == nil)
                                     ck_matmul(p, &args)

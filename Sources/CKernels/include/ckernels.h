@@ -118,7 +118,23 @@ typedef struct {
     int n;
     float *y;
     int ldy;
+    /// Per token row (n entries), which of llama.cpp's arithmetics its product follows: 0 that
+    /// of a row alone, or CK_ORDER_* flags for the rows of a larger micro-batch (see below).
+    /// NULL: rows in whole groups of four from the first take CK_ORDER_GROUP4, none TILED.
+    const unsigned char *orders;
 } ck_matmul_args;
+
+/// A row in a whole group of four of its micro-batch: llama.cpp's repacked Q4_K runs those
+/// through its four-row GEMM (one FMA per 64 values), the rest through its GEMV (per 256).
+#define CK_ORDER_GROUP4 1
+/// A row of a micro-batch of 8 rows or more: llama.cpp's tiled K-quant product takes Q6_K there
+/// (per super-block: the exact integer sum, times fp16(d_w), then one FMA with d_a).
+#define CK_ORDER_TILED 2
+
+/// dot() of one row under `order` (CK_ORDER_* flags): what a matrix product gives that row.
+float ck_dot_ordered(int type, int k, const void *w, const void *x, int order);
+/// The same with the portable kernels.
+float ck_dot_ordered_portable(int type, int k, const void *w, const void *x, int order);
 
 /// Rows r0..<r1, every token, on the calling thread.
 void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
@@ -294,6 +310,19 @@ typedef struct {
 /// 64 rows and single rows over at most 256 positions. One thread; head_dim <= 256; scratch
 /// unused. See attention_flash.c.
 void ck_attention_flash_rows(const ck_attention_args *args);
+
+/// One query row's flash attention as llama.cpp runs it when its KV view has 512 cells or more
+/// (more than 256 positions; the view is padded to 256): the view split in `n_chunks` equal
+/// ranges (its threads), each range's online softmax as ck_attention_flash_rows, the partial
+/// results merged in order. Rows one after another; scratch unused.
+void ck_attention_flash_split(const ck_attention_args *args, int n_chunks);
+
+/// The same attention with the arithmetic of llama.cpp's tiled CPU flash attention, which it
+/// runs for micro-batches of 64 rows or more: f32 query (after `scale`) and keys, scores and
+/// outputs as in-order FMA chains, an online softmax per tile of 64 cache positions with
+/// ggml's AVX-512 exp approximation. Rows split over the pool (may be NULL); head_dim <= 256;
+/// scratch unused. See attention_flash_tiled.c.
+void ck_attention_flash_tiled(ck_pool *pool, const ck_attention_args *args);
 
 /// Floats of scratch per thread (scratch_stride) with which every unit runs its fastest kernel,
 /// for sequences of at most max_keys positions: a batch goes in tiles of about 24 query heads

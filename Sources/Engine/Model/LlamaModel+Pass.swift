@@ -8,14 +8,25 @@ extension LlamaModel {
     /// starting at its `row`). Weight products run once over all rows; RoPE positions, the KV
     /// cache and attention are per segment.
     func runChunk(_ segments: UnsafeBufferPointer<Segment>) {
+        let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
+        // Which of llama.cpp's arithmetics each row's products follow (its micro-batch's), and
+        // rows alone (the last layer's feed-forward, which llama.cpp runs on the output rows only).
+        for segment in segments {
+            for t in 0..<segment.tokens.count { rowOrders[segment.row + t] = segment.rowOrder(t) }
+        }
+        (rowOrders + n).update(repeating: 0, count: n)
+        runChunk(segments, rows: n, orders: UnsafePointer(rowOrders))
+    }
+
+    private func runChunk(_ segments: UnsafeBufferPointer<Segment>, rows n: Int, orders: UnsafePointer<UInt8>) {
         let c = config
         let arch = c.architecture
         let dim = c.embeddingLength
         let qDim = c.queryDim
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
-        // Rows in the pass. Shape of x, xn, proj: [n × dim]; q, attn: [n × qDim]; k, v: [n × kvDim].
-        let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
+        let alone = orders + n
+        // Shape of x, xn, proj: [n × dim]; q, attn: [n × qDim]; k, v: [n × kvDim].
         for segment in segments {
             for (t, id) in segment.tokens.enumerated() {
                 tokenEmbedding.dequantizeRow(Int(id), into: x + (segment.row + t) * dim)
@@ -25,7 +36,7 @@ extension LlamaModel {
         for (l, layer) in layers.enumerated() {
             // Attention block
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
-            var activations = PreparedActivations(source: xn, n: n, columns: dim)
+            var activations = PreparedActivations(source: xn, n: n, columns: dim, orders: orders)
             matmul(
                 Product(weights: layer.wq, out: q, ldy: qDim), Product(weights: layer.wk, out: k, ldy: kvDim),
                 Product(weights: layer.wv, out: v, ldy: kvDim), activations: &activations)
@@ -61,13 +72,18 @@ extension LlamaModel {
                             scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window))
                     )
                 }
-                // Rows that llama.cpp's flash attention takes one by one get its arithmetic.
+                // Architectures whose references ran llama.cpp's flash attention get its
+                // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
+                // KV view of 512+ cells split over its threads (here ours); else row by row.
                 var rest = 0
                 for i in 0..<segments.count {
                     let a = list[i]
-                    if arch.flashAttentionRows && a.head_dim <= 256 && a.n_tokens < 64
-                        && (a.n_tokens >= 2 || a.pos0 + a.n_tokens <= 256)
-                    {
+                    let microBatch = segments[i].microBatch
+                    if arch.flashAttentionRows && a.head_dim <= 256 && microBatch >= Self.flashAttentionTileRows {
+                        withUnsafePointer(to: a) { ck_attention_flash_tiled(pool.raw, $0) }
+                    } else if arch.flashAttentionRows && a.head_dim <= 256 && microBatch == 1 && a.pos0 + 1 > 256 {
+                        withUnsafePointer(to: a) { ck_attention_flash_split($0, Int32(threads)) }
+                    } else if arch.flashAttentionRows && a.head_dim <= 256 {
                         withUnsafePointer(to: a) { ck_attention_flash_rows($0) }
                     } else {
                         list.swapAt(rest, i)
@@ -76,14 +92,15 @@ extension LlamaModel {
                 }
                 if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
-            var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim)
+            var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim, orders: orders)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
             if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             ck_add(x, proj, Int32(n * dim))
 
             // Feed-forward block
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
-            var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim)
+            let ffnOrders = l == layers.count - 1 ? alone : orders
+            var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
                 activations: &ffnActivations)
@@ -91,7 +108,7 @@ extension LlamaModel {
             case .silu: ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
             case .geluTanh: ck_gelu_mul(gateOut, upOut, act, Int32(n * ffn))
             }
-            var downActivations = PreparedActivations(source: act, n: n, columns: ffn)
+            var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
             if let norm = layer.postFFNNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             ck_add(x, proj, Int32(n * dim))
@@ -107,7 +124,7 @@ extension LlamaModel {
             only = logits
         }
         guard wanting > 0, let only else { return }
-        var outActivations = PreparedActivations(source: xn, n: wanting, columns: dim)
+        var outActivations = PreparedActivations(source: xn, n: wanting, columns: dim, orders: alone)
         if wanting == 1 {
             matmul(output, &outActivations, into: only, ldy: c.vocabularySize)
             return
@@ -163,6 +180,8 @@ extension LlamaModel {
         let source: UnsafeMutablePointer<Float>
         let n: Int
         let columns: Int
+        /// Per row, CK_ORDER_* flags (ck_matmul_args.orders); nil: the kernels' default.
+        var orders: UnsafePointer<UInt8>? = nil
         var form: GGMLType? = nil
     }
 
@@ -249,6 +268,7 @@ extension LlamaModel {
         }
         return ck_matmul_args(
             type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
-            k: Int32(w.columns), x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy))
+            k: Int32(w.columns), x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy),
+            orders: a.orders)
     }
 }

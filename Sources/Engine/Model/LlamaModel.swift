@@ -15,6 +15,11 @@ public final class LlamaModel: @unchecked Sendable {
     /// Tokens of one sequence processed per internal step; longer inputs are split at multiples
     /// of it (the split changes the rounding, so it is fixed, whatever else shares the pass).
     public static let maxBatch = 64
+    /// Rows from which llama.cpp's CPU flash attention tiles a micro-batch (its GGML_FA_TILE_Q).
+    static let flashAttentionTileRows = 64
+    /// llama.cpp's micro-batch (n_ubatch, 512 by default): a piece of more tokens runs as
+    /// several, each with the arithmetic of its own size.
+    static let microBatchLimit = 512
     /// Tokens in one pass over the weights: one sequence's full step plus one token each for the
     /// other sequences of a batch (a prompt chunk and the running streams' next tokens).
     public static let maxPassTokens = maxBatch + maxSequencesPerBatch
@@ -78,6 +83,8 @@ public final class LlamaModel: @unchecked Sendable {
     let quantized: UnsafeMutableRawPointer
     /// Logits of several sequences' last tokens, [maxSequencesPerBatch × vocabularySize].
     let batchLogits: UnsafeMutablePointer<Float>
+    /// [2 × maxPassTokens]: each row's CK_ORDER_* flags in a pass, then as many zeros (rows alone).
+    let rowOrders: UnsafeMutablePointer<UInt8>
     private var allocations: [UnsafeMutableRawPointer] = []
 
     /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).
@@ -184,6 +191,9 @@ public final class LlamaModel: @unchecked Sendable {
         // of which a pass with k sequences wanting logits touches k rows).
         batchLogits = .allocate(capacity: Self.maxSequencesPerBatch * config.vocabularySize)
         allocations.append(UnsafeMutableRawPointer(batchLogits))
+        rowOrders = .allocate(capacity: 2 * Self.maxPassTokens)
+        rowOrders.initialize(repeating: 0, count: 2 * Self.maxPassTokens)
+        allocations.append(UnsafeMutableRawPointer(rowOrders))
         self.allocations = allocations
     }
 
@@ -220,8 +230,12 @@ public final class LlamaModel: @unchecked Sendable {
         while start < tokens.endIndex {
             let end = min(tokens.endIndex, start + Self.maxBatch)
             let chunk = tokens[start..<end]
+            let offset = start - tokens.startIndex
             let segment = Segment(
-                tokens: chunk, cache: cache, logits: end == tokens.endIndex ? logits.baseAddress : nil, row: 0)
+                tokens: chunk, cache: cache, logits: end == tokens.endIndex ? logits.baseAddress : nil, row: 0,
+                microBatch: min(
+                    Self.microBatchLimit, tokens.count - offset / Self.microBatchLimit * Self.microBatchLimit),
+                microBatchRow: offset % Self.microBatchLimit)
             withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1)) }
             cache.append(chunk)
             start = end
@@ -285,7 +299,9 @@ public final class LlamaModel: @unchecked Sendable {
                     guard rows + a.tokens.count <= Self.maxPassTokens else { break }
                     group.initializeElement(
                         at: count,
-                        to: Segment(tokens: a.tokens, cache: a.cache, logits: a.logits.baseAddress, row: rows))
+                        to: Segment(
+                            tokens: a.tokens, cache: a.cache, logits: a.logits.baseAddress, row: rows,
+                            microBatch: a.tokens.count))
                     count += 1
                     rows += a.tokens.count
                     next += 1
@@ -323,5 +339,35 @@ public final class LlamaModel: @unchecked Sendable {
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
         let row: Int
+        /// The micro-batch llama.cpp would put these rows in: the tokens given at once (one
+        /// `forward` call's, or one batch item's) cut in pieces of `microBatchLimit`. Its size
+        /// and this segment's first row in it decide which of llama.cpp's arithmetics each row
+        /// follows (`rowOrder`, flash attention tiles), so that the chunks a long prompt is cut
+        /// into here, and whatever shares a pass, change nothing.
+        /// (16 bits each: a batched pass keeps its segments on the stack, 1 KiB at most.)
+        private let microBatchSize: UInt16
+        private let microBatchOffset: UInt16
+        var microBatch: Int { Int(microBatchSize) }
+
+        init(
+            tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutablePointer<Float>?, row: Int,
+            microBatch: Int, microBatchRow: Int = 0
+        ) {
+            self.tokens = tokens
+            self.cache = cache
+            self.logits = logits
+            self.row = row
+            self.microBatchSize = UInt16(microBatch)
+            self.microBatchOffset = UInt16(microBatchRow)
+        }
+
+        /// CK_ORDER_* flags of row t of this segment (see ck_matmul_args.orders).
+        func rowOrder(_ t: Int) -> UInt8 {
+            let i = Int(microBatchOffset) + t
+            var order: UInt8 = 0
+            if i < microBatch - microBatch % 4 { order |= UInt8(CK_ORDER_GROUP4) }
+            if microBatch >= 8 { order |= UInt8(CK_ORDER_TILED) }
+            return order
+        }
     }
 }

@@ -1,0 +1,179 @@
+// Attention with the arithmetic of llama.cpp's tiled CPU flash attention, which it runs for
+// micro-batches of 64 query rows or more (a prompt given in one piece of 64+ tokens); shorter
+// batches take its row-by-row kernel (attention_flash.c). The reference answers of a model
+// whose activations are quantized to 8 bits depend on these roundings to the last bit.
+//
+// Per query row and head, over the keys in tiles of 64 cache positions (0..63, 64..127, ...;
+// a tile with no visible position for the row adds nothing):
+//   - the query in f32, times `scale` (a power of two for Gemma, so exact, as ggml_scale before
+//     the op); the keys f16 widened to f32;
+//   - each score one FMA chain over the head's dimensions in order (ggml's simd_gemm keeps one
+//     accumulator per output and walks the inner dimension), hidden positions -inf;
+//   - the tile's maximum; on a new running maximum the f32 accumulator and S are multiplied by
+//     expf(old - new) (libm);
+//   - weights exp(s - max) by ggml's AVX-512 exp approximation (ggml_v_expf: polynomial,
+//     scalef), summed per 16 lanes as _mm512_reduce_add_ps sums, the four sums of a tile added
+//     in double, and S = float(double(S) + that);
+//   - each output dimension one FMA chain over the tile's positions in order;
+//   - at the end the accumulator times 1/S.
+// Rows are independent of one another, so the pool splits them freely. The loops are plain C
+// with fmaf (exact under any vectorization); the x86 build compiles them a second time for
+// AVX2/FMA, giving the same bits faster.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CK_FA_TILE 64
+// Query rows of one token block in a chunk: the key and value tiles, converted once, serve them.
+#define CK_FA_TOKENS 16
+
+// ggml_v_expf (AVX-512 form), one lane. fnmadd(a, b, c) is fmaf(-a, b, c); scalef(j, n) is
+// j * 2^n for the integral n it gets here.
+static inline __attribute__((always_inline)) float expf_ggml512(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (!(fabsf(n) <= 192.0f)) return n <= 0.0f ? 0.0f : INFINITY;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+// _mm512_reduce_add_ps of 16 values: high 8 + low 8, high 4 + low 4, then (0 + 2) + (1 + 3).
+static inline __attribute__((always_inline)) float reduce16(const float *v) {
+    float t3[8], t6[4];
+    for (int l = 0; l < 8; l++) t3[l] = v[l + 8] + v[l];
+    for (int l = 0; l < 4; l++) t6[l] = t3[l + 4] + t3[l];
+    const float a = t6[0] + t6[2];
+    const float b = t6[1] + t6[3];
+    return a + b;
+}
+
+typedef struct {
+    const ck_attention_args *p;
+    int token_blocks;
+} tiled_ctx;
+
+// Token block `tb`, query head `h`: every row's pass over the key tiles.
+static inline __attribute__((always_inline)) void tiled_block(const ck_attention_args *p, int tb, int h,
+                                                               float *kt, float *vt, float *acc) {
+    const int hd = p->head_dim;
+    const int g = h / (p->n_head / p->n_kv_head);
+    const int t0 = tb * CK_FA_TOKENS;
+    const int rows = p->n_tokens - t0 < CK_FA_TOKENS ? p->n_tokens - t0 : CK_FA_TOKENS;
+    float M[CK_FA_TOKENS], S[CK_FA_TOKENS];
+    float q[CK_FA_TOKENS][CK_MAX_HEAD_DIM];
+    for (int r = 0; r < rows; r++) {
+        M[r] = -INFINITY;
+        S[r] = 0.0f;
+        const float *src = p->q + (size_t)(t0 + r) * p->q_stride + (size_t)h * hd;
+        for (int d = 0; d < hd; d++) q[r][d] = src[d] * p->scale;
+        memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
+    }
+    const int last = p->pos0 + t0 + rows - 1;  // the block's last position
+    for (int ic = 0; ic <= last; ic += CK_FA_TILE) {
+        const int n = last + 1 - ic < CK_FA_TILE ? last + 1 - ic : CK_FA_TILE;
+        // Rows that see this tile: position pos sees j in [first(pos), pos].
+        int any = 0;
+        for (int r = 0; r < rows && !any; r++) {
+            const int pos = p->pos0 + t0 + r;
+            const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+            any = ic <= pos && first < ic + CK_FA_TILE;
+        }
+        if (!any) continue;
+        // K transposed (dimension-major) and V, widened to f32; positions past `n` are zero.
+        for (int j = 0; j < CK_FA_TILE; j++) {
+            const uint16_t *k = p->k_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+            const uint16_t *v = p->v_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+            for (int d = 0; d < hd; d++) {
+                kt[(size_t)d * CK_FA_TILE + j] = j < n ? ck_fp16_to_fp32(k[d]) : 0.0f;
+                vt[(size_t)j * hd + d] = j < n ? ck_fp16_to_fp32(v[d]) : 0.0f;
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            const int pos = p->pos0 + t0 + r;
+            const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+            if (!(ic <= pos && first < ic + CK_FA_TILE)) continue;
+            float s[CK_FA_TILE] = {0};
+            for (int d = 0; d < hd; d++) {
+                const float qd = q[r][d];
+                const float *kd = kt + (size_t)d * CK_FA_TILE;
+                for (int j = 0; j < CK_FA_TILE; j++) s[j] = fmaf(kd[j], qd, s[j]);
+            }
+            float tile_max = -INFINITY;
+            for (int j = 0; j < CK_FA_TILE; j++) {
+                const int at = ic + j;
+                if (j >= n || at > pos || at < first) s[j] = -INFINITY;
+                tile_max = s[j] > tile_max ? s[j] : tile_max;
+            }
+            float *a = acc + (size_t)r * hd;
+            const float m_new = M[r] > tile_max ? M[r] : tile_max;
+            if (m_new > M[r]) {
+                const float ms = expf(M[r] - m_new);
+                for (int d = 0; d < hd; d++) a[d] *= ms;
+                S[r] *= ms;
+            }
+            M[r] = m_new;
+            for (int j = 0; j < CK_FA_TILE; j++) s[j] = expf_ggml512(s[j] - m_new);
+            double sum = 0.0;
+            for (int l = 0; l < CK_FA_TILE; l += 16) sum += (double)reduce16(s + l);
+            S[r] = (float)((double)S[r] + sum);
+            for (int j = 0; j < CK_FA_TILE; j++) {
+                const float w = s[j];
+                const float *vj = vt + (size_t)j * hd;
+                for (int d = 0; d < hd; d++) a[d] = fmaf(w, vj[d], a[d]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        const float inv = S[r] == 0.0f ? 0.0f : 1.0f / S[r];
+        float *out = p->out + (size_t)(t0 + r) * p->out_stride + (size_t)h * hd;
+        const float *a = acc + (size_t)r * hd;
+        for (int d = 0; d < hd; d++) out[d] = a[d] * inv;
+    }
+}
+
+static void tiled_block_portable(const ck_attention_args *p, int tb, int h, float *kt, float *vt, float *acc) {
+    tiled_block(p, tb, h, kt, vt, acc);
+}
+
+#if CK_X86
+CK_FAST static void tiled_block_fast(const ck_attention_args *p, int tb, int h, float *kt, float *vt, float *acc) {
+    tiled_block(p, tb, h, kt, vt, acc);
+}
+#endif
+
+static void tiled_chunk(void *ctx, int chunk, int thread) {
+    (void)thread;
+    const tiled_ctx *c = ctx;
+    const ck_attention_args *p = c->p;
+    const int hd = p->head_dim;
+    float *buffer = malloc(sizeof(float) * ((size_t)2 * CK_FA_TILE * hd + (size_t)CK_FA_TOKENS * hd));
+    if (!buffer) abort();
+    float *kt = buffer, *vt = buffer + (size_t)CK_FA_TILE * hd, *acc = buffer + (size_t)2 * CK_FA_TILE * hd;
+    const int tb = chunk % c->token_blocks, h = chunk / c->token_blocks;
+#if CK_X86
+    if (ck_fast_paths_enabled()) {
+        tiled_block_fast(p, tb, h, kt, vt, acc);
+        free(buffer);
+        return;
+    }
+#endif
+    tiled_block_portable(p, tb, h, kt, vt, acc);
+    free(buffer);
+}
+
+void ck_attention_flash_tiled(ck_pool *pool, const ck_attention_args *p) {
+    if (p->n_tokens <= 0) return;
+    tiled_ctx c = {p, (p->n_tokens + CK_FA_TOKENS - 1) / CK_FA_TOKENS};
+    const int chunks = c.token_blocks * p->n_head;
+    if (pool) {
+        ck_pool_run_chunks(pool, tiled_chunk, &c, chunks);
+    } else {
+        for (int i = 0; i < chunks; i++) tiled_chunk(&c, i, 0);
+    }
+}
