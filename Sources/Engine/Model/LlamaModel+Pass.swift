@@ -33,9 +33,11 @@ extension LlamaModel {
             }
         }
         if arch.scalesEmbeddings { ck_scale(x, Float(dim).squareRoot(), Int32(n * dim)) }
+        dumpTensor("inp_scaled", x, count: n * dim)
         for (l, layer) in layers.enumerated() {
             // Attention block
             rmsNorm(x, layer.attentionNorm, into: xn, n: n, width: dim)
+            dumpTensor("attn_norm-\(l)", xn, count: n * dim)
             var activations = PreparedActivations(source: xn, n: n, columns: dim, orders: orders)
             matmul(
                 Product(weights: layer.wq, out: q, ldy: qDim), Product(weights: layer.wk, out: k, ldy: kvDim),
@@ -43,8 +45,13 @@ extension LlamaModel {
             addBias(layer.qBias, to: q, n: n, width: qDim)
             addBias(layer.kBias, to: k, n: n, width: kvDim)
             addBias(layer.vBias, to: v, n: n, width: kvDim)
+            dumpTensor("Qcur-\(l)", q, count: n * qDim)
+            dumpTensor("Kcur-\(l)", k, count: n * kvDim)
+            dumpTensor("Vcur-\(l)", v, count: n * kvDim)
             if let qNorm = layer.qNorm { rmsNorm(q, qNorm, into: q, n: n * c.headCount, width: c.headDim) }
             if let kNorm = layer.kNorm { rmsNorm(k, kNorm, into: k, n: n * c.headCountKV, width: c.headDim) }
+            dumpTensor("Qcur_normed-\(l)", q, count: n * qDim)
+            dumpTensor("Kcur_normed-\(l)", k, count: n * kvDim)
             // RoPE and the new keys and values into each sequence's cache, then every sequence's
             // attention in one pool task.
             withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
@@ -93,12 +100,18 @@ extension LlamaModel {
                 if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
             var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim, orders: orders)
+            dumpTensor("Qcur-\(l)#2", q, count: n * qDim)
+            dumpTensor("Kcur-\(l)#2", k, count: n * kvDim)
+            dumpTensor("kqv_out-\(l)", attn, count: n * qDim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
             if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
+            dumpTensor("attn_post_norm-\(l)", proj, count: n * dim)
             ck_add(x, proj, Int32(n * dim))
 
             // Feed-forward block
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
+            dumpTensor("sa_out-\(l)", x, count: n * dim)
+            dumpTensor("ffn_norm-\(l)", xn, count: n * dim)
             let ffnOrders = l == layers.count - 1 ? alone : orders
             var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
             matmul(
@@ -108,10 +121,16 @@ extension LlamaModel {
             case .silu: ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
             case .geluTanh: ck_gelu_mul(gateOut, upOut, act, Int32(n * ffn))
             }
+            dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
+            dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
+            dumpTensor(arch.activation == .geluTanh ? "ffn_geglu-\(l)" : "ffn_swiglu-\(l)", act, count: n * ffn)
             var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
+            dumpTensor("ffn_out-\(l)", proj, count: n * dim)
             if let norm = layer.postFFNNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
+            dumpTensor("ffn_post_norm-\(l)", proj, count: n * dim)
             ck_add(x, proj, Int32(n * dim))
+            dumpTensor("l_out-\(l)", x, count: n * dim)
         }
         // Output head over the last row of each segment that wants logits, in one product.
         var wanting = 0
@@ -124,9 +143,11 @@ extension LlamaModel {
             only = logits
         }
         guard wanting > 0, let only else { return }
+        dumpTensor("result_norm", xn, count: wanting * dim)
         var outActivations = PreparedActivations(source: xn, n: wanting, columns: dim, orders: alone)
         if wanting == 1 {
             matmul(output, &outActivations, into: only, ldy: c.vocabularySize)
+            dumpTensor("result_output", only, count: c.vocabularySize)
             return
         }
         matmul(output, &outActivations, into: batchLogits, ldy: c.vocabularySize)

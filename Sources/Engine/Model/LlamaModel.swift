@@ -85,6 +85,8 @@ public final class LlamaModel: @unchecked Sendable {
     let batchLogits: UnsafeMutablePointer<Float>
     /// [2 × maxPassTokens]: each row's CK_ORDER_* flags in a pass, then as many zeros (rows alone).
     let rowOrders: UnsafeMutablePointer<UInt8>
+    /// Where each pass writes its tensors (`INFERD_DUMP_TENSORS`), or nil.
+    let tensorDumpDirectory: String? = LlamaModel.tensorDumpDirectoryFromEnvironment()
     private var allocations: [UnsafeMutableRawPointer] = []
 
     /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).

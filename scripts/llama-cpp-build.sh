@@ -1,0 +1,28 @@
+#!/bin/sh
+# Builds the llama.cpp that made ../shared/reference/gemma3 (commit 0c1e57098, vendored in the
+# sdist of PyPI's llama-cpp-python 0.3.36) and scripts/llama-cpp-tensors.cpp against it, for
+# comparing inferd's pass with llama.cpp's tensor by tensor (README, "Models", exactness).
+# Not used by the tests. About 10 minutes on 2 cores.
+#
+#   scripts/llama-cpp-build.sh [DIR]     (default /tmp/llama-cpp; prints the tool's path)
+set -eu
+dir=${1:-/tmp/llama-cpp}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$dir"
+cd "$dir"
+if [ ! -d llama_cpp_python-0.3.36 ]; then
+    # The simple index names the sdist's URL (pip download would try to build it).
+    url=$(curl -fsS https://pypi.org/simple/llama-cpp-python/ |
+        grep -o 'href="[^"]*llama_cpp_python-0.3.36.tar.gz[^"]*"' | head -1 | sed 's/^href="//; s/#.*//; s/"$//')
+    curl -fsSL -o sdist.tar.gz "$url"
+    tar xzf sdist.tar.gz
+fi
+command -v cmake >/dev/null && command -v ninja >/dev/null || python3 -m pip install -q cmake ninja
+src=$dir/llama_cpp_python-0.3.36/vendor/llama.cpp
+cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DGGML_NATIVE=ON >/dev/null
+ninja -C "$src/build" llama-server llama-common >/dev/null
+g++ -O2 -std=c++17 -o "$dir/llama-cpp-tensors" "$here/llama-cpp-tensors.cpp" \
+    -I"$src/include" -I"$src/ggml/include" -I"$src/common" -I"$src/vendor" \
+    -L"$src/build/bin" -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,"$src/build/bin"
+echo "$dir/llama-cpp-tensors"
