@@ -29,6 +29,14 @@
 // Query rows of one token block in a chunk: the key and value tiles, converted once, serve them.
 #define CK_FA_TOKENS 16
 
+// 2^e for -126 <= e <= 127, from its bits.
+static inline __attribute__((always_inline)) float pow2i(int e) {
+    const uint32_t bits = (uint32_t)(e + 127) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 // ggml_v_expf (AVX-512 form), one lane. fnmadd(a, b, c) is fmaf(-a, b, c); scalef(j, n) is
 // j * 2^n for the integral n it gets here.
 static inline __attribute__((always_inline)) float expf_ggml512(float x) {
@@ -40,7 +48,12 @@ static inline __attribute__((always_inline)) float expf_ggml512(float x) {
     const float u = b * b;
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
                          fmaf(0x1.ffffecp-1f, b, 1.0f));
-    return ldexpf(j, (int)n);
+    // j * 2^n in two power-of-two products, the first exact (|n| <= 192 keeps both factors
+    // normal), so only the second rounds, as scalef rounds once.
+    const int ni = (int)n, na = ni / 2, nb = ni - na;
+    const float sa = pow2i(na), sb = pow2i(nb);
+    const float half = j * sa;
+    return half * sb;
 }
 
 // _mm512_reduce_add_ps of 16 values: high 8 + low 8, high 4 + low 4, then (0 + 2) + (1 + 3).
@@ -58,49 +71,85 @@ typedef struct {
     int token_blocks;
 } tiled_ctx;
 
-// Token block `tb`, query head `h`: every row's pass over the key tiles.
-static inline __attribute__((always_inline)) void tiled_block(const ck_attention_args *p, int tb, int h,
-                                                               float *kt, float *vt, float *acc) {
+// Key tile transposed (dimension-major, kt[d * 64 + j]) and value tile (vt[j * hd + d]) of KV
+// head g, positions ic..ic+n-1 widened to f32, zeros past n.
+static void pack_tile_portable(const ck_attention_args *p, int g, int ic, int n, float *kt, float *vt) {
     const int hd = p->head_dim;
-    const int g = h / (p->n_head / p->n_kv_head);
+    for (int j = 0; j < CK_FA_TILE; j++) {
+        const uint16_t *k = p->k_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+        const uint16_t *v = p->v_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+        for (int d = 0; d < hd; d++) {
+            kt[(size_t)d * CK_FA_TILE + j] = j < n ? ck_fp16_to_fp32(k[d]) : 0.0f;
+            vt[(size_t)j * hd + d] = j < n ? ck_fp16_to_fp32(v[d]) : 0.0f;
+        }
+    }
+}
+
+#if CK_X86
+CK_FAST static void pack_tile_fast(const ck_attention_args *p, int g, int ic, int n, float *kt, float *vt) {
+    const int hd = p->head_dim;
+    for (int j = 0; j < CK_FA_TILE; j++) {
+        if (j >= n) {
+            for (int d = 0; d < hd; d++) kt[(size_t)d * CK_FA_TILE + j] = 0.0f;
+            memset(vt + (size_t)j * hd, 0, sizeof(float) * (size_t)hd);
+            continue;
+        }
+        const uint16_t *k = p->k_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+        const uint16_t *v = p->v_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
+        for (int d = 0; d < hd; d += 8) {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + d))));
+            for (int i = 0; i < 8; i++) kt[(size_t)(d + i) * CK_FA_TILE + j] = tmp[i];
+            _mm256_storeu_ps(vt + (size_t)j * hd + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + d))));
+        }
+    }
+}
+#endif
+
+// Token block `tb`, every query head of KV head `g`: every row's pass over the key tiles. Rows
+// r = token * heads + head; q, acc hold rows × hd floats.
+static inline __attribute__((always_inline)) void tiled_block(const ck_attention_args *p, int tb, int g, float *kt,
+                                                               float *vt, float *q, float *acc, int fast) {
+    const int hd = p->head_dim;
+    const int heads = p->n_head / p->n_kv_head;
     const int t0 = tb * CK_FA_TOKENS;
-    const int rows = p->n_tokens - t0 < CK_FA_TOKENS ? p->n_tokens - t0 : CK_FA_TOKENS;
-    float M[CK_FA_TOKENS], S[CK_FA_TOKENS];
-    float q[CK_FA_TOKENS][CK_MAX_HEAD_DIM];
+    const int tokens = p->n_tokens - t0 < CK_FA_TOKENS ? p->n_tokens - t0 : CK_FA_TOKENS;
+    const int rows = tokens * heads;
+    float M[CK_FA_TOKENS * 8], S[CK_FA_TOKENS * 8];
     for (int r = 0; r < rows; r++) {
+        const int t = r / heads, h = g * heads + r % heads;
         M[r] = -INFINITY;
         S[r] = 0.0f;
-        const float *src = p->q + (size_t)(t0 + r) * p->q_stride + (size_t)h * hd;
-        for (int d = 0; d < hd; d++) q[r][d] = src[d] * p->scale;
+        const float *src = p->q + (size_t)(t0 + t) * p->q_stride + (size_t)h * hd;
+        for (int d = 0; d < hd; d++) q[(size_t)r * hd + d] = src[d] * p->scale;
         memset(acc + (size_t)r * hd, 0, sizeof(float) * (size_t)hd);
     }
-    const int last = p->pos0 + t0 + rows - 1;  // the block's last position
+    const int last = p->pos0 + t0 + tokens - 1;  // the block's last position
     for (int ic = 0; ic <= last; ic += CK_FA_TILE) {
         const int n = last + 1 - ic < CK_FA_TILE ? last + 1 - ic : CK_FA_TILE;
-        // Rows that see this tile: position pos sees j in [first(pos), pos].
+        // Tokens that see this tile: position pos sees j in [first(pos), pos].
         int any = 0;
-        for (int r = 0; r < rows && !any; r++) {
-            const int pos = p->pos0 + t0 + r;
+        for (int t = 0; t < tokens && !any; t++) {
+            const int pos = p->pos0 + t0 + t;
             const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
             any = ic <= pos && first < ic + CK_FA_TILE;
         }
         if (!any) continue;
-        // K transposed (dimension-major) and V, widened to f32; positions past `n` are zero.
-        for (int j = 0; j < CK_FA_TILE; j++) {
-            const uint16_t *k = p->k_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
-            const uint16_t *v = p->v_cache + (size_t)(ic + j) * p->kv_stride + (size_t)g * hd;
-            for (int d = 0; d < hd; d++) {
-                kt[(size_t)d * CK_FA_TILE + j] = j < n ? ck_fp16_to_fp32(k[d]) : 0.0f;
-                vt[(size_t)j * hd + d] = j < n ? ck_fp16_to_fp32(v[d]) : 0.0f;
-            }
-        }
+#if CK_X86
+        if (fast) {
+            pack_tile_fast(p, g, ic, n, kt, vt);
+        } else
+#endif
+            pack_tile_portable(p, g, ic, n, kt, vt);
+        (void)fast;
         for (int r = 0; r < rows; r++) {
-            const int pos = p->pos0 + t0 + r;
+            const int pos = p->pos0 + t0 + r / heads;
             const int first = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
             if (!(ic <= pos && first < ic + CK_FA_TILE)) continue;
+            const float *qr = q + (size_t)r * hd;
             float s[CK_FA_TILE] = {0};
             for (int d = 0; d < hd; d++) {
-                const float qd = q[r][d];
+                const float qd = qr[d];
                 const float *kd = kt + (size_t)d * CK_FA_TILE;
                 for (int j = 0; j < CK_FA_TILE; j++) s[j] = fmaf(kd[j], qd, s[j]);
             }
@@ -124,26 +173,30 @@ static inline __attribute__((always_inline)) void tiled_block(const ck_attention
             S[r] = (float)((double)S[r] + sum);
             for (int j = 0; j < CK_FA_TILE; j++) {
                 const float w = s[j];
+                if (w == 0.0f) continue;  // fmaf(0, v, a) is a (v finite): hidden positions
                 const float *vj = vt + (size_t)j * hd;
                 for (int d = 0; d < hd; d++) a[d] = fmaf(w, vj[d], a[d]);
             }
         }
     }
     for (int r = 0; r < rows; r++) {
+        const int t = r / heads, h = g * heads + r % heads;
         const float inv = S[r] == 0.0f ? 0.0f : 1.0f / S[r];
-        float *out = p->out + (size_t)(t0 + r) * p->out_stride + (size_t)h * hd;
+        float *out = p->out + (size_t)(t0 + t) * p->out_stride + (size_t)h * hd;
         const float *a = acc + (size_t)r * hd;
         for (int d = 0; d < hd; d++) out[d] = a[d] * inv;
     }
 }
 
-static void tiled_block_portable(const ck_attention_args *p, int tb, int h, float *kt, float *vt, float *acc) {
-    tiled_block(p, tb, h, kt, vt, acc);
+static void tiled_block_portable(const ck_attention_args *p, int tb, int g, float *kt, float *vt, float *q,
+                                 float *acc) {
+    tiled_block(p, tb, g, kt, vt, q, acc, 0);
 }
 
 #if CK_X86
-CK_FAST static void tiled_block_fast(const ck_attention_args *p, int tb, int h, float *kt, float *vt, float *acc) {
-    tiled_block(p, tb, h, kt, vt, acc);
+CK_FAST static void tiled_block_fast(const ck_attention_args *p, int tb, int g, float *kt, float *vt, float *q,
+                                     float *acc) {
+    tiled_block(p, tb, g, kt, vt, q, acc, 1);
 }
 #endif
 
@@ -151,26 +204,28 @@ static void tiled_chunk(void *ctx, int chunk, int thread) {
     (void)thread;
     const tiled_ctx *c = ctx;
     const ck_attention_args *p = c->p;
-    const int hd = p->head_dim;
-    float *buffer = malloc(sizeof(float) * ((size_t)2 * CK_FA_TILE * hd + (size_t)CK_FA_TOKENS * hd));
+    const size_t hd = (size_t)p->head_dim;
+    const size_t rows = (size_t)CK_FA_TOKENS * (size_t)(p->n_head / p->n_kv_head);
+    float *buffer = malloc(sizeof(float) * (2 * CK_FA_TILE * hd + 2 * rows * hd));
     if (!buffer) abort();
-    float *kt = buffer, *vt = buffer + (size_t)CK_FA_TILE * hd, *acc = buffer + (size_t)2 * CK_FA_TILE * hd;
-    const int tb = chunk % c->token_blocks, h = chunk / c->token_blocks;
+    float *kt = buffer, *vt = kt + CK_FA_TILE * hd, *q = vt + CK_FA_TILE * hd, *acc = q + rows * hd;
+    const int tb = chunk % c->token_blocks, g = chunk / c->token_blocks;
 #if CK_X86
-    if (ck_fast_paths_enabled()) {
-        tiled_block_fast(p, tb, h, kt, vt, acc);
+    if (ck_fast_paths_enabled() && p->head_dim % 8 == 0) {
+        tiled_block_fast(p, tb, g, kt, vt, q, acc);
         free(buffer);
         return;
     }
 #endif
-    tiled_block_portable(p, tb, h, kt, vt, acc);
+    tiled_block_portable(p, tb, g, kt, vt, q, acc);
     free(buffer);
 }
 
 void ck_attention_flash_tiled(ck_pool *pool, const ck_attention_args *p) {
     if (p->n_tokens <= 0) return;
+    if (p->n_head / p->n_kv_head > 8) abort();  // the per-row state holds 8 heads per KV head
     tiled_ctx c = {p, (p->n_tokens + CK_FA_TOKENS - 1) / CK_FA_TOKENS};
-    const int chunks = c.token_blocks * p->n_head;
+    const int chunks = c.token_blocks * p->n_kv_head;
     if (pool) {
         ck_pool_run_chunks(pool, tiled_chunk, &c, chunks);
     } else {

@@ -417,8 +417,9 @@ static ck_dot_fn pick_dot(int type, int fast) {
 }
 
 ck_kernels ck_pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0, 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0, 0, 0, 0};
     k.dot_tiled = ck_pick_dot_tiled_kquants(type, fast);
+    k.dot1x4_tiled = ck_pick_dot1x4_tiled_kquants(type, fast);
     k.dot_pairs = ck_pick_dot_pairs_kquants(type, fast);
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);

@@ -230,20 +230,36 @@ CK_FAST static void dot1x4_q4_k_fast(int k, const ck_block_q4_K *w, const ck_blo
         uint8_t sc[8], m[8];
         unpack_scales_mins(w[i].scales, sc, m);
         const float wd = _cvtsh_ss(w[i].d), wdmin = _cvtsh_ss(w[i].dmin);
+        // Per token, the 64-value steps' integer sums as lanes: part[t][j] (8 int32 lanes).
+        __m256i part[4][4];
         for (int j = 0; j < 4; j++) {
             const __m256i bits = _mm256_loadu_si256((const __m256i *)(w[i].qs + 32 * j));
             const __m256i lo = _mm256_and_si256(bits, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
             const __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
             for (int t = 0; t < 4; t++) {
-                const ck_block_q8_K *at = &a[t][i];
-                const __m256i pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(at->qs + 64 * j))));
+                const int8_t *q8 = a[t][i].qs;
+                const __m256i pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j))));
                 const __m256i ph =
-                    _mm256_madd_epi16(sh, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(at->qs + 64 * j + 32))));
+                    _mm256_madd_epi16(sh, _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32))));
+                part[t][j] = _mm256_add_epi32(pl, ph);
+            }
+        }
+        for (int t = 0; t < 4; t++) {
+            const ck_block_q8_K *at = &a[t][i];
+            // The four steps' exact sums at once: lanes j of one vector.
+            const __m256i h01 = _mm256_hadd_epi32(part[t][0], part[t][1]);
+            const __m256i h23 = _mm256_hadd_epi32(part[t][2], part[t][3]);
+            const __m256i h = _mm256_hadd_epi32(h01, h23);
+            const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            int32_t step[4];
+            _mm_storeu_si128((__m128i *)step, sums);
+            const float d = wd * at->d, dmin = wdmin * at->d;
+            for (int j = 0; j < 4; j++) {
                 const int mins = m[2 * j] * (at->bsums[4 * j] + at->bsums[4 * j + 1]) +
                                  m[2 * j + 1] * (at->bsums[4 * j + 2] + at->bsums[4 * j + 3]);
-                acc[t] = fmaf((float)hsum_epi32_8(_mm256_add_epi32(pl, ph)), wd * at->d, acc[t]);
-                acc_m[t] = fmaf((float)mins, wdmin * at->d, acc_m[t]);
+                acc[t] = fmaf((float)step[j], d, acc[t]);
+                acc_m[t] = fmaf((float)mins, dmin, acc_m[t]);
             }
         }
     }
@@ -344,6 +360,48 @@ CK_FAST static float dot_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck
 }
 #endif
 
+#if CK_X86
+// dot_q6_k_tiled_fast for four activation rows, the weights unpacked once.
+CK_FAST static void dot1x4_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    float acc[4] = {0};
+    for (int i = 0; i < k / CK_QK_K; i++) {
+        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
+        for (int j = 0; j < 2; j++) {
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * j));
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j));
+            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j + 32));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l2, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+            const int8_t *sc = w[i].scales + 8 * j;
+            const __m256i scales[4] = {pair_scales(sc, 0), pair_scales(sc, 2), pair_scales(sc, 4), pair_scales(sc, 6)};
+            for (int t = 0; t < 4; t++) {
+                const int8_t *q8 = a[t][i].qs + 128 * j;
+                for (int u = 0; u < 4; u++) {
+                    const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(scales[u], _mm256_maddubs_epi16(q[u], av)));
+                }
+            }
+        }
+        const float wd = _cvtsh_ss(w[i].d);
+        for (int t = 0; t < 4; t++) {
+            const int total = hsum_epi32_8(_mm256_sub_epi32(sumi[t], q6_k_offsets(&w[i], &a[t][i])));
+            const float r = (float)total * wd;
+            acc[t] = fmaf(r, a[t][i].d, acc[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) out[t] = acc[t];
+}
+#endif
+
 // dot_q6_k_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
 #if CK_X86
 CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
@@ -406,6 +464,15 @@ ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast) {
 #endif
     (void)fast;
     return (ck_dot_fn)dot_q6_k_tiled_portable;
+}
+
+ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast) {
+#if CK_X86
+    if (fast && type == CK_TYPE_Q6_K) return (ck_dot1x4_fn)dot1x4_q6_k_tiled_fast;
+#endif
+    (void)type;
+    (void)fast;
+    return 0;
 }
 
 ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast) {

@@ -63,7 +63,7 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
                         (const ck_block_q8_0 *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
                     out->d[r] = in->d;
                     for (int c = 0; c < 8; c++) {
-                        for (int j = 0; j < 4; j++) out->qs[32 * c + 4 * r + j] = (uint8_t)(in->qs[4 * c + j] + 128);
+                        for (int j = 0; j < 4; j++) out->qs[32 * c + 4 * r + j] = (uint8_t)in->qs[4 * c + j];
                     }
                 }
             }
@@ -128,7 +128,7 @@ static void group_q5_0x8_portable(int nb, const ck_block_q5_0x8 *w, const ck_blo
 // Q8_0 × 8 in the order of the per-row kernels and of ggml's Q8_0 products (its per-row AVX2
 // kernel and llamafile's batched tiles, which agree): chunk c (elements 4c..4c+3) of each block
 // has its own accumulator, its exact integer sum scaled in one FMA by fp16(d_w) * fp16(d_a),
-// the chunks added in ck_hsum8's order at the end. Stored bytes are q + 128.
+// the chunks added in ck_hsum8's order at the end. Stored bytes are q (int8).
 static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_block_q8_0 *a, float *y) {
     float acc[8][8] = {{0}};
     for (int b = 0; b < nb; b++) {
@@ -137,7 +137,7 @@ static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_blo
             const float d = ck_fp16_to_fp32(w[b].d[r]) * da;
             for (int c = 0; c < 8; c++) {
                 int32_t sum = 0;
-                for (int j = 0; j < 4; j++) sum += ((int32_t)w[b].qs[32 * c + 4 * r + j] - 128) * a[b].qs[4 * c + j];
+                for (int j = 0; j < 4; j++) sum += (int32_t)(int8_t)w[b].qs[32 * c + 4 * r + j] * a[b].qs[4 * c + j];
                 acc[r][c] = fmaf(d, (float)sum, acc[r][c]);
             }
         }
@@ -222,7 +222,6 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
     for (int t = 0; t < T; t++) {
         for (int c = 0; c < 8; c++) acc[t][c] = _mm256_setzero_ps();
     }
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int b = 0; b < nb; b++) {
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD), _MM_HINT_T0);
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 64, _MM_HINT_T0);
@@ -231,7 +230,7 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
         _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 256, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         __m256i q[8];
-        for (int c = 0; c < 8; c++) q[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c)), flip);
+        for (int c = 0; c < 8; c++) q[c] = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
         for (int t = 0; t < T; t++) {
             const ck_block_q8_0 *a = x[t] + b;
             const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));

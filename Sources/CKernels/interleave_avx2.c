@@ -75,12 +75,11 @@ CK_FAST static void group_q4_1x8_avx2(int nb, const ck_block_q4_1x8 *w, const ck
     _mm256_storeu_ps(y, _mm256_add_ps(chunks_in_hsum8_order(acc), macc));
 }
 
-// The stored bytes are q + 128; xor 0x80 gives q back as int8. As the per-row kernel, the
-// products are |q| × (x with q's sign), so vpmaddubsw's unsigned operand stays within 128.
+// The stored bytes are q (int8). As the per-row kernel, the products are |q| × (x with q's
+// sign), so vpmaddubsw's unsigned operand stays within 128.
 CK_FAST static void group_q8_0x8_avx2(int nb, const ck_block_q8_0x8 *w, const ck_block_q8_0 *x, float *y) {
     __m256 acc[8];
     for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int b = 0; b < nb; b++) {
         const char *ahead = (const char *)(w + b + CK_Q80_AHEAD_AVX2);
         _mm_prefetch(ahead, _MM_HINT_T0);
@@ -92,7 +91,7 @@ CK_FAST static void group_q8_0x8_avx2(int nb, const ck_block_q8_0x8 *w, const ck
         const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)),
                                        _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
         for (int c = 0; c < 8; c++) {
-            const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c)), flip);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
             const __m256 s = chunk_sums(_mm256_sign_epi8(q, q), _mm256_sign_epi8(bcast4_avx2(a->qs + 4 * c), q));
             acc[c] = _mm256_fmadd_ps(d, s, acc[c]);
         }

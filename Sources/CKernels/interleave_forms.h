@@ -16,8 +16,8 @@ typedef struct {
 } ck_block_q4_1x8;
 
 // Q8_0 × 8 rows, one block (272 bytes, 34 per row as Q8_0): d[8] as fp16, then 8 vectors of
-// 32 bytes: vector c, lane r = row r's qs[4c..4c+3] + 128 as unsigned bytes (vpdpbusd wants
-// one unsigned operand; the offset is taken back with 128 × the activation block's sum).
+// 32 bytes: vector c, lane r = row r's qs[4c..4c+3] (int8; the kernels give vpdpbusd |q| and
+// the activations with q's sign).
 typedef struct {
     uint16_t d[8];
     uint8_t qs[256];

@@ -83,6 +83,7 @@ typedef struct {
     ck_dot4x2_fn dot4x2;
     ck_dot4x4_fn dot4x4;
     ck_dot_fn dot_tiled;   // the CK_ORDER_TILED kernel, or NULL
+    ck_dot1x4_fn dot1x4_tiled;  // ... for four activation rows, or NULL
     ck_dot_fn dot_pairs;   // one row in the CK_ORDER_GROUP4 order, or NULL
     int interleaved;       // the weights are in an interleaved form
     int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
@@ -111,6 +112,7 @@ ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
 /// four-row GEMM order one row at a time; NULL for types whose arithmetic has no such order.
 ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast);
 ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
+ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)

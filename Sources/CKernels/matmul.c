@@ -28,12 +28,31 @@ static void matmul_rows_ordered(const ck_kernels *kern, const ck_matmul_args *p,
             const int t = grouped[i];
             p->y[(size_t)t * p->ldy + r] = kern->dot_pairs(p->k, wr, x + (size_t)t * p->x_row_bytes);
         }
+        // The rest: tiled rows four at a time where there is a four-row tiled kernel.
+        int pending[4], count = 0;
         for (int t = 0; t < p->n; t++) {
             const unsigned char order = p->orders[t];
             if (g > 0 && (order & CK_ORDER_GROUP4)) continue;
             const void *xt = x + (size_t)t * p->x_row_bytes;
-            p->y[(size_t)t * p->ldy + r] =
-                (order & CK_ORDER_TILED) && kern->dot_tiled ? kern->dot_tiled(p->k, wr, xt) : kern->dot(p->k, wr, xt);
+            if (!((order & CK_ORDER_TILED) && kern->dot_tiled)) {
+                p->y[(size_t)t * p->ldy + r] = kern->dot(p->k, wr, xt);
+            } else if (kern->dot1x4_tiled) {
+                pending[count++] = t;
+                if (count == 4) {
+                    const void *xs[4];
+                    for (int u = 0; u < 4; u++) xs[u] = x + (size_t)pending[u] * p->x_row_bytes;
+                    float out[4];
+                    kern->dot1x4_tiled(p->k, wr, xs, out);
+                    for (int u = 0; u < 4; u++) p->y[(size_t)pending[u] * p->ldy + r] = out[u];
+                    count = 0;
+                }
+            } else {
+                p->y[(size_t)t * p->ldy + r] = kern->dot_tiled(p->k, wr, xt);
+            }
+        }
+        for (int u = 0; u < count; u++) {
+            const int t = pending[u];
+            p->y[(size_t)t * p->ldy + r] = kern->dot_tiled(p->k, wr, x + (size_t)t * p->x_row_bytes);
         }
     }
 }
