@@ -252,14 +252,14 @@ CK_FAST static void dot1x4_q4_k_fast(int k, const ck_block_q4_K *w, const ck_blo
             const __m256i h23 = _mm256_hadd_epi32(part[t][2], part[t][3]);
             const __m256i h = _mm256_hadd_epi32(h01, h23);
             const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            int32_t step[4];
-            _mm_storeu_si128((__m128i *)step, sums);
+            // Lane j of mins_products: the mins of groups 2j, 2j + 1 times their Q8_K sums.
+            float step[4], mins[4];
+            _mm_storeu_ps(step, _mm_cvtepi32_ps(sums));
+            _mm_storeu_ps(mins, _mm_cvtepi32_ps(mins_products(m, at->bsums)));
             const float d = wd * at->d, dmin = wdmin * at->d;
             for (int j = 0; j < 4; j++) {
-                const int mins = m[2 * j] * (at->bsums[4 * j] + at->bsums[4 * j + 1]) +
-                                 m[2 * j + 1] * (at->bsums[4 * j + 2] + at->bsums[4 * j + 3]);
-                acc[t] = fmaf((float)step[j], d, acc[t]);
-                acc_m[t] = fmaf((float)mins, dmin, acc_m[t]);
+                acc[t] = fmaf(step[j], d, acc[t]);
+                acc_m[t] = fmaf(mins[j], dmin, acc_m[t]);
             }
         }
     }
