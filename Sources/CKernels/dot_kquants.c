@@ -83,16 +83,21 @@ static float dot_q5_k_portable(int k, const ck_block_q5_K *w, const ck_block_q8_
     return sum;
 }
 
+// One super-block's exact integer sum of scale * (q - 32) * a.
+static int q6_k_superblock_sum(const ck_block_q6_K *w, const ck_block_q8_K *a) {
+    int sumi = 0;
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int e = 16 * g; e < 16 * g + 16; e++) s += ck_q6_k_value(w, e) * a->qs[e];
+        sumi += w->scales[g] * s;
+    }
+    return sumi;
+}
+
 static float dot_q6_k_portable(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
     float sum = 0.0f;
     for (int i = 0; i < k / CK_QK_K; i++) {
-        int sumi = 0;
-        for (int g = 0; g < 16; g++) {
-            int s = 0;
-            for (int e = 16 * g; e < 16 * g + 16; e++) s += ck_q6_k_value(&w[i], e) * a[i].qs[e];
-            sumi += w[i].scales[g] * s;
-        }
-        sum += a[i].d * ck_fp16_to_fp32(w[i].d) * (float)sumi;
+        sum += a[i].d * ck_fp16_to_fp32(w[i].d) * (float)q6_k_superblock_sum(&w[i], &a[i]);
     }
     return sum;
 }
@@ -103,13 +108,7 @@ static float dot_q6_k_portable(int k, const ck_block_q6_K *w, const ck_block_q8_
 static float dot_q6_k_tiled_portable(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
     float acc = 0.0f;
     for (int i = 0; i < k / CK_QK_K; i++) {
-        int sumi = 0;
-        for (int g = 0; g < 16; g++) {
-            int s = 0;
-            for (int e = 16 * g; e < 16 * g + 16; e++) s += ck_q6_k_value(&w[i], e) * a[i].qs[e];
-            sumi += w[i].scales[g] * s;
-        }
-        const float r = (float)sumi * ck_fp16_to_fp32(w[i].d);
+        const float r = (float)q6_k_superblock_sum(&w[i], &a[i]) * ck_fp16_to_fp32(w[i].d);
         acc = fmaf(r, a[i].d, acc);
     }
     return acc;
@@ -272,174 +271,101 @@ CK_FAST static inline __m256i pair_scales(const int8_t *scales, int s) {
     return _mm256_setr_m128i(_mm_set1_epi16(scales[s]), _mm_set1_epi16(scales[s + 1]));
 }
 
-// ggml's current AVX2 order (the reference answers depend on it): the products q * a with q
-// unsigned (0..63), each 32-value quarter's pairs scaled by its two group scales, summed into
-// eight int32 lanes (lane L: bytes 4L..4L+3 of each quarter); then lane L loses
-// 32 * (bsums[2L] * scale[2L] + bsums[2L+1] * scale[2L+1]), the -32 offset of all 256 values
-// taken group-wise, not per product as ggml did before; one FMA per super-block and lane.
+// Q6_K's -32 offset of all 256 values taken group-wise, as ggml now does (not per product):
+// lane L is 32 * (bsums[2L] * scale[2L] + bsums[2L+1] * scale[2L+1]).
 CK_FAST static inline __m256i q6_k_offsets(const ck_block_q6_K *w, const ck_block_q8_K *a) {
     const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
     return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a->bsums), scales), 5);
 }
 
-CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
+// The integer part of ggml's AVX2 Q6_K order for one super-block: the products q * a with q
+// unsigned (0..63), each 32-value quarter's pairs scaled by its two group scales, in eight
+// int32 lanes (lane L: bytes 4L..4L+3 of each quarter), less q6_k_offsets. Up to four
+// activation rows share the weights' unpacking.
+CK_FAST static inline void q6_k_lanes(const ck_block_q6_K *w, const ck_block_q8_K *const *a, int rows,
+                                      __m256i *sumi) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i m2 = _mm256_set1_epi8(0x03);
+    for (int t = 0; t < rows; t++) sumi[t] = _mm256_setzero_si256();
+    for (int j = 0; j < 2; j++) {
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * j));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * j));
+        const __m256i l2 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * j + 32));
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l2, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+        const int8_t *sc = w->scales + 8 * j;
+        const __m256i scales[4] = {pair_scales(sc, 0), pair_scales(sc, 2), pair_scales(sc, 4), pair_scales(sc, 6)};
+        for (int t = 0; t < rows; t++) {
+            const int8_t *q8 = a[t]->qs + 128 * j;
+            __m256i p[4];
+            for (int u = 0; u < 4; u++) {
+                const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
+                p[u] = _mm256_madd_epi16(scales[u], _mm256_maddubs_epi16(q[u], av));
+            }
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[0], p[1]));
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[2], p[3]));
+        }
+    }
+    for (int t = 0; t < rows; t++) sumi[t] = _mm256_sub_epi32(sumi[t], q6_k_offsets(w, a[t]));
+}
+
+// ggml's current AVX2 order (the reference answers depend on it): q6_k_lanes, then one FMA per
+// super-block and lane, the lanes summed at the end.
+CK_FAST static float dot_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < k / CK_QK_K; i++) {
-        const float d = a[i].d * _cvtsh_ss(w[i].d);
-        const uint8_t *ql = w[i].ql;
-        const uint8_t *qh = w[i].qh;
-        const int8_t *q8 = a[i].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 2; j++) {
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * j));
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);
-            const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);
-            const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j));
-            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j + 32));
-            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l1, m4), h0);
-            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l2, m4), h1);
-            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), h2);
-            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4), h3);
-            const __m256i a0 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j));
-            const __m256i a1 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 32));
-            const __m256i a2 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 64));
-            const __m256i a3 = _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 96));
-            const int8_t *sc = w[i].scales + 8 * j;
-            const __m256i p0 = _mm256_madd_epi16(pair_scales(sc, 0), _mm256_maddubs_epi16(q0, a0));
-            const __m256i p1 = _mm256_madd_epi16(pair_scales(sc, 2), _mm256_maddubs_epi16(q1, a1));
-            const __m256i p2 = _mm256_madd_epi16(pair_scales(sc, 4), _mm256_maddubs_epi16(q2, a2));
-            const __m256i p3 = _mm256_madd_epi16(pair_scales(sc, 6), _mm256_maddubs_epi16(q3, a3));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p2, p3));
-        }
-        sumi = _mm256_sub_epi32(sumi, q6_k_offsets(&w[i], &a[i]));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        const ck_block_q8_K *ai = &a[i];
+        __m256i sumi;
+        q6_k_lanes(&w[i], &ai, 1, &sumi);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(a[i].d * _cvtsh_ss(w[i].d)), _mm256_cvtepi32_ps(sumi), acc);
     }
     return ck_hsum8(acc);
 }
-#endif
 
-#if CK_X86
-// dot_q6_k_tiled_portable's order with dot_q6_k_fast's integer lanes, added up exactly.
+// dot_q6_k_tiled_portable's order: q6_k_lanes added up exactly, times fp16(d_w), one FMA.
 CK_FAST static float dot_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *a) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
     float acc = 0.0f;
     for (int i = 0; i < k / CK_QK_K; i++) {
-        const uint8_t *ql = w[i].ql;
-        const uint8_t *qh = w[i].qh;
-        const int8_t *q8 = a[i].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 2; j++) {
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * j));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j));
-            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(ql + 64 * j + 32));
-            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
-            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l2, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
-            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
-            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
-            const int8_t *sc = w[i].scales + 8 * j;
-            const __m256i p0 = _mm256_madd_epi16(pair_scales(sc, 0), _mm256_maddubs_epi16(q0, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j))));
-            const __m256i p1 = _mm256_madd_epi16(pair_scales(sc, 2), _mm256_maddubs_epi16(q1, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 32))));
-            const __m256i p2 = _mm256_madd_epi16(pair_scales(sc, 4), _mm256_maddubs_epi16(q2, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 64))));
-            const __m256i p3 = _mm256_madd_epi16(pair_scales(sc, 6), _mm256_maddubs_epi16(q3, _mm256_loadu_si256((const __m256i *)(q8 + 128 * j + 96))));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
-        }
-        sumi = _mm256_sub_epi32(sumi, q6_k_offsets(&w[i], &a[i]));
+        const ck_block_q8_K *ai = &a[i];
+        __m256i sumi;
+        q6_k_lanes(&w[i], &ai, 1, &sumi);
         const float r = (float)hsum_epi32_8(sumi) * _cvtsh_ss(w[i].d);
         acc = fmaf(r, a[i].d, acc);
     }
     return acc;
 }
-#endif
 
-#if CK_X86
-// dot_q6_k_tiled_fast for four activation rows, the weights unpacked once.
+// The two for four activation rows, the weights unpacked once.
 CK_FAST static void dot1x4_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
     float acc[4] = {0};
     for (int i = 0; i < k / CK_QK_K; i++) {
-        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                           _mm256_setzero_si256()};
-        for (int j = 0; j < 2; j++) {
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * j));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j));
-            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j + 32));
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l2, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
-            const int8_t *sc = w[i].scales + 8 * j;
-            const __m256i scales[4] = {pair_scales(sc, 0), pair_scales(sc, 2), pair_scales(sc, 4), pair_scales(sc, 6)};
-            for (int t = 0; t < 4; t++) {
-                const int8_t *q8 = a[t][i].qs + 128 * j;
-                for (int u = 0; u < 4; u++) {
-                    const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
-                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(scales[u], _mm256_maddubs_epi16(q[u], av)));
-                }
-            }
-        }
+        const ck_block_q8_K *ai[4] = {&a[0][i], &a[1][i], &a[2][i], &a[3][i]};
+        __m256i sumi[4];
+        q6_k_lanes(&w[i], ai, 4, sumi);
         const float wd = _cvtsh_ss(w[i].d);
         for (int t = 0; t < 4; t++) {
-            const int total = hsum_epi32_8(_mm256_sub_epi32(sumi[t], q6_k_offsets(&w[i], &a[t][i])));
-            const float r = (float)total * wd;
-            acc[t] = fmaf(r, a[t][i].d, acc[t]);
+            const float r = (float)hsum_epi32_8(sumi[t]) * wd;
+            acc[t] = fmaf(r, ai[t]->d, acc[t]);
         }
     }
     for (int t = 0; t < 4; t++) out[t] = acc[t];
 }
-#endif
 
-// dot_q6_k_fast for four activation rows: the same per-row arithmetic, the weights unpacked once.
-#if CK_X86
 CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int i = 0; i < k / CK_QK_K; i++) {
+        const ck_block_q8_K *ai[4] = {&a[0][i], &a[1][i], &a[2][i], &a[3][i]};
+        __m256i sumi[4];
+        q6_k_lanes(&w[i], ai, 4, sumi);
         const float wd = _cvtsh_ss(w[i].d);
-        __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                           _mm256_setzero_si256()};
-        for (int j = 0; j < 2; j++) {
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)(w[i].qh + 32 * j));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j));
-            const __m256i l2 = _mm256_loadu_si256((const __m256i *)(w[i].ql + 64 * j + 32));
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l2, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l2, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
-            const int8_t *sc = w[i].scales + 8 * j;
-            const __m256i scales[4] = {pair_scales(sc, 0), pair_scales(sc, 2), pair_scales(sc, 4), pair_scales(sc, 6)};
-            for (int t = 0; t < 4; t++) {
-                const int8_t *q8 = a[t][i].qs + 128 * j;
-                __m256i p[4];
-                for (int u = 0; u < 4; u++) {
-                    const __m256i av = _mm256_loadu_si256((const __m256i *)(q8 + 32 * u));
-                    p[u] = _mm256_madd_epi16(scales[u], _mm256_maddubs_epi16(q[u], av));
-                }
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[0], p[1]));
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p[2], p[3]));
-            }
-        }
         for (int t = 0; t < 4; t++) {
-            sumi[t] = _mm256_sub_epi32(sumi[t], q6_k_offsets(&w[i], &a[t][i]));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(a[t][i].d * wd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(ai[t]->d * wd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
     for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);

@@ -156,10 +156,29 @@ static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_blo
 #define CK_Q50_AHEAD 14  // blocks of 176 bytes
 #define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
+// The eight chunk accumulators of a tile added in ck_hsum8's order (lane r: row r).
+static inline __attribute__((always_inline)) CK_VNNI __m256 chunks_in_hsum8_order_vnni(const __m256 *acc) {
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+}
+
 static inline __attribute__((always_inline)) CK_VNNI __m256i bcast4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
+}
+
+// One Q8_0 activation block against eight rows' signed chunks q[c] (lane r: row r's
+// values 4c..4c+3): each chunk's exact integer sum, |q| (128 for -128 reads as unsigned 128)
+// times x with q's sign, scaled by fp16(d_w) * fp16(d_a) in one FMA into acc[c].
+static inline __attribute__((always_inline)) CK_VNNI void add_signed_chunks(__m256 *acc, const __m256i *q, __m256 dw,
+                                                                            const ck_block_q8_0 *a) {
+    const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
+    for (int c = 0; c < 8; c++) {
+        const __m256i s =
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]), _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
+        acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[c]);
+    }
 }
 
 // Eight rows × T tokens (T = 1 or 2, a constant after inlining): each weight vector is loaded
@@ -207,12 +226,7 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q4_1x8(int nb, co
             }
         }
     }
-    for (int t = 0; t < T; t++) {
-        const __m256 sum = _mm256_add_ps(
-            _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
-            _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
-        _mm256_storeu_ps(y[t], _mm256_add_ps(sum, macc[t]));
-    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_add_ps(chunks_in_hsum8_order_vnni(acc[t]), macc[t]));
 }
 
 static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, const ck_block_q8_0x8 *w,
@@ -231,23 +245,9 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         __m256i q[8];
         for (int c = 0; c < 8; c++) q[c] = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
-        for (int t = 0; t < T; t++) {
-            const ck_block_q8_0 *a = x[t] + b;
-            const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
-            for (int c = 0; c < 8; c++) {
-                // |q| (128 for -128 reads as unsigned 128) times x with q's sign: exact.
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]),
-                                                      _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
-                acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
-            }
-        }
+        for (int t = 0; t < T; t++) add_signed_chunks(acc[t], q, dw, x[t] + b);
     }
-    for (int t = 0; t < T; t++) {
-        const __m256 sum =
-            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
-                          _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
-        _mm256_storeu_ps(y[t], sum);
-    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], chunks_in_hsum8_order_vnni(acc[t]));
 }
 
 // Eight rows × T tokens of Q5_0 (T = 1 or 2 after inlining), each row's arithmetic that of
@@ -277,22 +277,9 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q5_0x8(int nb, co
             q[c] = _mm256_mask_blend_epi8((__mmask32)w[b].hm[c], _mm256_or_si256(lo, high), lo);
             q[4 + c] = _mm256_mask_blend_epi8((__mmask32)w[b].hm[4 + c], _mm256_or_si256(hi, high), hi);
         }
-        for (int t = 0; t < T; t++) {
-            const ck_block_q8_0 *a = x[t] + b;
-            const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
-            for (int c = 0; c < 8; c++) {
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]),
-                                                      _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
-                acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
-            }
-        }
+        for (int t = 0; t < T; t++) add_signed_chunks(acc[t], q, dw, x[t] + b);
     }
-    for (int t = 0; t < T; t++) {
-        const __m256 sum =
-            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
-                          _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
-        _mm256_storeu_ps(y[t], sum);
-    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], chunks_in_hsum8_order_vnni(acc[t]));
 }
 
 CK_VNNI static void groups_q5_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
