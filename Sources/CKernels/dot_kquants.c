@@ -341,34 +341,36 @@ CK_FAST static float dot_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck
     return acc;
 }
 
-// The two for four activation rows, the weights unpacked once.
-CK_FAST static void dot1x4_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
+// Both orders for four activation rows, the weights unpacked once: `tiled` (a constant after
+// inlining) picks dot_q6_k_tiled_fast's order, else dot_q6_k_fast's.
+static inline __attribute__((always_inline)) CK_FAST void dot1x4_q6_k_in_order(int k, const ck_block_q6_K *w,
+                                                                                const ck_block_q8_K *const *a,
+                                                                                float *out, const int tiled) {
     float acc[4] = {0};
+    __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int i = 0; i < k / CK_QK_K; i++) {
         const ck_block_q8_K *ai[4] = {&a[0][i], &a[1][i], &a[2][i], &a[3][i]};
         __m256i sumi[4];
         q6_k_lanes(&w[i], ai, 4, sumi);
         const float wd = _cvtsh_ss(w[i].d);
         for (int t = 0; t < 4; t++) {
-            const float r = (float)hsum_epi32_8(sumi[t]) * wd;
-            acc[t] = fmaf(r, ai[t]->d, acc[t]);
+            if (tiled) {
+                const float r = (float)hsum_epi32_8(sumi[t]) * wd;
+                acc[t] = fmaf(r, ai[t]->d, acc[t]);
+            } else {
+                lanes[t] = _mm256_fmadd_ps(_mm256_set1_ps(ai[t]->d * wd), _mm256_cvtepi32_ps(sumi[t]), lanes[t]);
+            }
         }
     }
-    for (int t = 0; t < 4; t++) out[t] = acc[t];
+    for (int t = 0; t < 4; t++) out[t] = tiled ? acc[t] : ck_hsum8(lanes[t]);
+}
+
+CK_FAST static void dot1x4_q6_k_tiled_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
+    dot1x4_q6_k_in_order(k, w, a, out, 1);
 }
 
 CK_FAST static void dot1x4_q6_k_fast(int k, const ck_block_q6_K *w, const ck_block_q8_K *const *a, float *out) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int i = 0; i < k / CK_QK_K; i++) {
-        const ck_block_q8_K *ai[4] = {&a[0][i], &a[1][i], &a[2][i], &a[3][i]};
-        __m256i sumi[4];
-        q6_k_lanes(&w[i], ai, 4, sumi);
-        const float wd = _cvtsh_ss(w[i].d);
-        for (int t = 0; t < 4; t++) {
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(ai[t]->d * wd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
-    }
-    for (int t = 0; t < 4; t++) out[t] = ck_hsum8(acc[t]);
+    dot1x4_q6_k_in_order(k, w, a, out, 0);
 }
 #endif
 

@@ -160,18 +160,7 @@ struct WeightTypeKernelTests {
             let xRows = (0..<n).map { _ in Self.activations(rng.floats(k, 2), for: type) }
             let x = xRows.flatMap { $0 }
             bothPaths { path in
-                var y = [Float](repeating: .nan, count: n * rows)
-                w.withUnsafeBytes { wb in
-                    x.withUnsafeBytes { xb in
-                        y.withUnsafeMutableBufferPointer { yb in
-                            var args = ck_matmul_args(
-                                type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: wRowBytes,
-                                rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRows[0].count,
-                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows), orders: nil)
-                            ck_matmul(nil, &args)
-                        }
-                    }
-                }
+                let y = Self.product(type, w, rows: rows, k: k, x: x, xRowBytes: xRows[0].count, n: n, orders: [])
                 for t in 0..<n {
                     for r in 0..<rows {
                         let order = t < n - n % 4 ? CK_ORDER_GROUP4 : 0
@@ -228,20 +217,7 @@ struct WeightTypeKernelTests {
         }
         #expect(differs > 0, "\(type): the batched order never differs from the single-row one")
         bothPaths { path in
-            var y = [Float](repeating: .nan, count: n * rows)
-            w.withUnsafeBytes { wb in
-                x.withUnsafeBytes { xb in
-                    orders.withUnsafeBufferPointer { ob in
-                        y.withUnsafeMutableBufferPointer { yb in
-                            var args = ck_matmul_args(
-                                type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: wRowBytes,
-                                rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRows[0].count,
-                                n: Int32(n), y: yb.baseAddress!, ldy: Int32(rows), orders: ob.baseAddress)
-                            ck_matmul(nil, &args)
-                        }
-                    }
-                }
-            }
+            let y = Self.product(type, w, rows: rows, k: k, x: x, xRowBytes: xRows[0].count, n: n, orders: orders)
             for t in 0..<n {
                 for r in 0..<rows {
                     let expected = ordered(r, t, Int32(orders[t]), portable: path == "portable")
@@ -249,5 +225,27 @@ struct WeightTypeKernelTests {
                 }
             }
         }
+    }
+
+    /// ck_matmul (no pool) of `rows` weight rows of `type` against `n` activation rows, with
+    /// per-row `orders` (none: the default).
+    static func product(
+        _ type: GGMLType, _ w: [UInt8], rows: Int, k: Int, x: [UInt8], xRowBytes: Int, n: Int, orders: [UInt8]
+    ) -> [Float] {
+        var y = [Float](repeating: .nan, count: n * rows)
+        w.withUnsafeBytes { wb in
+            x.withUnsafeBytes { xb in
+                orders.withUnsafeBufferPointer { ob in
+                    y.withUnsafeMutableBufferPointer { yb in
+                        var args = ck_matmul_args(
+                            type: Int32(type.rawValue), w: wb.baseAddress!, w_row_bytes: type.rowBytes(elements: k)!,
+                            rows: Int32(rows), k: Int32(k), x: xb.baseAddress!, x_row_bytes: xRowBytes, n: Int32(n),
+                            y: yb.baseAddress!, ldy: Int32(rows), orders: ob.isEmpty ? nil : ob.baseAddress)
+                        ck_matmul(nil, &args)
+                    }
+                }
+            }
+        }
+        return y
     }
 }
