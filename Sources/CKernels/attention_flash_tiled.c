@@ -106,6 +106,33 @@ CK_FAST static void pack_tile_fast(const ck_attention_args *p, int g, int ic, in
 }
 #endif
 
+// a[d] += w[j] * v[j][d] for the tile's positions j in order: one FMA chain per dimension.
+// Dimensions go in blocks of CK_FA_DIMS whose running sums stay in registers over the 64
+// positions (a d-outer loop; a j-outer one loads and stores the whole row at every position);
+// each dimension's chain, and so every bit, is the same either way. 64 dimensions are eight
+// AVX2 registers: eight independent FMA chains, enough to hide the FMA's latency (32 gave four,
+// and the loop waited on them).
+#define CK_FA_DIMS 64
+static inline __attribute__((always_inline)) void accumulate_values(const float *w, const float *vt, int hd,
+                                                                     float *a) {
+    int d0 = 0;
+    for (; d0 + CK_FA_DIMS <= hd; d0 += CK_FA_DIMS) {
+        float blk[CK_FA_DIMS];
+        for (int d = 0; d < CK_FA_DIMS; d++) blk[d] = a[d0 + d];
+        for (int j = 0; j < CK_FA_TILE; j++) {
+            if (w[j] == 0.0f) continue;  // fmaf(0, v, a) is a (v finite): hidden positions
+            const float *vj = vt + (size_t)j * hd + d0;
+            for (int d = 0; d < CK_FA_DIMS; d++) blk[d] = fmaf(w[j], vj[d], blk[d]);
+        }
+        for (int d = 0; d < CK_FA_DIMS; d++) a[d0 + d] = blk[d];
+    }
+    for (int j = 0; j < CK_FA_TILE && d0 < hd; j++) {
+        if (w[j] == 0.0f) continue;
+        const float *vj = vt + (size_t)j * hd;
+        for (int d = d0; d < hd; d++) a[d] = fmaf(w[j], vj[d], a[d]);
+    }
+}
+
 // Token block `tb`, every query head of KV head `g`: every row's pass over the key tiles. Rows
 // r = token * heads + head; q, acc hold rows × hd floats.
 static inline __attribute__((always_inline)) void tiled_block(const ck_attention_args *p, int tb, int g, float *kt,
@@ -171,12 +198,7 @@ static inline __attribute__((always_inline)) void tiled_block(const ck_attention
             double sum = 0.0;
             for (int l = 0; l < CK_FA_TILE; l += 16) sum += (double)reduce16(s + l);
             S[r] = (float)((double)S[r] + sum);
-            for (int j = 0; j < CK_FA_TILE; j++) {
-                const float w = s[j];
-                if (w == 0.0f) continue;  // fmaf(0, v, a) is a (v finite): hidden positions
-                const float *vj = vt + (size_t)j * hd;
-                for (int d = 0; d < hd; d++) a[d] = fmaf(w, vj[d], a[d]);
-            }
+            accumulate_values(s, vt, hd, a);
         }
     }
     for (int r = 0; r < rows; r++) {

@@ -299,7 +299,7 @@ void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw(
 int ck_interleaving_pays(int type) {
     if (type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
     if (ck_cpu_has_vnni_hw()) return 1;
-    return type != CK_TYPE_Q5_0 && ck_cpu_has_avx2_fma();
+    return ck_cpu_has_avx2_fma();  // Q5_0 through the Q8_0 form there (interleave.c)
 }
 
 CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,

@@ -7,16 +7,44 @@
 // rows' block sums come out as one vector, and the eight scales are one conversion. Per row and
 // block that is about a third of the instructions, enough to make decode memory-bound.
 //
-// Q4_1 keeps the per-row kernels' float order exactly (see tile_q4_1x8). Q8_0, used for the
-// output head only, sums each block exactly in integers before scaling: its logits differ from
-// the per-row kernel's in the last bits, which changes no reference answer. CPUs with AVX2 and
-// no VNNI read the Q4_1 and Q8_0 forms with the kernels of interleave_avx2.c, which keep the
-// per-row AVX2 order for both.
+// Every form keeps the per-row kernels' float order exactly (see tile_q4_1x8): each 4-value
+// chunk's exact integer sum, scaled in one FMA, the chunks added in ck_hsum8's order at the end.
+// CPUs with AVX2 and no VNNI read the Q4_1 and Q8_0 forms with the kernels of interleave_avx2.c,
+// which keep the per-row AVX2 order for both.
+//
+// Q5_0 has two forms. With AVX-512 BW and VNNI its fifth bits stay packed (ck_block_q5_0x8,
+// unpacked by a mask blend per chunk). Without them, unpacking those bits costs more than the
+// product itself (AVX2 has no byte mask from bits: a shuffle, an or and a compare per chunk), so
+// there Q5_0 is widened at load time into the Q8_0 form: q - 16 in [-16, 15] is an int8, the
+// block scale is the same fp16, so d * (q - 16) is the same value and every chunk's integer sum
+// and FMA are those of the per-row Q5_0 kernel, bit for bit (same order as Q8_0's kernels). The
+// cost is memory: 34 bytes per block instead of 22.
 #include <string.h>
 
 #include "interleave_forms.h"
 
 // The layouts (ck_block_q4_1x8 and the others) are in interleave_forms.h.
+
+#if CK_X86
+// The Q5_0 kernel's fifth-bit masks need AVX-512 BW besides VNNI.
+static int has_avx512bw(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512bw");
+    }
+    return cached;
+}
+#endif
+
+// The form Q5_0 is interleaved into: its own where the VNNI kernel can unpack it (as the kernels
+// are picked now: ck_set_vnni(0) makes the AVX2 choice on any CPU), else Q8_0's.
+static int q5_0_form(void) {
+#if CK_X86
+    if (ck_cpu_has_vnni() && has_avx512bw()) return CK_TYPE_Q5_0_X8;
+#endif
+    return CK_TYPE_Q8_0_X8;
+}
 
 size_t ck_interleaved_group_bytes(int type, int k) {
     if (k <= 0 || k % CK_QK != 0) return 0;
@@ -24,8 +52,23 @@ size_t ck_interleaved_group_bytes(int type, int k) {
     switch (type) {
     case CK_TYPE_Q4_1: return nb * sizeof(ck_block_q4_1x8);
     case CK_TYPE_Q8_0: return nb * sizeof(ck_block_q8_0x8);
-    case CK_TYPE_Q5_0: return nb * sizeof(ck_block_q5_0x8);
+    case CK_TYPE_Q5_0: return nb * (q5_0_form() == CK_TYPE_Q5_0_X8 ? sizeof(ck_block_q5_0x8) : sizeof(ck_block_q8_0x8));
     default: return 0;
+    }
+}
+
+// Eight Q5_0 rows' block b widened into the Q8_0 form: q - 16 as int8, the same scale.
+static void widen_q5_0_block(const char *src, size_t src_row_bytes, int b, ck_block_q8_0x8 *out) {
+    for (int r = 0; r < 8; r++) {
+        const ck_block_q5_0 *in = (const ck_block_q5_0 *)(src + (size_t)r * src_row_bytes) + b;
+        uint32_t qh;
+        memcpy(&qh, in->qh, 4);
+        out->d[r] = in->d;
+        for (int e = 0; e < CK_QK; e++) {
+            const int nib = e < 16 ? in->qs[e] & 0x0f : in->qs[e - 16] >> 4;
+            const int q = nib | (int)(((qh >> e) & 1) << 4);
+            out->qs[32 * (e / 4) + 4 * r + e % 4] = (uint8_t)(int8_t)(q - 16);
+        }
     }
 }
 
@@ -33,9 +76,13 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     const size_t group_bytes = ck_interleaved_group_bytes(type, k);
     if (group_bytes == 0 || rows <= 0 || rows % 8 != 0) return -1;
     const int nb = k / CK_QK;
+    const int form = type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? q5_0_form() : CK_TYPE_Q8_0_X8;
     for (int g = 0; g < rows / 8; g++) {
         for (int b = 0; b < nb; b++) {
-            if (type == CK_TYPE_Q4_1) {
+            if (type == CK_TYPE_Q5_0 && form == CK_TYPE_Q8_0_X8) {
+                widen_q5_0_block((const char *)src + (size_t)(8 * g) * src_row_bytes, src_row_bytes, b,
+                                 (ck_block_q8_0x8 *)((char *)dst + (size_t)g * group_bytes) + b);
+            } else if (type == CK_TYPE_Q4_1) {
                 ck_block_q4_1x8 *out = (ck_block_q4_1x8 *)((char *)dst + (size_t)g * group_bytes) + b;
                 for (int r = 0; r < 8; r++) {
                     const ck_block_q4_1 *in =
@@ -69,7 +116,7 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
             }
         }
     }
-    return type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? CK_TYPE_Q5_0_X8 : CK_TYPE_Q8_0_X8;
+    return form;
 }
 
 // MARK: - Portable kernels (the reference beside the fast ones, and CPUs without VNNI)
@@ -321,20 +368,9 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 
 // MARK: - Matrix product over a range of rows
 
-#if CK_X86
-// The Q5_0 kernel's fifth-bit masks need AVX-512 BW besides VNNI.
-static int has_avx512bw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bw");
-    }
-    return cached;
-}
-#endif
-
 // Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token, with the kernels `fast`
-// names (CK_INTERLEAVED_*; Q5_0 has no AVX2 ones and runs the portable kernel there). Tokens go in tiles of
+// names (CK_INTERLEAVED_*; the packed Q5_0 form, made only where the VNNI kernel reads it, has no
+// AVX2 kernel and runs the portable one if VNNI is switched off later). Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1

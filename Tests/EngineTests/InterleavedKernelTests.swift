@@ -37,12 +37,19 @@ struct InterleavedKernelTests {
         return y
     }
 
+    /// Q5_0 stays packed where the VNNI kernel reads it (AVX-512 BW too) and is widened into the
+    /// Q8_0 form elsewhere.
     static func interleavedType(_ type: GGMLType) -> Int32 {
         switch type {
         case .q4_1: Int32(CK_TYPE_Q4_1_X8)
-        case .q5_0: Int32(CK_TYPE_Q5_0_X8)
+        case .q5_0: Self.cpuHasVNNIAndBW ? Int32(CK_TYPE_Q5_0_X8) : Int32(CK_TYPE_Q8_0_X8)
         default: Int32(CK_TYPE_Q8_0_X8)
         }
+    }
+
+    /// Bytes of one interleaved group: eight rows' bytes, or eight Q8_0 rows' for widened Q5_0.
+    static func groupBytes(_ type: GGMLType, k: Int, rowBytes: Int) -> Int {
+        Self.interleavedType(type) == Int32(CK_TYPE_Q8_0_X8) ? 8 * 34 * (k / 32) : 8 * rowBytes
     }
 
     @Test(arguments: [GGMLType.q4_1, .q5_0, .q8_0])
@@ -53,7 +60,7 @@ struct InterleavedKernelTests {
             let file = Self.quantizedRows(type, rows: rows, k: k, rng: &rng)
             let rowBytes = file.count / rows
             let groupBytes = ck_interleaved_group_bytes(Int32(type.rawValue), Int32(k))
-            #expect(groupBytes == 8 * rowBytes, "an interleaved group holds exactly eight rows' bytes")
+            #expect(groupBytes == Self.groupBytes(type, k: k, rowBytes: rowBytes), "eight rows per group")
             var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
             let packedType = file.withUnsafeBytes { src in
                 packed.withUnsafeMutableBytes { dst in
@@ -112,11 +119,16 @@ struct InterleavedKernelTests {
         return info.contains("avx512_vnni")
     }()
 
+    static let cpuHasVNNIAndBW: Bool = {
+        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        return info.contains("avx512_vnni") && info.contains("avx512bw")
+    }()
+
     /// The AVX2 kernels of the interleaved forms (CPUs without VNNI; forced here with VNNI off so
-    /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_1 and
-    /// Q8_0 bit for bit, over odd and even group counts, 1...9 tokens (tiles of four and their
-    /// remainders), with the pool's chunks and without.
-    @Test(.enabled(if: ck_cpu_has_avx2_fma() != 0), arguments: [GGMLType.q4_1, .q8_0])
+    /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_1, Q8_0
+    /// and Q5_0 (widened into the Q8_0 form) bit for bit, over odd and even group counts, 1...9
+    /// tokens (tiles of four and their remainders), with the pool's chunks and without.
+    @Test(.enabled(if: ck_cpu_has_avx2_fma() != 0), arguments: [GGMLType.q4_1, .q8_0, .q5_0])
     func avx2InterleavedProductsAreThePerRowProducts(type: GGMLType) throws {
         ck_set_vnni(0)
         defer { ck_set_vnni(1) }
@@ -133,6 +145,9 @@ struct InterleavedKernelTests {
                         Int32(type.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
                 }
             }
+            // Without VNNI every form is read by an AVX2 kernel: Q5_0 is widened into Q8_0's.
+            #expect(packedType == (type == .q4_1 ? Int32(CK_TYPE_Q4_1_X8) : Int32(CK_TYPE_Q8_0_X8)))
+            #expect(groupBytes == (type == .q4_1 ? 8 * rowBytes : 8 * 34 * (k / 32)))
             for n in 1...9 {
                 var activations: [UInt8] = []
                 for _ in 0..<n {
@@ -160,12 +175,12 @@ struct InterleavedKernelTests {
         }
     }
 
-    /// Which forms the loader makes: those this CPU has fast kernels for (Q5_0's need VNNI).
+    /// Which forms the loader makes: those this CPU has fast kernels for (AVX2 or VNNI).
     @Test func interleavingPaysForTheFormsThisCPUHasKernelsFor() {
         let avx2: Int32 = ck_cpu_has_avx2_fma() != 0 ? 1 : 0
         #expect(ck_interleaving_pays(Int32(GGMLType.q4_1.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.q8_0.rawValue)) == avx2)
-        #expect(ck_interleaving_pays(Int32(GGMLType.q5_0.rawValue)) == (Self.cpuHasVNNI ? 1 : 0))
+        #expect(ck_interleaving_pays(Int32(GGMLType.q5_0.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.f16.rawValue)) == 0)
         #expect(ck_interleaving_pays(Int32(GGMLType.q4_0.rawValue)) == 0)
     }

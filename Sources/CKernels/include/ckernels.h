@@ -155,10 +155,12 @@ enum {
     CK_TYPE_Q8_0_X8 = 1008,
 };
 /// 1 when this CPU has kernels that make the interleaved form of `type` (a CK_TYPE_*) pay:
-/// AVX-512 VNNI ones for Q4_1, Q5_0 and Q8_0, AVX2 ones for Q4_1 and Q8_0.
+/// AVX-512 VNNI or AVX2 ones for Q4_1, Q5_0 and Q8_0.
 int ck_interleaving_pays(int type);
 /// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_1, Q5_0
-/// or Q8_0), or 0 when that type or k (a multiple of 32) has none.
+/// or Q8_0), or 0 when that type or k (a multiple of 32) has none. Q5_0's form depends on the
+/// kernels picked now: packed (CK_TYPE_Q5_0_X8) with AVX-512 BW and VNNI, else widened into
+/// CK_TYPE_Q8_0_X8 (exact: the same products, 34 bytes per block instead of 22).
 size_t ck_interleaved_group_bytes(int type, int k);
 /// Writes rows (a multiple of 8) × k weights of `type` from the file layout into `dst`
 /// (rows / 8 × ck_interleaved_group_bytes bytes); returns the interleaved type, or -1.
