@@ -13,7 +13,7 @@ enum GenerateCommand {
                 arguments,
                 known: [
                     "model", "system", "max-tokens", "temperature", "top-k", "top-p", "min-p", "repeat-penalty",
-                    "seed", "stop", "threads", "chat-template",
+                    "presence-penalty", "frequency-penalty", "seed", "stop", "threads", "chat-template",
                 ], booleans: ["stats"])
             guard options.positional.count == 1 else {
                 return InferdCLI.fail("generate takes one prompt argument", code: 2)
@@ -28,6 +28,8 @@ enum GenerateCommand {
             if let v = try options.float("top-p") { sampling.topP = v }
             if let v = try options.float("min-p") { sampling.minP = v }
             if let v = try options.float("repeat-penalty") { sampling.repeatPenalty = v }
+            if let v = try options.float("presence-penalty") { sampling.presencePenalty = v }
+            if let v = try options.float("frequency-penalty") { sampling.frequencyPenalty = v }
             if let v = try options.int("seed") { sampling.seed = UInt64(truncatingIfNeeded: v) }
             try sampling.validate()
             // Options are checked before the model loads, so a typo fails at once.

@@ -23,7 +23,8 @@ public enum InferdCLI {
           inferd help                           This text.
 
         generate options: --model PATH, --system TEXT, --max-tokens N, --temperature T,
-          --top-k K, --top-p P, --min-p P, --repeat-penalty R, --seed S, --stop TEXT (repeatable),
+          --top-k K, --top-p P, --min-p P, --repeat-penalty R, --presence-penalty P,
+          --frequency-penalty F (OpenAI's, -2 to 2), --seed S, --stop TEXT (repeatable),
           --threads N, --chat-template NAME|@FILE, --stats (timings on stderr).
 
         serve settings (flag, environment variable, config-file key):

@@ -221,6 +221,10 @@ extension OpenAIRemoteBackend {
             if s.topK > 0 { body["top_k"] = s.topK }
             if s.minP > 0 { body["min_p"] = Double(s.minP) }
         }
+        // OpenAI's own penalties, defined the same everywhere (this answer's tokens only); sent
+        // at any temperature, since they change greedy answers too.
+        if s.presencePenalty != 0 { body["presence_penalty"] = Double(s.presencePenalty) }
+        if s.frequencyPenalty != 0 { body["frequency_penalty"] = Double(s.frequencyPenalty) }
         if s.repeatPenalty != 1 {
             throw .invalidOption(
                 name: "repeat_penalty",

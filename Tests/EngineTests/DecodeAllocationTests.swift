@@ -112,6 +112,19 @@ struct DecodeAllocationTests {
                 var o = SamplingOptions.greedy; o.repeatPenalty = 1.3; return o
             }()
         ),
+        (
+            "frequency and presence",
+            {
+                var o = SamplingOptions(); o.frequencyPenalty = 0.5; o.presencePenalty = 0.3; return o
+            }()
+        ),
+        (
+            "greedy, all penalties",
+            {
+                var o = SamplingOptions.greedy; o.repeatPenalty = 1.1; o.frequencyPenalty = 1; o.presencePenalty = -1
+                return o
+            }()
+        ),
     ])
     func samplingAllocatesNothingAfterTheFirstToken(_ name: String, _ options: SamplingOptions) {
         var options = options
@@ -127,11 +140,12 @@ struct DecodeAllocationTests {
             for i in 0..<vocabulary { logits[i] = rng.nextUnitFloat() * 12 - 4 }
         }
         fill()
-        history.append(sampler.sample(logits: logits, recent: history[...]))
+        // The first 200 are the prompt: the answer starts empty, as a real one does.
+        history.append(sampler.sample(logits: logits, recent: history[...], generated: history[200...]))
         let n = Self.allocations {
             for _ in 0..<16 {
                 fill()
-                history.append(sampler.sample(logits: logits, recent: history[...]))
+                history.append(sampler.sample(logits: logits, recent: history[...], generated: history[200...]))
             }
         }
         #expect(n == 0, "\(name): \(n) allocations in 16 samples")

@@ -125,6 +125,8 @@ import Testing
             ("prompt", { $0.promptTokens = ScriptedPredictor.prompt("other") }),
             ("an option greedy ignores", { $0.sampling.topK = 7 }),
             ("repeat penalty", { $0.sampling.repeatPenalty = 1.1 }),
+            ("frequency penalty", { $0.sampling.frequencyPenalty = 0.5 }),
+            ("presence penalty", { $0.sampling.presencePenalty = -0.5 }),
         ]
         variants.append(
             ("a session's sequence", { $0.sequence = ScriptedPredictor(script: "").makeSequence(capacity: 512) }))

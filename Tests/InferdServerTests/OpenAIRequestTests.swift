@@ -55,11 +55,51 @@ import Testing
     @Test func neutralValuesOfRefusedParametersPass() throws {
         let f = try fields(
             #"""
-            {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1, "presence_penalty": 0,
-             "frequency_penalty": 0.0, "tools": [], "tool_choice": "none", "logit_bias": {}, "top_logprobs": 0,
-             "response_format": {"type": "text"}, "functions": null}
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1, "tools": [],
+             "tool_choice": "none", "logit_bias": {}, "top_logprobs": 0, "response_format": {"type": "text"},
+             "functions": null}
             """#)
         #expect(error { _ = try OpenAIChatRequest(f) } == nil)
+    }
+
+    /// They used to be refused unless 0 ("use the repeat_penalty extension"); now they are
+    /// OpenAI's penalties, on both routes, onto the native options.
+    @Test func presenceAndFrequencyPenaltiesAreAcceptedOnBothRoutes() throws {
+        let chat = try OpenAIChatRequest(
+            try fields(
+                #"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "presence_penalty": 0.5, "frequency_penalty": -1}"#
+            ))
+        #expect(chat.parameters.options.presencePenalty == 0.5 && chat.parameters.options.frequencyPenalty == -1)
+        let text = try OpenAICompletionRequest(
+            try fields(#"{"model": "m", "prompt": "hi", "frequency_penalty": 2, "presence_penalty": 0}"#))
+        #expect(text.parameters.options.frequencyPenalty == 2 && text.parameters.options.presencePenalty == 0)
+        let (sampling, _) = try text.parameters.options.validatedSamplingAndStop()
+        #expect(sampling.frequencyPenalty == 2 && sampling.presencePenalty == 0)
+        let absent = try OpenAIChatRequest(
+            try fields(#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#))
+        #expect(absent.parameters.options.presencePenalty == nil && absent.parameters.options.frequencyPenalty == nil)
+        let wrongType = error {
+            _ = try OpenAIChatRequest(
+                try fields(
+                    #"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "presence_penalty": "high"}"#))
+        }
+        #expect(wrongType?.param == "presence_penalty")
+    }
+
+    /// Out of [-2, 2]: 400 `invalid_option` naming the field as the caller spelt it.
+    @Test func penaltiesOutOfRangeNameTheField() throws {
+        for (key, value) in [("presence_penalty", "2.5"), ("frequency_penalty", "-2.01")] {
+            let request = try OpenAIChatRequest(
+                try fields(#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "\#(key)": \#(value)}"#))
+            do {
+                _ = try request.parameters.options.validatedSamplingAndStop(
+                    names: .openAI(maxTokens: "max_tokens", prompt: "messages"))
+                Issue.record("\(key)=\(value) was accepted")
+            } catch {
+                #expect(error.status == 400 && error.param == key, "\(error)")
+                #expect(error.message.contains(key) && error.message.contains("between -2 and 2"), "\(error.message)")
+            }
+        }
     }
 
     @Test func badMessagesNameTheirPath() throws {

@@ -253,6 +253,9 @@ import Testing
                 (["previous_response_id": "resp_nope"], 404, "response_not_found", "previous_response_id"),
                 (["truncation": "sometimes"], 400, "invalid_value", "truncation"),
                 (["metadata": ["k": 1]], 400, "invalid_type", "metadata.k"),
+                // OpenAI's Responses API has no penalties (chat and completions do): unknown here.
+                (["frequency_penalty": 0.5], 400, "unknown_parameter", "frequency_penalty"),
+                (["presence_penalty": 0.5], 400, "unknown_parameter", "presence_penalty"),
             ]
             for (extra, status, code, param) in cases {
                 let r = try await Self.post(s, "/v1/responses", try Self.body("Hi", extra))

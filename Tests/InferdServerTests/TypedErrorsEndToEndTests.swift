@@ -88,6 +88,14 @@ import Testing
                 ("/v1/generations", #"{"instructions":"x"}"#, "invalid_request", "prompt"),
                 ("/v1/sessions", #"{"on_busy":"wait"}"#, "invalid_request", "on_busy"),
                 ("/v1/sessions", #"{"options":{"top_p":2}}"#, "invalid_option", "options.top_p"),
+                (
+                    "/v1/generations", #"{"prompt":"hi","options":{"frequency_penalty":2.5}}"#, "invalid_option",
+                    "options.frequency_penalty"
+                ),
+                (
+                    "/v1/sessions", #"{"options":{"presence_penalty":-3}}"#, "invalid_option",
+                    "options.presence_penalty"
+                ),
             ]
             for (path, body, code, field) in cases {
                 let e = try await post(s, path, body)
@@ -115,6 +123,8 @@ import Testing
                 (chat(#","max_tokens":0"#), "invalid_option", "max_tokens"),
                 (chat(#","temperature":-1"#), "invalid_option", "temperature"),
                 (chat(#","top_p":0"#), "invalid_option", "top_p"),
+                (chat(#","presence_penalty":2.5"#), "invalid_option", "presence_penalty"),
+                (chat(#","frequency_penalty":-2.5"#), "invalid_option", "frequency_penalty"),
                 (chat(#","stop":["", "x"]"#), "invalid_option", "stop"),
                 (chat(#","priority":"urgent""#), "invalid_value", "priority"),
                 (chat(#","session_id":"sess_x","on_busy":"wait""#), "invalid_value", "on_busy"),
@@ -124,6 +134,10 @@ import Testing
                 let e = try await post(s, "/v1/chat/completions", body)
                 #expect(e.status == 400 && e.code == code && e.param == field, "\(body) → \(e)")
             }
+            let text = try await post(
+                s, "/v1/completions", #"{"model":"\#(model)","prompt":"hi","frequency_penalty":3}"#)
+            #expect(text.status == 400 && text.code == "invalid_option" && text.param == "frequency_penalty", "\(text)")
+            #expect(text.message.contains("between -2 and 2"), "\(text)")
             let budget = try await post(s, "/v1/chat/completions", chat(#","max_completion_tokens":5000"#))
             #expect(budget.message.contains("max_completion_tokens is 5000"), "\(budget)")
         }

@@ -121,6 +121,25 @@ extension RemoteEndToEnd {
             #expect(result.finishReason == .length)
         }
 
+        @Test func frequencyAndPresencePenaltiesAreSentUnderOpenAINamesEvenGreedy() async throws {
+            let upstream = try FakeUpstream()
+            defer { upstream.stop() }
+            let b = backend([upstream.url("echo")])
+            var sampling = SamplingOptions.greedy
+            sampling.frequencyPenalty = 0.5
+            sampling.presencePenalty = -1.25
+            let result = try await run(b, request(b, sampling: sampling)).get()
+            let sent = try #require(try JSONSerialization.jsonObject(with: Data(result.content.utf8)) as? [String: Any])
+            #expect(sent["frequency_penalty"] as? Double == 0.5)
+            #expect(sent["presence_penalty"] as? Double == -1.25)
+            #expect(sent["repeat_penalty"] == nil)
+            // Zero is OpenAI's default: not sent.
+            let plain = try await run(b, request(b, sampling: .greedy)).get()
+            let sentPlain = try #require(
+                try JSONSerialization.jsonObject(with: Data(plain.content.utf8)) as? [String: Any])
+            #expect(sentPlain["frequency_penalty"] == nil && sentPlain["presence_penalty"] == nil)
+        }
+
         @Test func aRepeatPenaltyCannotBeSentAndIsRefusedBeforeSending() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }

@@ -18,16 +18,21 @@ import Testing
         "feature-flags.json": "not",
     ]
 
-    /// The compiled schemas whose greedy answer still runs away until `max_tokens`, and where:
-    /// what inferd does not bound yet. Each must still end with `length` and no validated value
-    /// (the test fails when one starts to finish, so this list only shrinks). The recursion
-    /// depth bound ended `tree.json` and `comment-thread.json`, the pattern bound
-    /// `k8s-deployment.json`.
-    static let runaway: [String: String] = [
-        "strict-ui-component.json": "recursive $ref within the depth bound: 3 children at every level",
-        "json-patch.json": "free value: an array of strings without end (no maxItems)",
-        "api-geojson-feature.json": "an extra member's string value written on without end (keys are bounded)",
-    ]
+    /// How every schema's answer is decoded: greedy, with OpenAI's presence and frequency
+    /// penalties. Under plain greedy decoding the 135M model repeats itself inside what a schema
+    /// leaves unbounded, and three schemas ran until `max_tokens` (`strict-ui-component.json`: 3
+    /// children at every level of its recursion; `json-patch.json`: `"type"` written into an
+    /// array without end; `api-geojson-feature.json`: `1.0.0/1.0.0/…` in a string without
+    /// `maxLength`). A penalty is what users of small models set; with this one all 32 compiled
+    /// schemas finish and validate (2026-12-02; the README's Structured output section has the
+    /// settings tried, `scripts/corpus-penalties.py` runs them). The same in
+    /// `Tests/compat/test_structured_corpus.py`.
+    static let sampling: SamplingOptions = {
+        var o = SamplingOptions.greedy
+        o.presencePenalty = 0.5
+        o.frequencyPenalty = 0.4
+        return o
+    }()
 
     /// The compiled schemas whose greedy answer finishes but repeats a key (the test fails when
     /// one stops repeating, so this list only shrinks). Emptied since keys are kept distinct
@@ -100,11 +105,11 @@ import Testing
         }
     }
 
-    /// Every compiled schema's greedy answer from the default model ends where the grammar
-    /// allows (`finish_reason` stop, within `max_tokens`) and validates, but the named
-    /// `runaway` ones, which must be cut with no validated value. Before the bounds of
-    /// `StructuredBounds` 13 of 32 ran away inside what their schema leaves unbounded (an
-    /// integer's digits, a time's fraction of a second, hostname labels, invented keys).
+    /// Every compiled schema's greedy answer from the default model (with the penalties of
+    /// `sampling`) ends where the grammar allows (`finish_reason` stop, within `max_tokens`) and
+    /// validates. Before the bounds of `StructuredBounds` 13 of 32 ran away inside what their
+    /// schema leaves unbounded (an integer's digits, a time's fraction of a second, hostname
+    /// labels, invented keys); with the bounds and plain greedy decoding, 3.
     @Test func greedyAnswersOfTheDefaultModelFinishAndValidate() async throws {
         let path = SchemaCheck.packageRoot.appendingPathComponent("models/SmolLM2-135M-Instruct.Q4_1.gguf").path
         let engine = try InferenceEngine(path: path, threads: 2)
@@ -117,16 +122,10 @@ import Testing
                 "Produce one realistic example, as JSON, of this JSON Schema: \(schema.compactText.prefix(600))"
             var request = GenerationRequest(
                 promptTokens: try engine.promptTokens(for: [ChatMessage(role: .user, content: question)]),
-                maxTokens: Self.maxTokensOf[name] ?? Self.maxTokens, sampling: .greedy)
+                maxTokens: Self.maxTokensOf[name] ?? Self.maxTokens, sampling: Self.sampling)
             request.constraint = engine.constraint(compiled: grammar, identity: "corpus:" + name)
             let result = try await engine.generate(request)
             longest = max(longest, result.tokens.count)
-            if let why = Self.runaway[name] {
-                #expect(result.finishReason == .length, "\(name) finishes now: remove it from `runaway`")
-                #expect(result.constraintSatisfied == false, "\(name): a cut answer is not satisfied")
-                print("schema corpus: \(name) runs away (\(why)): …\(result.content.suffix(80))")
-                continue
-            }
             guard result.finishReason == .stop else {
                 Issue.record(
                     "\(name): \(result.finishReason) after \(result.tokens.count) tokens: …\(result.content.suffix(200))"
@@ -151,7 +150,7 @@ import Testing
         print(
             "schema corpus: \(valid.count) of \(corpus.count) greedy answers finished and validate; longest \(longest) tokens"
         )
-        #expect(valid.count == corpus.count - Self.runaway.count - Self.duplicateExtraKeys.count)
+        #expect(valid.count == corpus.count - Self.duplicateExtraKeys.count)
     }
 
     /// The validator itself rejects what each keyword forbids (so a passing answer means something).

@@ -71,8 +71,6 @@ def test_the_gguf_file_name_is_an_alias(client):
     "extra, named",
     [
         ({"n": 2}, "n"),
-        ({"presence_penalty": 0.5}, "presence_penalty"),
-        ({"frequency_penalty": 1.0}, "frequency_penalty"),
         ({"logprobs": True}, "logprobs"),
         ({"top_logprobs": 3, "logprobs": True}, "logprobs"),
         ({"logit_bias": {"50256": -100}}, "logit_bias"),
@@ -93,9 +91,9 @@ def test_refused_parameters_get_a_400_naming_them(client, model, extra, named):
 def test_every_refused_parameter_is_named_at_once(client, model):
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(
-            model=model, messages=HI, n=3, presence_penalty=1, logprobs=True, extra_body={"foo": 1}
+            model=model, messages=HI, n=3, logit_bias={"1": 2}, logprobs=True, extra_body={"foo": 1}
         )
-    for name in ("n=3", "presence_penalty", "logprobs", "foo"):
+    for name in ("n=3", "logit_bias", "logprobs", "foo"):
         assert name in e.value.message
 
 
@@ -108,6 +106,26 @@ def test_ignored_and_neutral_parameters_change_nothing(client, model):
         response_format={"type": "text"},
     )
     assert same.choices[0].message.content == base.choices[0].message.content
+
+
+def test_presence_and_frequency_penalties_are_openais(client, model):
+    # The default model's greedy poem repeats a line; OpenAI's penalties count this answer's tokens.
+    poem = [{"role": "user", "content": "Write a poem about the sea."}]
+    plain = client.chat.completions.create(model=model, messages=poem, temperature=0, max_tokens=80)
+    zero = client.chat.completions.create(
+        model=model, messages=poem, temperature=0, max_tokens=80, frequency_penalty=0, presence_penalty=0)
+    assert zero.choices[0].message.content == plain.choices[0].message.content
+    penalized = client.chat.completions.create(
+        model=model, messages=poem, temperature=0, max_tokens=80, frequency_penalty=0.5)
+    assert penalized.choices[0].message.content != plain.choices[0].message.content
+    text = client.completions.create(
+        model=model, prompt="The sea", max_tokens=4, frequency_penalty=1, presence_penalty=-1)
+    assert text.usage.completion_tokens <= 4
+    for name in ("presence_penalty", "frequency_penalty"):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model=model, messages=HI, max_tokens=2, **{name: 2.5})
+        assert e.value.code == "invalid_option" and e.value.param == name
+        assert "between -2 and 2" in e.value.message
 
 
 def test_extensions_top_k_min_p_repeat_penalty(client, model):

@@ -210,8 +210,9 @@ final class GenerationJob: @unchecked Sendable {
         if request.ignoreEndOfGeneration {
             for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
         }
+        // The mask first, then the penalties: a masked token stays -infinity (see `Sampler`).
         processor?.process(logits: logits)
-        return sampler.sample(logits: logits, recent: history[...])
+        return sampler.sample(logits: logits, recent: history[...], generated: generated)
     }
 
     private func accept(_ token: Int32) {

@@ -4,9 +4,15 @@ extension Float {
     fileprivate var exponential: Float { Foundation.exp(self) }
 }
 
-/// Chooses the next token from logits: repetition penalty, then greedy or
-/// top-k → top-p → min-p → temperature → a draw from the seeded generator
-/// (the order llama.cpp's default chain uses, so options mean the same thing there and here).
+/// Chooses the next token from logits: repetition penalty, then OpenAI's frequency and presence
+/// penalties, then greedy or top-k → top-p → min-p → temperature → a draw from the seeded
+/// generator (the order llama.cpp's default chain uses, so options mean the same thing there and
+/// here).
+///
+/// The penalties see the logits after a constraint's mask (the caller masks first): a masked
+/// token is `-infinity`, and dividing, multiplying or subtracting a finite number leaves it
+/// `-infinity`, so a penalty never brings back a token the grammar forbids; it only reorders the
+/// allowed ones.
 ///
 /// Owns its scratch buffers: sampling allocates nothing per token after the first.
 public struct Sampler: Sendable {
@@ -18,6 +24,10 @@ public struct Sampler: Sendable {
     private var kept: [Candidate] = []
     /// Marks tokens already penalized this step (one flag per vocabulary entry, cleared after).
     private var penalized: [Bool] = []
+    /// How many times each token occurs in the answer (one count per vocabulary entry): filled
+    /// from `generated` and cleared again within each step, so nothing carries over from one
+    /// answer, or one call, to the next.
+    private var counts: [Int32] = []
 
     struct Candidate {
         var id: Int32
@@ -31,10 +41,15 @@ public struct Sampler: Sendable {
         self.rng = SeededGenerator(seed: seed)
     }
 
-    /// Picks a token. `logits` is modified in place by the repetition penalty.
-    /// `recent` holds the sequence so far (prompt and generated), newest last.
-    public mutating func sample(logits: UnsafeMutableBufferPointer<Float>, recent: ArraySlice<Int32>) -> Int32 {
+    /// Picks a token. `logits` is modified in place by the penalties.
+    /// `recent` holds the sequence so far (prompt and generated), newest last: the repetition
+    /// penalty's look-back. `generated` holds this answer's tokens only (the tail of `recent`
+    /// after the prompt): what the frequency and presence penalties count.
+    public mutating func sample(
+        logits: UnsafeMutableBufferPointer<Float>, recent: ArraySlice<Int32>, generated: ArraySlice<Int32>
+    ) -> Int32 {
         applyRepeatPenalty(logits: logits, recent: recent)
+        applyFrequencyAndPresencePenalties(logits: logits, generated: generated)
         if options.temperature <= 0 {
             return Self.argmax(UnsafeBufferPointer(logits))
         }
@@ -72,6 +87,24 @@ public struct Sampler: Sendable {
             logits[Int(id)] = l > 0 ? l / options.repeatPenalty : l * options.repeatPenalty
         }
         for id in window where id >= 0 && Int(id) < logits.count { penalized[Int(id)] = false }
+    }
+
+    /// OpenAI's definition: `logit[j] -= count[j] * frequency_penalty + (count[j] > 0 ? 1 : 0) *
+    /// presence_penalty`, `count[j]` being how often token j occurs in this answer so far.
+    /// Counting the whole answer each step costs two passes over it (a few µs for thousands of
+    /// tokens, against milliseconds for the model's step) and keeps no state between calls.
+    mutating func applyFrequencyAndPresencePenalties(
+        logits: UnsafeMutableBufferPointer<Float>, generated: ArraySlice<Int32>
+    ) {
+        guard options.frequencyPenalty != 0 || options.presencePenalty != 0 else { return }
+        // Grown on the first call, answer or not, so no later token allocates.
+        if counts.count < logits.count { counts = Array(repeating: 0, count: logits.count) }
+        for id in generated where id >= 0 && Int(id) < logits.count { counts[Int(id)] += 1 }
+        for id in generated where id >= 0 && Int(id) < logits.count && counts[Int(id)] > 0 {
+            let i = Int(id)
+            logits[i] -= Float(counts[i]) * options.frequencyPenalty + options.presencePenalty
+            counts[i] = 0
+        }
     }
 
     /// Keeps the k highest logits, sorted descending (ties: lower id first).

@@ -11,6 +11,12 @@ public struct SamplingOptions: Sendable, Equatable {
     public var repeatPenalty: Float = 1.0
     /// How many of the most recent tokens (prompt included) the repetition penalty looks at.
     public var repeatLastN: Int = 64
+    /// OpenAI's `presence_penalty`: subtracted once from the logit of every token already in this
+    /// answer (the prompt is not counted); in [-2, 2], 0 disables, a negative value favours them.
+    public var presencePenalty: Float = 0
+    /// OpenAI's `frequency_penalty`: subtracted from a token's logit once per time it already
+    /// occurs in this answer (the prompt is not counted); in [-2, 2], 0 disables.
+    public var frequencyPenalty: Float = 0
     /// The same seed and options give the same output; nil picks a random seed.
     public var seed: UInt64? = nil
 
@@ -35,5 +41,11 @@ public struct SamplingOptions: Sendable, Equatable {
             throw bad("repeat_penalty", "must be in (0, 10]")
         }
         guard repeatLastN >= 0 else { throw bad("repeat_last_n", "must be 0 or more") }
+        guard presencePenalty.isFinite, presencePenalty >= -2, presencePenalty <= 2 else {
+            throw bad("presence_penalty", "must be between -2 and 2")
+        }
+        guard frequencyPenalty.isFinite, frequencyPenalty >= -2, frequencyPenalty <= 2 else {
+            throw bad("frequency_penalty", "must be between -2 and 2")
+        }
     }
 }

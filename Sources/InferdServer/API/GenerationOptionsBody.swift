@@ -10,6 +10,9 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var minP: Float?
     var repeatPenalty: Float?
     var repeatLastN: Int?
+    /// OpenAI's penalties over this answer's tokens (see `SamplingOptions`).
+    var presencePenalty: Float?
+    var frequencyPenalty: Float?
     var seed: UInt64?
     var maxTokens: Int?
     var stop: StopList?
@@ -24,6 +27,8 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
         case minP = "min_p"
         case repeatPenalty = "repeat_penalty"
         case repeatLastN = "repeat_last_n"
+        case presencePenalty = "presence_penalty"
+        case frequencyPenalty = "frequency_penalty"
         case maxTokens = "max_tokens"
         case ignoreEos = "ignore_eos"
     }
@@ -46,6 +51,8 @@ extension GenerationOptionsBody {
         minP = try f.float("min_p")
         repeatPenalty = try f.float("repeat_penalty")
         repeatLastN = try f.int("repeat_last_n")
+        presencePenalty = try f.float("presence_penalty")
+        frequencyPenalty = try f.float("frequency_penalty")
         seed = try f.seed("seed")
         maxTokens = try f.int("max_tokens")
         stop = try f.stringOrList("stop").map(StopList.init)
@@ -91,6 +98,8 @@ extension GenerationOptionsBody {
         if let v = minP { sampling.minP = v }
         if let v = repeatPenalty { sampling.repeatPenalty = v }
         if let v = repeatLastN { sampling.repeatLastN = v }
+        if let v = presencePenalty { sampling.presencePenalty = v }
+        if let v = frequencyPenalty { sampling.frequencyPenalty = v }
         sampling.seed = seed
         do {
             try sampling.validate()

@@ -29,6 +29,9 @@ struct OpenAIGenerationParameters: Sendable {
         }
         var o = try Self.sampling(f)
         o.repeatLastN = try f.int("repeat_last_n")
+        // OpenAI's own penalties, chat and completions only: the Responses API has none.
+        o.presencePenalty = try f.float("presence_penalty")
+        o.frequencyPenalty = try f.float("frequency_penalty")
         if let stop = try f.stringOrList("stop") { o.stop = StopList(stop) }
         o.format = try FormatField.openAI(f)
         maxTokensParam = maxTokensKeys.last ?? "max_tokens"

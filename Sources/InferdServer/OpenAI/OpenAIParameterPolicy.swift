@@ -24,14 +24,13 @@ struct OpenAIParameterPolicy: Sendable {
     /// Parameters common to both endpoints that inferd honours, OpenAI's and its extensions.
     static let common: Set<String> = [
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
-        "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "priority", "timeout_seconds",
+        "presence_penalty", "frequency_penalty", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos",
+        "priority", "timeout_seconds",
         "response_format", "grammar",
     ]
 
     static let commonRefused: [String: Refusal] = [
         "n": Refusal(hint: "only n=1 is supported") { $0 == .int(1) },
-        "presence_penalty": Refusal(hint: "use the repeat_penalty extension") { $0.number == 0 },
-        "frequency_penalty": Refusal(hint: "use the repeat_penalty extension") { $0.number == 0 },
         "logit_bias": Refusal { $0 == .object([:]) },
         "logprobs": Refusal { $0 == .bool(false) },
     ]

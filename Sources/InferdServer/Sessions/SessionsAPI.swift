@@ -206,7 +206,9 @@ extension GenerationOptionsBody {
         return GenerationOptionsBody(
             temperature: temperature ?? b.temperature, topK: topK ?? b.topK, topP: topP ?? b.topP,
             minP: minP ?? b.minP, repeatPenalty: repeatPenalty ?? b.repeatPenalty,
-            repeatLastN: repeatLastN ?? b.repeatLastN, seed: seed ?? b.seed, maxTokens: maxTokens ?? b.maxTokens,
+            repeatLastN: repeatLastN ?? b.repeatLastN, presencePenalty: presencePenalty ?? b.presencePenalty,
+            frequencyPenalty: frequencyPenalty ?? b.frequencyPenalty, seed: seed ?? b.seed,
+            maxTokens: maxTokens ?? b.maxTokens,
             stop: stop ?? b.stop, ignoreEos: ignoreEos ?? b.ignoreEos)
     }
 }
