@@ -101,6 +101,35 @@ import Testing
         return (fast, reference)
     }
 
+    /// A key written to the length bound equal to an earlier one can only be closed: the mask
+    /// then lets the duplicate through rather than leave no token (which ended the answer
+    /// mid-key, `finish_reason` stop and no JSON: seen with k8s-service.json under a frequency
+    /// penalty). Below the bound the duplicate is still refused.
+    @Test func aKeyAtTheLengthBoundEqualToAnEarlierOneCanStillBeClosed() throws {
+        let s = try Setup()
+        let n = StructuredBounds.maxKeyLength
+        let key = StructuredBoundsTests.key(n)
+        let shorter = StructuredBoundsTests.key(n - 1)
+        let quote = s.byBytes[Array("\"".utf8)]!
+        let map = StructuredFormat.jsonSchema(
+            try JSONParser.parse(#"{"type":"object","additionalProperties":{"type":"integer"}}"#))
+        for format in [map, .jsonObject] {
+            let (atBound, _) = try Self.masks(format, #"{"\#(key)":1,"\#(key)"#, s)
+            #expect(!atBound.isEmpty)
+            #expect(atBound.contains(quote), "the only way on is to close the key")
+            let grammar = try format.compiledGrammar()
+            let processor = GrammarConstraint(grammar: grammar, trie: s.trie, identity: "t").makeProcessor()
+            for t in s.tokenize(#"{"\#(key)":1,"\#(key)"#) { #expect(processor.accept(token: t)) }
+            var logits = [Float](repeating: 0, count: s.trie.vocabularySize)
+            logits.withUnsafeMutableBufferPointer { processor.process(logits: $0) }
+            #expect(!processor.mustEnd, "the answer goes on to a value")
+            for eog in s.eog where Int(eog) < logits.count { #expect(logits[Int(eog)] == -.infinity) }
+            let (below, reference) = try Self.masks(format, #"{"\#(shorter)":1,"\#(shorter)"#, s)
+            #expect(!below.contains(quote))
+            #expect(below == reference)
+        }
+    }
+
     @Test func theMaskLeavesOutExactlyTheTokensThatRepeatAKey() throws {
         let s = try Setup()
         let map = StructuredFormat.jsonSchema(

@@ -60,13 +60,18 @@ public final class GrammarProcessor: LogitsProcessor {
     var state: Int32 = 0
     /// The keys of the open JSON objects, when they must be distinct.
     var keys: JSONKeyTracker?
+    /// The tokens `maskDuplicateKeys` cleared this step (capacity reserved once).
+    private var cleared: [Int32] = []
     /// Set when a token could not be accepted or no token was allowed.
     private var failed = false
 
     init(automaton: SharedAutomaton, trie: TokenTrie, distinctKeys: Bool = false) {
         self.automaton = automaton
         self.trie = trie
-        if distinctKeys { keys = JSONKeyTracker(maxTokenLength: trie.maxDepth) }
+        if distinctKeys {
+            keys = JSONKeyTracker(maxTokenLength: trie.maxDepth)
+            cleared.reserveCapacity(trie.quoteTokens.count)
+        }
         self.allowed = .allocate(capacity: (trie.vocabularySize + 63) / 64)
         allowed.initialize(repeating: 0)
     }
@@ -120,11 +125,21 @@ public final class GrammarProcessor: LogitsProcessor {
     }
 
     /// Clears the allowed tokens that would close a key equal to an earlier key of its object.
+    ///
+    /// Unless that clears every token the grammar allows: a key written up to the length bound
+    /// (`StructuredBounds.maxKeyLength`) equal to an earlier one can only be closed, and with no
+    /// token left the answer would end mid-key, not JSON at all. There the duplicate is let
+    /// through: the answer stays JSON (parsers keep a repeated key's last value) and ends only
+    /// where the grammar can.
     func maskDuplicateKeys() {
+        cleared.removeAll(keepingCapacity: true)
         for id in trie.quoteTokens where allowed[Int(id) >> 6] >> UInt64(id & 63) & 1 != 0 {
             guard let bytes = trie.tokenBytes(id), keys!.closesDuplicate(bytes) else { continue }
             allowed[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+            cleared.append(id)
         }
+        guard !cleared.isEmpty, !allowed.contains(where: { $0 != 0 }) else { return }
+        for id in cleared { allowed[Int(id) >> 6] |= 1 << UInt64(id & 63) }
     }
 
     public func accept(token: Int32) -> Bool {
