@@ -21,9 +21,10 @@ import urllib.request
 
 import jsonschema
 
-DIRECTORY = pathlib.Path(__file__).resolve().parent.parent / "Tests" / "Fixtures" / "schemas"
-MAX_TOKENS = 600
-MAX_TOKENS_OF = {"large.json": 1200}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "Tests" / "compat"))
+# The compat test's request and format checker, so the experiment asks exactly what the test asks.
+from test_structured_corpus import DIRECTORY, corpus_request, format_checker  # noqa: E402
 
 
 def post(base, body):
@@ -48,13 +49,7 @@ def setting_fields(text):
 
 def run(base, model, name, extra):
     schema = json.loads((DIRECTORY / name).read_text())
-    compact = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    body = dict(
-        model=model,
-        messages=[{"role": "user",
-                   "content": f"Produce one realistic example, as JSON, of this JSON Schema: {compact[:600]}"}],
-        response_format={"type": "json_schema", "json_schema": {"name": name.removesuffix(".json"), "schema": schema}},
-        temperature=0, max_tokens=MAX_TOKENS_OF.get(name, MAX_TOKENS), **extra)
+    body = corpus_request(model, name, schema, **extra)
     status, answer = post(base, body)
     if status == 400 and "unsupported schema keyword" in answer["error"]["message"]:
         return None
@@ -65,7 +60,7 @@ def run(base, model, name, extra):
         return (False, tokens, f"{choice['finish_reason']}: …{choice['message']['content'][-60:]!r}")
     try:
         jsonschema.validate(json.loads(choice["message"]["content"]), schema,
-                            format_checker=jsonschema.validators.validator_for(schema).FORMAT_CHECKER)
+                            format_checker=format_checker(schema))
     except (jsonschema.ValidationError, json.JSONDecodeError) as e:
         return (False, tokens, f"invalid: {str(e).splitlines()[0][:100]}")
     return (True, tokens, "")

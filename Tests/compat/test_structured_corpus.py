@@ -63,11 +63,11 @@ def test_the_corpus_is_there():
     assert set(REFUSED) <= set(NAMES)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_corpus_schema_answer_finishes_and_validates(client, model, name):
-    schema = json.loads((DIRECTORY / name).read_text())
+def corpus_request(model, name, schema, **fields):
+    """The chat completion request for corpus schema `name`, greedy, with `fields` added (the
+    test adds PENALTIES; scripts/corpus-penalties.py sends other settings)."""
     compact = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
-    request = dict(
+    return dict(
         model=model,
         messages=[{"role": "user",
                    "content": f"Produce one realistic example, as JSON, of this JSON Schema: {compact[:600]}"}],
@@ -75,8 +75,14 @@ def test_corpus_schema_answer_finishes_and_validates(client, model, name):
                          "json_schema": {"name": name.removesuffix(".json"), "schema": schema}},
         temperature=0,
         max_tokens=MAX_TOKENS_OF.get(name, MAX_TOKENS),
-        **PENALTIES,
+        **fields,
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_corpus_schema_answer_finishes_and_validates(client, model, name):
+    schema = json.loads((DIRECTORY / name).read_text())
+    request = corpus_request(model, name, schema, **PENALTIES)
     if name in REFUSED:
         with pytest.raises(openai.BadRequestError) as e:
             client.chat.completions.create(**request)
