@@ -26,6 +26,10 @@ int ck_fast_paths_enabled(void) {
     return s;
 }
 
+int ck_fast_paths_override(void) { return ck_fast_override; }
+
+void ck_set_fast_paths_override(int value) { ck_fast_override = value; }
+
 void ck_set_fast_paths(int enabled) {
     ck_fast_override = enabled ? ck_cpu_has_avx2_fma() : 0;
 }

@@ -54,6 +54,12 @@ __attribute__((target("avx2,fma,f16c"))) static inline float ck_hsum8(__m256 v) 
 }
 #endif
 
+/// The calling thread's path override (-1: none, else ck_fast_paths_enabled's answer), read and
+/// set around a pool chunk so a worker computes with the choice of the thread that started the
+/// task (rows.c).
+int ck_fast_paths_override(void);
+void ck_set_fast_paths_override(int value);
+
 /// Kernels for the interleaved forms: portable, AVX2 (Q4_1 and Q8_0 only), AVX-512 VNNI.
 enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };
 

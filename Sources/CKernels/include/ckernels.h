@@ -369,4 +369,46 @@ void ck_scale(float *x, float s, int n);
 /// y += x
 void ck_add(float *y, const float *x, int n);
 
+// MARK: - Row-parallel steps (rows.c)
+//
+// The steps between a pass's products over n rows, split over the pool by rows (pool may be
+// NULL; small jobs stay on the caller). Each row runs the one-row function named, so results
+// are bit for bit those of a loop over the rows on one thread.
+
+/// Row r of y (n × width) = ck_rmsnorm(row r of x, w). x and y may be the same.
+void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, int n, int width, float eps);
+/// Row r of x (n × width floats) quantized into y + r * y_row_bytes in `type` (CK_TYPE_Q8_0,
+/// CK_TYPE_Q8_1 or CK_TYPE_Q8_K, with ck_quantize_row_*). -1 for another type (nothing written).
+int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n);
+/// out = ck_gelu_mul (gelu != 0) or ck_silu_mul of gate and up, n rows of width.
+void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width);
+/// y += x over n rows of width.
+void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width);
+
+/// One sequence's new rows: RoPE (ck_rope_ext) on the query and key heads of each row t at
+/// position pos0 + t, then its keys and values as fp16 into the caches' rows pos0 + t.
+typedef struct {
+    float *q;
+    int q_stride;
+    int n_head;
+    float *k;
+    const float *v;
+    /// Floats (and halves in the caches) per key or value row: n_kv_head * head_dim.
+    int kv_stride;
+    int n_kv_head;
+    int head_dim;
+    int n_rot;
+    int pos0;
+    int n_tokens;
+    float base;
+    float freq_scale;
+    /// n_rot / 2 factors, or NULL.
+    const float *freq_factors;
+    /// 1: pairs (i, i + n_rot / 2) (NEOX); 0: adjacent pairs.
+    int halves;
+    uint16_t *k_cache;
+    uint16_t *v_cache;
+} ck_rope_kv_args;
+void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args);
+
 #endif

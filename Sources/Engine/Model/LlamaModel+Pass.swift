@@ -61,14 +61,9 @@ extension LlamaModel {
                     let vCache = segment.cache.values(layer: l)
                     let pos0 = segment.cache.count
                     let rows = segment.tokens.count
-                    for t in 0..<rows {
-                        let pos = pos0 + t
-                        let row = offset + t
-                        rope(q + row * qDim, heads: c.headCount, position: pos, base: layer.ropeBase)
-                        rope(k + row * kvDim, heads: c.headCountKV, position: pos, base: layer.ropeBase)
-                        ck_fp32_to_fp16_row(k + row * kvDim, kCache + pos * kvDim, kvDim)
-                        ck_fp32_to_fp16_row(v + row * kvDim, vCache + pos * kvDim, kvDim)
-                    }
+                    ropeAndCache(
+                        q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
+                        position: pos0, base: layer.ropeBase, keys: kCache, values: vCache)
                     list.initializeElement(
                         at: i,
                         to: ck_attention_args(
@@ -106,7 +101,7 @@ extension LlamaModel {
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
             if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             dumpTensor("attn_post_norm-\(l)", proj, count: n * dim)
-            ck_add(x, proj, Int32(n * dim))
+            ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))
 
             // Feed-forward block
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
@@ -117,10 +112,7 @@ extension LlamaModel {
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
                 activations: &ffnActivations)
-            switch arch.activation {
-            case .silu: ck_silu_mul(gateOut, upOut, act, Int32(n * ffn))
-            case .geluTanh: ck_gelu_mul(gateOut, upOut, act, Int32(n * ffn))
-            }
+            ck_rows_glu(pool.raw, arch.activation == .geluTanh ? 1 : 0, gateOut, upOut, act, Int32(n), Int32(ffn))
             dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
             dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
             dumpTensor(arch.activation == .geluTanh ? "ffn_geglu-\(l)" : "ffn_swiglu-\(l)", act, count: n * ffn)
@@ -129,7 +121,7 @@ extension LlamaModel {
             dumpTensor("ffn_out-\(l)", proj, count: n * dim)
             if let norm = layer.postFFNNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             dumpTensor("ffn_post_norm-\(l)", proj, count: n * dim)
-            ck_add(x, proj, Int32(n * dim))
+            ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))
             dumpTensor("l_out-\(l)", x, count: n * dim)
         }
         // Output head over the last row of each segment that wants logits, in one product.
@@ -159,21 +151,27 @@ extension LlamaModel {
         }
     }
 
-    /// RoPE on `heads` heads of one row at `position`, in the architecture's pairing, with the
-    /// model's frequency factors and linear scaling.
-    func rope(_ row: UnsafeMutablePointer<Float>, heads: Int, position: Int, base: Float) {
+    /// RoPE on the query and key heads of `rows` new rows of one sequence (row t at `position` +
+    /// t), in the architecture's pairing with the model's frequency factors and linear scaling,
+    /// then their keys and values as f16 into the cache's rows from `position`. Over the pool.
+    func ropeAndCache(
+        q: UnsafeMutablePointer<Float>, k: UnsafeMutablePointer<Float>, v: UnsafePointer<Float>, rows: Int,
+        position: Int, base: Float, keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>
+    ) {
         let c = config
-        let halves: Int32 = c.architecture.ropeStyle == .halves ? 1 : 0
+        func run(_ factors: UnsafePointer<Float>?) {
+            var args = ck_rope_kv_args(
+                q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v, kv_stride: Int32(c.kvDim),
+                n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim), n_rot: Int32(c.ropeDimensionCount),
+                pos0: Int32(position), n_tokens: Int32(rows), base: base, freq_scale: c.ropeFreqScale,
+                freq_factors: factors, halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys,
+                v_cache: values)
+            ck_rows_rope_kv(pool.raw, &args)
+        }
         if let factors = ropeFrequencyFactors {
-            factors.withUnsafeBufferPointer {
-                ck_rope_ext(
-                    row, Int32(heads), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(position), base,
-                    c.ropeFreqScale, $0.baseAddress, halves)
-            }
+            factors.withUnsafeBufferPointer { run($0.baseAddress) }
         } else {
-            ck_rope_ext(
-                row, Int32(heads), Int32(c.headDim), Int32(c.ropeDimensionCount), Int32(position), base,
-                c.ropeFreqScale, nil, halves)
+            run(nil)
         }
     }
 
@@ -190,9 +188,7 @@ extension LlamaModel {
         width: Int
     ) {
         weight.withUnsafeBufferPointer { w in
-            for t in 0..<n {
-                ck_rmsnorm(input + t * width, w.baseAddress!, out + t * width, Int32(width), config.rmsNormEpsilon)
-            }
+            ck_rows_rmsnorm(pool.raw, input, w.baseAddress!, out, Int32(n), Int32(width), config.rmsNormEpsilon)
         }
     }
 
@@ -263,9 +259,9 @@ extension LlamaModel {
     /// share an input).
     func quantize(_ a: inout PreparedActivations, as form: GGMLType, rowBytes: Int) {
         guard a.form != form else { return }
-        for t in 0..<a.n {
-            form.quantizeActivations(a.source + t * a.columns, into: quantized + t * rowBytes, count: a.columns)
-        }
+        let status = ck_rows_quantize(
+            pool.raw, Int32(form.rawValue), a.source, Int32(a.columns), quantized, rowBytes, Int32(a.n))
+        precondition(status == 0, "\(form) is not an activation form")
         a.form = form
     }
 

@@ -1,0 +1,168 @@
+// The steps between a pass's matrix products (RMSNorm, activation quantizing, the gated
+// activation, RoPE with the KV cache writes, the residual add), split over the pool by rows.
+// Each row runs the one-row function (ck_rmsnorm, ck_quantize_row_*, ck_gelu_mul, ...), so the
+// result is bit for bit a loop over the rows on one thread; only who computes which rows
+// changes. On one thread these steps left the other core idle for ~19 % of a 2-thread prompt
+// (INFERD_POOL_PROFILE=1, Gemma 3 pp512). Small jobs (decode's one row) stay on the caller: a
+// pool task costs a few microseconds, more than normalizing a row.
+#include "internal.h"
+
+// Below this many floats of work a step runs on the calling thread alone.
+#define CK_ROWS_MIN_PARALLEL 8192
+// About this many floats per chunk: enough chunks for the caller to even out a slow worker.
+#define CK_ROWS_CHUNK_FLOATS 8192
+
+typedef void (*rows_fn)(const void *job, int r0, int r1);
+
+typedef struct {
+    rows_fn fn;
+    const void *job;
+    int n, rows_per_chunk, fast;
+} rows_task;
+
+// Pool tasks take the path choice of the thread that starts them (ck_set_fast_paths is
+// per thread, for tests): a worker adopts it for the chunk and puts its own back after.
+static void rows_chunk(void *ctx, int chunk, int thread) {
+    const rows_task *t = (const rows_task *)ctx;
+    const int r0 = chunk * t->rows_per_chunk;
+    const int r1 = r0 + t->rows_per_chunk < t->n ? r0 + t->rows_per_chunk : t->n;
+    if (thread == 0) {
+        t->fn(t->job, r0, r1);
+        return;
+    }
+    const int saved = ck_fast_paths_override();
+    ck_set_fast_paths_override(t->fast);
+    t->fn(t->job, r0, r1);
+    ck_set_fast_paths_override(saved);
+}
+
+// Runs fn over rows 0..<n of `width` floats each, split over the pool when the work is large.
+static void run_rows(ck_pool *pool, rows_fn fn, const void *job, int n, int width) {
+    const int nth = ck_pool_size(pool);
+    if (n <= 0) return;
+    if (nth <= 1 || n < 2 || (size_t)n * (size_t)width < CK_ROWS_MIN_PARALLEL) {
+        fn(job, 0, n);
+        return;
+    }
+    int per = CK_ROWS_CHUNK_FLOATS / (width > 0 ? width : 1);
+    if (per < 1) per = 1;
+    // At least two chunks per thread.
+    const int most = (n + 2 * nth - 1) / (2 * nth);
+    if (per > most) per = most;
+    rows_task t = {fn, job, n, per, ck_fast_paths_enabled()};
+    ck_pool_run_chunks(pool, rows_chunk, &t, (n + per - 1) / per);
+}
+
+// MARK: - RMSNorm
+
+typedef struct {
+    const float *x, *w;
+    float *y;
+    int width;
+    float eps;
+} rmsnorm_job;
+
+static void rmsnorm_rows(const void *job, int r0, int r1) {
+    const rmsnorm_job *j = (const rmsnorm_job *)job;
+    for (int r = r0; r < r1; r++) {
+        ck_rmsnorm(j->x + (size_t)r * j->width, j->w, j->y + (size_t)r * j->width, j->width, j->eps);
+    }
+}
+
+void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, int n, int width, float eps) {
+    const rmsnorm_job j = {x, w, y, width, eps};
+    run_rows(pool, rmsnorm_rows, &j, n, width);
+}
+
+// MARK: - Activation quantizing
+
+typedef struct {
+    int type;
+    const float *x;
+    int width;
+    char *y;
+    size_t y_row_bytes;
+} quantize_job;
+
+static void quantize_rows(const void *job, int r0, int r1) {
+    const quantize_job *j = (const quantize_job *)job;
+    for (int r = r0; r < r1; r++) {
+        const float *x = j->x + (size_t)r * j->width;
+        void *y = j->y + (size_t)r * j->y_row_bytes;
+        switch (j->type) {
+        case CK_TYPE_Q8_0: ck_quantize_row_q8_0(x, (ck_block_q8_0 *)y, j->width); break;
+        case CK_TYPE_Q8_1: ck_quantize_row_q8_1(x, (ck_block_q8_1 *)y, j->width); break;
+        default: ck_quantize_row_q8_K(x, (ck_block_q8_K *)y, j->width); break;
+        }
+    }
+}
+
+int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n) {
+    if (type != CK_TYPE_Q8_0 && type != CK_TYPE_Q8_1 && type != CK_TYPE_Q8_K) return -1;
+    const quantize_job j = {type, x, width, (char *)y, y_row_bytes};
+    run_rows(pool, quantize_rows, &j, n, width);
+    return 0;
+}
+
+// MARK: - Gated activation and residual add
+
+typedef struct {
+    int gelu;
+    const float *gate, *up;
+    float *out;
+    int width;
+} glu_job;
+
+static void glu_rows(const void *job, int r0, int r1) {
+    const glu_job *j = (const glu_job *)job;
+    const size_t at = (size_t)r0 * j->width;
+    const int count = (r1 - r0) * j->width;
+    if (j->gelu) {
+        ck_gelu_mul(j->gate + at, j->up + at, j->out + at, count);
+    } else {
+        ck_silu_mul(j->gate + at, j->up + at, j->out + at, count);
+    }
+}
+
+void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width) {
+    const glu_job j = {gelu, gate, up, out, width};
+    run_rows(pool, glu_rows, &j, n, width);
+}
+
+typedef struct {
+    float *y;
+    const float *x;
+    int width;
+} add_job;
+
+static void add_rows(const void *job, int r0, int r1) {
+    const add_job *j = (const add_job *)job;
+    const size_t at = (size_t)r0 * j->width;
+    ck_add(j->y + at, j->x + at, (r1 - r0) * j->width);
+}
+
+void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width) {
+    const add_job j = {y, x, width};
+    run_rows(pool, add_rows, &j, n, width);
+}
+
+// MARK: - RoPE and the KV cache
+
+static void rope_kv_rows(const void *job, int r0, int r1) {
+    const ck_rope_kv_args *a = (const ck_rope_kv_args *)job;
+    for (int t = r0; t < r1; t++) {
+        float *q = a->q + (size_t)t * a->q_stride;
+        float *k = a->k + (size_t)t * a->kv_stride;
+        const int pos = a->pos0 + t;
+        ck_rope_ext(q, a->n_head, a->head_dim, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors, a->halves);
+        ck_rope_ext(k, a->n_kv_head, a->head_dim, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors, a->halves);
+        ck_fp32_to_fp16_row(k, a->k_cache + (size_t)pos * a->kv_stride, (size_t)a->n_kv_head * a->head_dim);
+        ck_fp32_to_fp16_row(a->v + (size_t)t * a->kv_stride, a->v_cache + (size_t)pos * a->kv_stride,
+                            (size_t)a->n_kv_head * a->head_dim);
+    }
+}
+
+void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args) {
+    // RoPE's angles (a cosine and a sine per pair, twice) make a row cost several of its width.
+    run_rows(pool, rope_kv_rows, args, args->n_tokens, 4 * (args->n_head + args->n_kv_head) * args->head_dim);
+}
