@@ -47,6 +47,7 @@ static int q5_0_form(void) {
 }
 
 size_t ck_interleaved_group_bytes(int type, int k) {
+    if (type == CK_TYPE_Q4_K) return k > 0 && k % CK_QK_K == 0 ? ck_q4_kx8_group_bytes(k) : 0;
     if (k <= 0 || k % CK_QK != 0) return 0;
     const size_t nb = (size_t)(k / CK_QK);
     switch (type) {
@@ -75,6 +76,10 @@ static void widen_q5_0_block(const char *src, size_t src_row_bytes, int b, ck_bl
 int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int k, void *dst) {
     const size_t group_bytes = ck_interleaved_group_bytes(type, k);
     if (group_bytes == 0 || rows <= 0 || rows % 8 != 0) return -1;
+    if (type == CK_TYPE_Q4_K) {
+        ck_interleave_q4_kx8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_Q4_K_X8;
+    }
     const int nb = k / CK_QK;
     const int form = type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? q5_0_form() : CK_TYPE_Q8_0_X8;
     for (int g = 0; g < rows / 8; g++) {

@@ -32,9 +32,27 @@ typedef struct {
     uint8_t qs[128];
 } ck_block_q5_0x8;
 
+// Q4_K × 8 rows, one 256-value super-block (1,184 bytes; 1,152 as Q4_K): d[8], dmin[8] as fp16;
+// the 6-bit scales and mins unpacked, sc[s][r] and m[s][r] for group s of row r; then 32
+// vectors of 32 bytes: vector 8j + c, lane r = row r's qs[32j + 4c..32j + 4c + 3], whose low
+// nibbles are values 64j + 4c.. (group 2j) and high nibbles values 64j + 32 + 4c.. (group 2j + 1).
+typedef struct {
+    uint16_t d[8];
+    uint16_t dmin[8];
+    uint8_t sc[8][8];
+    uint8_t m[8][8];
+    uint8_t qs[1024];
+} ck_block_q4_Kx8;
+
+_Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
+
+/// Q4_K's form (interleave_q4_k.c): bytes per group of eight rows of k columns (k a multiple of
+/// 256), and the interleaving.
+size_t ck_q4_kx8_group_bytes(int k);
+void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 
 #if CK_X86
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into

@@ -1,0 +1,185 @@
+// Q4_K re-laid out at load time for eight rows per VNNI instruction, as interleave.c does for
+// the 32-value types.
+//
+// Per row and token, ggml's Q4_K products (and ours, dot_kquants.c) sum every 32-value group's
+// products exactly as integers, weight them by the group's 6-bit scale, and then spend two
+// scalar FMAs per step (per super-block in its one-token order, per 64 values in its four-token
+// order). Done a row at a time that is a horizontal reduction and scalar arithmetic per step
+// and token. With eight rows in the lanes of a vector (lane r: row r) the group sums come out
+// of vpdpbusd already separated by row, the scales multiply them lane by lane, and the FMAs are
+// the same FMAs on eight rows at once: every row's arithmetic is that of its per-row kernel, bit
+// for bit, in either order. Only CPUs with AVX-512 VNNI get this form (ck_interleaving_pays).
+#include <string.h>
+
+#include "interleave_forms.h"
+
+size_t ck_q4_kx8_group_bytes(int k) { return (size_t)(k / CK_QK_K) * sizeof(ck_block_q4_Kx8); }
+
+void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst) {
+    const int nb = k / CK_QK_K;
+    for (int g = 0; g < rows / 8; g++) {
+        ck_block_q4_Kx8 *out = (ck_block_q4_Kx8 *)((char *)dst + (size_t)g * ck_q4_kx8_group_bytes(k));
+        for (int b = 0; b < nb; b++, out++) {
+            for (int r = 0; r < 8; r++) {
+                const ck_block_q4_K *in = (const ck_block_q4_K *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
+                out->d[r] = in->d;
+                out->dmin[r] = in->dmin;
+                for (int s = 0; s < 8; s++) ck_scale_min_k4(s, in->scales, &out->sc[s][r], &out->m[s][r]);
+                for (int j = 0; j < 4; j++) {
+                    for (int c = 0; c < 8; c++) memcpy(out->qs + 32 * (8 * j + c) + 4 * r, in->qs + 32 * j + 4 * c, 4);
+                }
+            }
+        }
+    }
+}
+
+// MARK: - Portable (the reference beside the VNNI kernel)
+
+// Eight rows against one activation row, lane by lane the arithmetic of dot_q4_k_ordered
+// (dot_kquants.c): per step of `pairs ? 64 : 256` values one FMA of the exact scaled sum and one
+// of the exact mins sum.
+static void group_q4_kx8_portable(int nb, const ck_block_q4_Kx8 *w, const ck_block_q8_K *a, int pairs, float *y) {
+    float acc[8] = {0}, acc_m[8] = {0};
+    for (int b = 0; b < nb; b++) {
+        for (int r = 0; r < 8; r++) {
+            const float d = ck_fp16_to_fp32(w[b].d[r]) * a[b].d, dmin = ck_fp16_to_fp32(w[b].dmin[r]) * a[b].d;
+            int sumi = 0, summ = 0;
+            for (int s = 0; s < 8; s++) {
+                int sum = 0;
+                for (int e = 0; e < 32; e++) {
+                    const uint8_t byte = w[b].qs[32 * (8 * (s / 2) + e / 4) + 4 * r + e % 4];
+                    sum += (s % 2 ? byte >> 4 : byte & 0x0f) * a[b].qs[32 * s + e];
+                }
+                sumi += w[b].sc[s][r] * sum;
+                summ += w[b].m[s][r] * (a[b].bsums[2 * s] + a[b].bsums[2 * s + 1]);
+                if (s % 2 == 1 && (pairs || s == 7)) {
+                    acc[r] = fmaf((float)sumi, d, acc[r]);
+                    acc_m[r] = fmaf((float)summ, dmin, acc_m[r]);
+                    sumi = summ = 0;
+                }
+            }
+        }
+    }
+    for (int r = 0; r < 8; r++) y[r] = acc[r] - acc_m[r];
+}
+
+// MARK: - VNNI
+
+#if CK_X86
+#define CK_Q4KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+
+static inline __attribute__((always_inline)) CK_Q4KX8_VNNI __m256i bcast4_q4k(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// Eight rows' scales (or mins) of group s as eight int32 lanes.
+static inline __attribute__((always_inline)) CK_Q4KX8_VNNI __m256i lanes_u8(const uint8_t *p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+// Eight rows × T tokens (a constant after inlining), the weights unpacked once for all T.
+static inline __attribute__((always_inline)) CK_Q4KX8_VNNI void tile_q4_kx8(int nb, const ck_block_q4_Kx8 *w,
+                                                                           const ck_block_q8_K *const *x,
+                                                                           const int *pairs, float *const *y,
+                                                                           const int T) {
+    __m256 acc[4], acc_m[4];
+    for (int t = 0; t < T; t++) acc[t] = acc_m[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int b = 0; b < nb; b++) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin));
+        __m256 d[4], dmin[4];
+        __m256i sumi[4], summ[4];
+        for (int t = 0; t < T; t++) {
+            const __m256 ad = _mm256_set1_ps(x[t][b].d);
+            d[t] = _mm256_mul_ps(dw, ad);
+            dmin[t] = _mm256_mul_ps(dmw, ad);
+            sumi[t] = summ[t] = _mm256_setzero_si256();
+        }
+        for (int j = 0; j < 4; j++) {
+            // Groups 2j (low nibbles) and 2j + 1 (high nibbles), their exact sums per row.
+            __m256i lo_sum[4], hi_sum[4];
+            for (int t = 0; t < T; t++) lo_sum[t] = hi_sum[t] = _mm256_setzero_si256();
+            for (int c = 0; c < 8; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 * j + c)));
+                const __m256i lo = _mm256_and_si256(v, m4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                for (int t = 0; t < T; t++) {
+                    lo_sum[t] = _mm256_dpbusd_epi32(lo_sum[t], lo, bcast4_q4k(x[t][b].qs + 64 * j + 4 * c));
+                    hi_sum[t] = _mm256_dpbusd_epi32(hi_sum[t], hi, bcast4_q4k(x[t][b].qs + 64 * j + 32 + 4 * c));
+                }
+            }
+            const __m256i sl = lanes_u8(w[b].sc[2 * j]), sh = lanes_u8(w[b].sc[2 * j + 1]);
+            const __m256i ml = lanes_u8(w[b].m[2 * j]), mh = lanes_u8(w[b].m[2 * j + 1]);
+            for (int t = 0; t < T; t++) {
+                const int16_t *bs = x[t][b].bsums;
+                const __m256i s = _mm256_add_epi32(_mm256_mullo_epi32(lo_sum[t], sl), _mm256_mullo_epi32(hi_sum[t], sh));
+                const __m256i m = _mm256_add_epi32(_mm256_mullo_epi32(ml, _mm256_set1_epi32(bs[4 * j] + bs[4 * j + 1])),
+                                                   _mm256_mullo_epi32(mh, _mm256_set1_epi32(bs[4 * j + 2] + bs[4 * j + 3])));
+                if (pairs[t]) {
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d[t], acc[t]);
+                    acc_m[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), dmin[t], acc_m[t]);
+                } else {
+                    sumi[t] = _mm256_add_epi32(sumi[t], s);
+                    summ[t] = _mm256_add_epi32(summ[t], m);
+                }
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            if (pairs[t]) continue;
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), d[t], acc[t]);
+            acc_m[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ[t]), dmin[t], acc_m[t]);
+        }
+    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_sub_ps(acc[t], acc_m[t]));
+}
+
+CK_Q4KX8_VNNI static void groups_q4_kx8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                             const ck_block_q8_K *const *x, const int *pairs, float *const *y,
+                                             int T) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_q4_Kx8 *wg = (const ck_block_q4_Kx8 *)(w + (size_t)g * group_bytes);
+        float *yg[4];
+        for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
+        int t = 0;
+        for (; t + 4 <= T; t += 4) tile_q4_kx8(nb, wg, x + t, pairs + t, yg + t, 4);
+        for (; t + 2 <= T; t += 2) tile_q4_kx8(nb, wg, x + t, pairs + t, yg + t, 2);
+        if (t < T) tile_q4_kx8(nb, wg, x + t, pairs + t, yg + t, 1);
+    }
+}
+#endif
+
+// MARK: - Matrix product over a range of rows
+
+// Token t takes ggml's four-token order where the row's order says so (CK_ORDER_GROUP4), or,
+// without orders, in whole groups of four from the first; its one-token order otherwise.
+void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+    const int nb = p->k / CK_QK_K;
+    const char *w = (const char *)p->w;
+    const char *x = (const char *)p->x;
+    const int whole = p->n - p->n % 4;
+    for (int t0 = 0; t0 < p->n; t0 += 4) {
+        const int T = p->n - t0 < 4 ? p->n - t0 : 4;
+        const ck_block_q8_K *xs[4];
+        float *ys[4];
+        int pairs[4];
+        for (int t = 0; t < T; t++) {
+            xs[t] = (const ck_block_q8_K *)(x + (size_t)(t0 + t) * p->x_row_bytes);
+            ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
+            pairs[t] = p->orders ? (p->orders[t0 + t] & CK_ORDER_GROUP4) != 0 : t0 + t < whole;
+        }
+#if CK_X86
+        if (fast == CK_INTERLEAVED_VNNI) {
+            groups_q4_kx8_vnni(nb, w, p->w_row_bytes, r0 / 8, r1 / 8, xs, pairs, ys, T);
+            continue;
+        }
+#endif
+        (void)fast;
+        for (int g = r0 / 8; g < r1 / 8; g++) {
+            const ck_block_q4_Kx8 *wg = (const ck_block_q4_Kx8 *)(w + (size_t)g * p->w_row_bytes);
+            for (int t = 0; t < T; t++) group_q4_kx8_portable(nb, wg, xs[t], pairs[t], ys[t] + 8 * g);
+        }
+    }
+}

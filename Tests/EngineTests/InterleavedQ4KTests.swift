@@ -1,0 +1,98 @@
+import CKernels
+import Testing
+
+@testable import Engine
+
+/// Q4_K's interleaved form (eight rows per super-block, made at load time where the CPU has
+/// AVX-512 VNNI) against the per-row kernels on the file layout: bit for bit in both of ggml's
+/// orders (one FMA per super-block for a token alone, per 64 values for tokens in whole groups
+/// of four), whichever order each token has, on the VNNI and the portable kernels.
+@Suite(.serialized)
+struct InterleavedQ4KTests {
+    static let type = Int32(GGMLType.q4_K.rawValue)
+
+    static func product(
+        type: Int32, weights: [UInt8], stride: Int, rows: Int, k: Int, activations: [UInt8], n: Int,
+        orders: [UInt8]?, pool: ComputePool?
+    ) -> [Float] {
+        var y = [Float](repeating: .nan, count: n * rows)
+        weights.withUnsafeBytes { wb in
+            activations.withUnsafeBytes { xb in
+                y.withUnsafeMutableBufferPointer { yb in
+                    func run(_ o: UnsafePointer<UInt8>?) {
+                        var args = ck_matmul_args(
+                            type: type, w: wb.baseAddress!, w_row_bytes: stride, rows: Int32(rows), k: Int32(k),
+                            x: xb.baseAddress!, x_row_bytes: activations.count / n, n: Int32(n),
+                            y: yb.baseAddress!, ldy: Int32(rows), orders: o)
+                        ck_matmul(pool?.raw, &args)
+                    }
+                    if let orders { orders.withUnsafeBufferPointer { run($0.baseAddress) } } else { run(nil) }
+                }
+            }
+        }
+        return y
+    }
+
+    @Test func theFormIsMadeWhereTheCPUHasVNNI() {
+        #expect(ck_interleaving_pays(Self.type) == (InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
+        // 8 rows of k = 256: one super-block per row; k = 640 is not whole super-blocks.
+        #expect(ck_interleaved_group_bytes(Self.type, 256) == 1184)
+        #expect(ck_interleaved_group_bytes(Self.type, 640) == 0)
+    }
+
+    @Test func interleavedProductsAreThePerRowProductsInEachOrder() throws {
+        let pool = ComputePool(threads: 2)
+        var rng = SeededRandom(seed: 4_747)
+        for (rows, k) in [(8, 256), (24, 512), (136, 1024)] {
+            let file = RandomWeights.matrix(.q4_K, rows: rows, columns: k, scale: 0.4, rng: &rng)
+            let rowBytes = file.count / rows
+            let groupBytes = ck_interleaved_group_bytes(Self.type, Int32(k))
+            #expect(groupBytes == k / 256 * 1184)
+            var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+            let packedType = file.withUnsafeBytes { src in
+                packed.withUnsafeMutableBytes { dst in
+                    ck_interleave(Self.type, src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+                }
+            }
+            try #require(packedType == Int32(CK_TYPE_Q4_K_X8))
+            for n in [1, 2, 3, 4, 5, 7, 9] {
+                var activations: [UInt8] = []
+                for _ in 0..<n {
+                    let x = rng.floats(k, 2)
+                    var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
+                    q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
+                    activations += q
+                }
+                // No orders (whole groups of four from the first), and per-token orders with
+                // groups of four in the middle and tokens alone on both sides.
+                let mixed = (0..<n).map { t in UInt8(t >= 1 && t < 1 + (n - 1) / 4 * 4 ? CK_ORDER_GROUP4 : 0) }
+                // The two orders round differently: a kernel that mixed them up would be caught.
+                let all = Self.product(
+                    type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
+                    n: n, orders: [UInt8](repeating: UInt8(CK_ORDER_GROUP4), count: n), pool: nil)
+                let none = Self.product(
+                    type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
+                    n: n, orders: [UInt8](repeating: 0, count: n), pool: nil)
+                #expect(zip(all, none).contains { $0.bitPattern != $1.bitPattern }, "rows=\(rows) k=\(k) n=\(n)")
+                for orders in [nil, mixed] {
+                    bothPaths { path in
+                        let perRow = Self.product(
+                            type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k,
+                            activations: activations, n: n, orders: orders, pool: nil)
+                        for usePool in [false, true] {
+                            let got = Self.product(
+                                type: packedType, weights: packed, stride: groupBytes, rows: rows, k: k,
+                                activations: activations, n: n, orders: orders, pool: usePool ? pool : nil)
+                            for i in got.indices where got[i].bitPattern != perRow[i].bitPattern {
+                                Issue.record(
+                                    "\(path) rows=\(rows) k=\(k) n=\(n) orders=\(orders ?? []) pool=\(usePool): out \(i) \(got[i]) vs \(perRow[i])"
+                                )
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
