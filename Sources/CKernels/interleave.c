@@ -48,6 +48,7 @@ static int q5_0_form(void) {
 
 size_t ck_interleaved_group_bytes(int type, int k) {
     if (type == CK_TYPE_Q4_K) return k > 0 && k % CK_QK_K == 0 ? ck_q4_kx8_group_bytes(k) : 0;
+    if (type == CK_TYPE_Q6_K) return k > 0 && k % CK_QK_K == 0 ? ck_q6_kx8_group_bytes(k) : 0;
     if (k <= 0 || k % CK_QK != 0) return 0;
     const size_t nb = (size_t)(k / CK_QK);
     switch (type) {
@@ -79,6 +80,10 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     if (type == CK_TYPE_Q4_K) {
         ck_interleave_q4_kx8(src, src_row_bytes, rows, k, dst);
         return CK_TYPE_Q4_K_X8;
+    }
+    if (type == CK_TYPE_Q6_K) {
+        ck_interleave_q6_kx8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_Q6_K_X8;
     }
     const int nb = k / CK_QK;
     const int form = type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? q5_0_form() : CK_TYPE_Q8_0_X8;

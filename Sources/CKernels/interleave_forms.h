@@ -44,7 +44,17 @@ typedef struct {
     uint8_t qs[1024];
 } ck_block_q4_Kx8;
 
+// Q6_K × 8 rows, one super-block (2,192 bytes; 1,680 as Q6_K): d[8] as fp16; scales[s][r], the
+// int8 scale of group s (16 values) of row r; then the 6-bit values unpacked into bytes q + 32
+// (0..63), 64 vectors of 32 bytes: vector ch, lane r = row r's values 4ch..4ch+3.
+typedef struct {
+    uint16_t d[8];
+    int8_t scales[16][8];
+    uint8_t q[2048];
+} ck_block_q6_Kx8;
+
 _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
+_Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
@@ -53,6 +63,9 @@ _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 /// 256), and the interleaving.
 size_t ck_q4_kx8_group_bytes(int k);
 void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+/// The same for Q6_K's form (interleave_q6_k.c).
+size_t ck_q6_kx8_group_bytes(int k);
+void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 
 #if CK_X86
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into

@@ -69,6 +69,8 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
 /// The same for Q4_K's form (interleave_q4_k.c): every token in its order (ck_matmul_args.orders),
 /// with the VNNI kernel for CK_INTERLEAVED_VNNI, else the portable one.
 void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// And Q6_K's (interleave_q6_k.c): tokens flagged CK_ORDER_TILED in the tiled order.
+void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 
 // MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
 

@@ -3,13 +3,15 @@ import Testing
 
 @testable import Engine
 
-/// Q4_K's interleaved form (eight rows per super-block, made at load time where the CPU has
-/// AVX-512 VNNI) against the per-row kernels on the file layout: bit for bit in both of ggml's
-/// orders (one FMA per super-block for a token alone, per 64 values for tokens in whole groups
-/// of four), whichever order each token has, on the VNNI and the portable kernels.
+/// The K-quants' interleaved forms (eight rows per super-block, made at load time where the CPU
+/// has AVX-512 VNNI) against the per-row kernels on the file layout, bit for bit in each of
+/// ggml's orders, whichever order each token has, on every path: Q4_K's one-token order (one
+/// FMA per super-block) and four-token order (per 64 values, tokens in whole groups of four);
+/// Q6_K's one-token order (eight lanes per row) and tiled order (micro-batches of 8+ rows).
 @Suite(.serialized)
-struct InterleavedQ4KTests {
-    static let type = Int32(GGMLType.q4_K.rawValue)
+struct InterleavedKQuantTests {
+    static let group4 = UInt8(CK_ORDER_GROUP4)
+    static let tiled = UInt8(CK_ORDER_TILED)
 
     static func product(
         type: Int32, weights: [UInt8], stride: Int, rows: Int, k: Int, activations: [UInt8], n: Int,
@@ -33,28 +35,33 @@ struct InterleavedQ4KTests {
         return y
     }
 
-    @Test func theFormIsMadeWhereTheCPUHasVNNI() {
-        #expect(ck_interleaving_pays(Self.type) == (InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
+    @Test(arguments: [(GGMLType.q4_K, 1184), (.q6_K, 2192)])
+    func theFormIsMadeWhereTheCPUHasVNNI(type: GGMLType, blockBytes: Int) {
+        let t = Int32(type.rawValue)
+        #expect(ck_interleaving_pays(t) == (InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
         // 8 rows of k = 256: one super-block per row; k = 640 is not whole super-blocks.
-        #expect(ck_interleaved_group_bytes(Self.type, 256) == 1184)
-        #expect(ck_interleaved_group_bytes(Self.type, 640) == 0)
+        #expect(ck_interleaved_group_bytes(t, 256) == blockBytes)
+        #expect(ck_interleaved_group_bytes(t, 640) == 0)
     }
 
-    @Test func interleavedProductsAreThePerRowProductsInEachOrder() throws {
+    @Test(arguments: [GGMLType.q4_K, .q6_K])
+    func interleavedProductsAreThePerRowProductsInEachOrder(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
-        var rng = SeededRandom(seed: 4_747)
+        var rng = SeededRandom(seed: 4_747 + UInt64(type.rawValue))
+        let kernelType = Int32(type.rawValue)
+        let form = type == .q4_K ? Int32(CK_TYPE_Q4_K_X8) : Int32(CK_TYPE_Q6_K_X8)
         for (rows, k) in [(8, 256), (24, 512), (136, 1024)] {
-            let file = RandomWeights.matrix(.q4_K, rows: rows, columns: k, scale: 0.4, rng: &rng)
+            let file = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
             let rowBytes = file.count / rows
-            let groupBytes = ck_interleaved_group_bytes(Self.type, Int32(k))
-            #expect(groupBytes == k / 256 * 1184)
+            let groupBytes = ck_interleaved_group_bytes(kernelType, Int32(k))
+            #expect(groupBytes == k / 256 * (type == .q4_K ? 1184 : 2192))
             var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
             let packedType = file.withUnsafeBytes { src in
                 packed.withUnsafeMutableBytes { dst in
-                    ck_interleave(Self.type, src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+                    ck_interleave(kernelType, src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
                 }
             }
-            try #require(packedType == Int32(CK_TYPE_Q4_K_X8))
+            try #require(packedType == form)
             for n in [1, 2, 3, 4, 5, 7, 9] {
                 var activations: [UInt8] = []
                 for _ in 0..<n {
@@ -65,19 +72,21 @@ struct InterleavedQ4KTests {
                 }
                 // No orders (whole groups of four from the first), and per-token orders with
                 // groups of four in the middle and tokens alone on both sides.
-                let mixed = (0..<n).map { t in UInt8(t >= 1 && t < 1 + (n - 1) / 4 * 4 ? CK_ORDER_GROUP4 : 0) }
+                let mixed = (0..<n).map { t in t >= 1 && t < 1 + (n - 1) / 4 * 4 ? Self.group4 | Self.tiled : 0 }
+                // Q6_K's tiled tokens need not come in fours: every other one here.
+                let alternate = (0..<n).map { t in t % 2 == 0 ? Self.tiled : 0 }
                 // The two orders round differently: a kernel that mixed them up would be caught.
                 let all = Self.product(
-                    type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
-                    n: n, orders: [UInt8](repeating: UInt8(CK_ORDER_GROUP4), count: n), pool: nil)
+                    type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
+                    n: n, orders: [UInt8](repeating: Self.group4 | Self.tiled, count: n), pool: nil)
                 let none = Self.product(
-                    type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
+                    type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
                     n: n, orders: [UInt8](repeating: 0, count: n), pool: nil)
                 #expect(zip(all, none).contains { $0.bitPattern != $1.bitPattern }, "rows=\(rows) k=\(k) n=\(n)")
-                for orders in [nil, mixed] {
+                for orders in [nil, mixed, alternate] {
                     bothPaths { path in
                         let perRow = Self.product(
-                            type: Self.type, weights: file, stride: rowBytes, rows: rows, k: k,
+                            type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k,
                             activations: activations, n: n, orders: orders, pool: nil)
                         for usePool in [false, true] {
                             let got = Self.product(
