@@ -60,6 +60,12 @@ __attribute__((target("avx2,fma,f16c"))) static inline float ck_hsum8(__m256 v) 
 int ck_fast_paths_override(void);
 void ck_set_fast_paths_override(int value);
 
+/// ck_rope_ext in its two halves: a position's cosines and sines (cs[i], cs[i + 1] for pair
+/// i / 2; n_rot floats), and their rotation of n_heads heads. rows.c builds the table once for a
+/// row's queries and keys.
+void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors);
+void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves);
+
 /// Kernels for the interleaved forms: portable, AVX2 (Q4_1 and Q8_0 only), AVX-512 VNNI.
 enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };
 

@@ -17,11 +17,9 @@ void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base
     ck_rope_ext(x, n_heads, head_dim, n_rot, pos, base, 1.0f, NULL, 0);
 }
 
-void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
-                 const float *freq_factors, int halves) {
+void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors) {
     // Angles as ggml builds them: theta starts at pos and is multiplied by base^(-2/n_rot) per
     // pair; a pair's angle is scaled by freq_scale and divided by its frequency factor.
-    float cs[2 * CK_MAX_HEAD_DIM];
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int i = 0; i < n_rot; i += 2) {
@@ -31,6 +29,9 @@ void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float 
         cs[i + 1] = sinf(angle);
         theta *= theta_scale;
     }
+}
+
+void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves) {
     // Pair i is (2i, 2i + 1) in the adjacent mode, (i, i + n_rot / 2) over halves (NEOX).
     const int stride = halves ? n_rot / 2 : 1;
     for (int h = 0; h < n_heads; h++) {
@@ -42,6 +43,13 @@ void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float 
             v[a + stride] = fmaf(x0, cs[i + 1], x1 * cs[i]);
         }
     }
+}
+
+void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
+                 const float *freq_factors, int halves) {
+    float cs[2 * CK_MAX_HEAD_DIM];
+    ck_rope_angles(cs, n_rot, pos, base, freq_scale, freq_factors);
+    ck_rope_apply(x, n_heads, head_dim, n_rot, cs, halves);
 }
 
 void ck_softmax(float *x, int n) {

@@ -154,8 +154,11 @@ static void rope_kv_rows(const void *job, int r0, int r1) {
         float *q = a->q + (size_t)t * a->q_stride;
         float *k = a->k + (size_t)t * a->kv_stride;
         const int pos = a->pos0 + t;
-        ck_rope_ext(q, a->n_head, a->head_dim, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors, a->halves);
-        ck_rope_ext(k, a->n_kv_head, a->head_dim, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors, a->halves);
+        // One table of angles for the row's queries and keys (ck_rope_ext would build it twice).
+        float cs[2 * CK_MAX_HEAD_DIM];
+        ck_rope_angles(cs, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors);
+        ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
+        ck_rope_apply(k, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
         ck_fp32_to_fp16_row(k, a->k_cache + (size_t)pos * a->kv_stride, (size_t)a->n_kv_head * a->head_dim);
         ck_fp32_to_fp16_row(a->v + (size_t)t * a->kv_stride, a->v_cache + (size_t)pos * a->kv_stride,
                             (size_t)a->n_kv_head * a->head_dim);
@@ -163,6 +166,6 @@ static void rope_kv_rows(const void *job, int r0, int r1) {
 }
 
 void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args) {
-    // RoPE's angles (a cosine and a sine per pair, twice) make a row cost several of its width.
+    // RoPE's angles (a cosine and a sine per pair) make a row cost several of its width.
     run_rows(pool, rope_kv_rows, args, args->n_tokens, 4 * (args->n_head + args->n_kv_head) * args->head_dim);
 }
