@@ -177,53 +177,49 @@ CK_Q6KX8_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t
 
 // MARK: - Matrix product over a range of rows
 
+// Rows r0..<r1 against `count` tokens all in one order: tiled (up to four) or not (one).
+static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, const ck_block_q8_K *const *xs,
+                          float *const *ys, int count) {
+    const int nb = p->k / CK_QK_K;
+    const char *w = (const char *)p->w;
+    const size_t gb = p->w_row_bytes;
+#if CK_X86
+    if (fast == CK_INTERLEAVED_VNNI) {
+        if (tiled) {
+            groups_q6_kx8_tiled_vnni(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count);
+        } else {
+            for (int g = r0 / 8; g < r1 / 8; g++) {
+                group_q6_kx8_lanes_vnni(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), xs[0], ys[0] + 8 * g);
+            }
+        }
+        return;
+    }
+#endif
+    // The portable paths keep the portable per-row kernel's one-token order, the AVX2 ones ggml's.
+    const int order = tiled ? Q6_ORDER_TILED : fast == CK_INTERLEAVED_PORTABLE ? Q6_ORDER_SCALAR : Q6_ORDER_LANES;
+    for (int g = r0 / 8; g < r1 / 8; g++) {
+        const ck_block_q6_Kx8 *wg = (const ck_block_q6_Kx8 *)(w + (size_t)g * gb);
+        for (int u = 0; u < count; u++) group_q6_kx8_portable(nb, wg, xs[u], order, ys[u] + 8 * g);
+    }
+}
+
 // Tokens flagged CK_ORDER_TILED take the tiled order, four at a time; the others (all of them
 // without orders) the one-token order, one at a time.
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
-    const int nb = p->k / CK_QK_K;
-    const char *w = (const char *)p->w;
-    const char *x = (const char *)p->x;
-    const size_t gb = p->w_row_bytes;
-    const ck_block_q8_K *tiled[4];
-    float *tiled_y[4];
-    int pending = 0;
-    for (int t = 0; t <= p->n; t++) {
-        const int last = t == p->n;
-        const ck_block_q8_K *xt = last ? NULL : (const ck_block_q8_K *)(x + (size_t)t * p->x_row_bytes);
-        float *yt = last ? NULL : p->y + (size_t)t * p->ldy;
-        if (!last && p->orders && (p->orders[t] & CK_ORDER_TILED)) {
-            tiled[pending] = xt;
-            tiled_y[pending++] = yt;
-        }
-        if (pending == 4 || (last && pending > 0)) {
-#if CK_X86
-            if (fast == CK_INTERLEAVED_VNNI) {
-                groups_q6_kx8_tiled_vnni(nb, w, gb, r0 / 8, r1 / 8, tiled, tiled_y, pending);
-            } else
-#endif
-            {
-                for (int g = r0 / 8; g < r1 / 8; g++) {
-                    for (int u = 0; u < pending; u++) {
-                        group_q6_kx8_portable(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), tiled[u],
-                                              Q6_ORDER_TILED, tiled_y[u] + 8 * g);
-                    }
-                }
+    for (int tiled = 1; tiled >= 0; tiled--) {
+        const int most = tiled ? 4 : 1;
+        const ck_block_q8_K *xs[4];
+        float *ys[4];
+        int count = 0;
+        for (int t = 0; t < p->n; t++) {
+            if ((p->orders && (p->orders[t] & CK_ORDER_TILED)) != tiled) continue;
+            xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+            ys[count++] = p->y + (size_t)t * p->ldy;
+            if (count == most) {
+                q6_kx8_tokens(p, r0, r1, fast, tiled, xs, ys, count);
+                count = 0;
             }
-            pending = 0;
         }
-        if (last || (p->orders && (p->orders[t] & CK_ORDER_TILED))) continue;
-        for (int g = r0 / 8; g < r1 / 8; g++) {
-            const ck_block_q6_Kx8 *wg = (const ck_block_q6_Kx8 *)(w + (size_t)g * gb);
-#if CK_X86
-            if (fast == CK_INTERLEAVED_VNNI) {
-                group_q6_kx8_lanes_vnni(nb, wg, xt, yt + 8 * g);
-                continue;
-            }
-#endif
-            // The portable paths keep the portable per-row kernel's order, the AVX2 ones ggml's.
-            group_q6_kx8_portable(nb, wg, xt, fast == CK_INTERLEAVED_PORTABLE ? Q6_ORDER_SCALAR : Q6_ORDER_LANES,
-                                  yt + 8 * g);
-        }
+        if (count > 0) q6_kx8_tokens(p, r0, r1, fast, tiled, xs, ys, count);
     }
-    (void)fast;
 }
