@@ -213,18 +213,6 @@ static void group_q8_0x8_portable(int nb, const ck_block_q8_0x8 *w, const ck_blo
 #define CK_Q50_AHEAD 14  // blocks of 176 bytes
 #define CK_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-// The eight chunk accumulators of a tile added in ck_hsum8's order (lane r: row r).
-static inline __attribute__((always_inline)) CK_VNNI __m256 chunks_in_hsum8_order_vnni(const __m256 *acc) {
-    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-}
-
-static inline __attribute__((always_inline)) CK_VNNI __m256i bcast4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
 // One Q8_0 activation block against eight rows' signed chunks q[c] (lane r: row r's
 // values 4c..4c+3): each chunk's exact integer sum, |q| (128 for -128 reads as unsigned 128)
 // times x with q's sign, scaled by fp16(d_w) * fp16(d_a) in one FMA into acc[c].
@@ -233,7 +221,7 @@ static inline __attribute__((always_inline)) CK_VNNI void add_signed_chunks(__m2
     const __m256 d = _mm256_mul_ps(dw, _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
     for (int c = 0; c < 8; c++) {
         const __m256i s =
-            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]), _mm256_sign_epi8(bcast4(a->qs + 4 * c), q[c]));
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q[c]), _mm256_sign_epi8(ck_bcast4(a->qs + 4 * c), q[c]));
         acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[c]);
     }
 }
@@ -278,12 +266,12 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q4_1x8(int nb, co
             for (int c = 0; c < 8; c++) {
                 // Chunk c is elements 4c..4c+3 (c < 4) or 16+4(c-4)... (c >= 4) of the block.
                 const int e = c < 4 ? 4 * c : 16 + 4 * (c - 4);
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[c], bcast4(a->qs + e));
+                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[c], ck_bcast4(a->qs + e));
                 acc[t][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[t][c]);
             }
         }
     }
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_add_ps(chunks_in_hsum8_order_vnni(acc[t]), macc[t]));
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_add_ps(ck_chunks_in_hsum8_order(acc[t]), macc[t]));
 }
 
 static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, const ck_block_q8_0x8 *w,
@@ -304,7 +292,7 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
         for (int c = 0; c < 8; c++) q[c] = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
         for (int t = 0; t < T; t++) add_signed_chunks(acc[t], q, dw, x[t] + b);
     }
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], chunks_in_hsum8_order_vnni(acc[t]));
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], ck_chunks_in_hsum8_order(acc[t]));
 }
 
 // Eight rows × T tokens of Q5_0 (T = 1 or 2 after inlining), each row's arithmetic that of
@@ -336,7 +324,7 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q5_0x8(int nb, co
         }
         for (int t = 0; t < T; t++) add_signed_chunks(acc[t], q, dw, x[t] + b);
     }
-    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], chunks_in_hsum8_order_vnni(acc[t]));
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], ck_chunks_in_hsum8_order(acc[t]));
 }
 
 CK_VNNI static void groups_q5_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
@@ -383,6 +371,14 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 // AVX2 kernel and runs the portable one if VNNI is switched off later). Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+    if (p->type == CK_TYPE_Q4_K_X8) {
+        ck_matmul_q4_kx8_rows(p, r0, r1, fast);
+        return;
+    }
+    if (p->type == CK_TYPE_Q6_K_X8) {
+        ck_matmul_q6_kx8_rows(p, r0, r1, fast);
+        return;
+    }
     const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1
                           : p->type == CK_TYPE_Q5_0_X8 ? CK_TYPE_Q5_0
                                                        : CK_TYPE_Q8_0;

@@ -28,21 +28,10 @@
 #define CK_Q80_AHEAD_AVX2 9  // blocks of 272 bytes
 #endif
 
-CK_FAST static inline __m256i bcast4_avx2(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
 // Lane r: the sum of the four u8 × s8 products of row r (exact: |products| ≤ 15 × 128 or
 // 128 × 127 leave the 16-bit pair sums unsaturated).
 CK_FAST static inline __m256 chunk_sums(__m256i u, __m256i s) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-}
-
-CK_FAST static inline __m256 chunks_in_hsum8_order(const __m256 *acc) {
-    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
 }
 
 CK_FAST static void group_q4_1x8_avx2(int nb, const ck_block_q4_1x8 *w, const ck_block_q8_1 *x, float *y) {
@@ -68,11 +57,11 @@ CK_FAST static void group_q4_1x8_avx2(int nb, const ck_block_q4_1x8 *w, const ck
             const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
             const __m256i lo = _mm256_and_si256(v, mask);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-            acc[c] = _mm256_fmadd_ps(d, chunk_sums(lo, bcast4_avx2(a->qs + 4 * c)), acc[c]);
-            acc[4 + c] = _mm256_fmadd_ps(d, chunk_sums(hi, bcast4_avx2(a->qs + 16 + 4 * c)), acc[4 + c]);
+            acc[c] = _mm256_fmadd_ps(d, chunk_sums(lo, ck_bcast4(a->qs + 4 * c)), acc[c]);
+            acc[4 + c] = _mm256_fmadd_ps(d, chunk_sums(hi, ck_bcast4(a->qs + 16 + 4 * c)), acc[4 + c]);
         }
     }
-    _mm256_storeu_ps(y, _mm256_add_ps(chunks_in_hsum8_order(acc), macc));
+    _mm256_storeu_ps(y, _mm256_add_ps(ck_chunks_in_hsum8_order(acc), macc));
 }
 
 // The stored bytes are q (int8). As the per-row kernel, the products are |q| × (x with q's
@@ -92,11 +81,11 @@ CK_FAST static void group_q8_0x8_avx2(int nb, const ck_block_q8_0x8 *w, const ck
                                        _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(a->d))));
         for (int c = 0; c < 8; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
-            const __m256 s = chunk_sums(_mm256_sign_epi8(q, q), _mm256_sign_epi8(bcast4_avx2(a->qs + 4 * c), q));
+            const __m256 s = chunk_sums(_mm256_sign_epi8(q, q), _mm256_sign_epi8(ck_bcast4(a->qs + 4 * c), q));
             acc[c] = _mm256_fmadd_ps(d, s, acc[c]);
         }
     }
-    _mm256_storeu_ps(y, chunks_in_hsum8_order(acc));
+    _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));
 }
 
 // group_q8_0x8_avx2 for two tokens at once: each weight chunk is loaded and made unsigned once
@@ -122,8 +111,8 @@ CK_FAST static void group_q8_0x8_avx2_pair(int nb, const ck_block_q8_0x8 *w, con
                 const int e = 4 * (4 * half + c);  // chunk 4 * half + c: elements e..e+3
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(w[b].qs + 8 * e));
                 const __m256i u = _mm256_sign_epi8(q, q);
-                a0[c] = _mm256_fmadd_ps(d0, chunk_sums(u, _mm256_sign_epi8(bcast4_avx2(x0[b].qs + e), q)), a0[c]);
-                a1[c] = _mm256_fmadd_ps(d1, chunk_sums(u, _mm256_sign_epi8(bcast4_avx2(x1[b].qs + e), q)), a1[c]);
+                a0[c] = _mm256_fmadd_ps(d0, chunk_sums(u, _mm256_sign_epi8(ck_bcast4(x0[b].qs + e), q)), a0[c]);
+                a1[c] = _mm256_fmadd_ps(d1, chunk_sums(u, _mm256_sign_epi8(ck_bcast4(x1[b].qs + e), q)), a1[c]);
             }
         }
         for (int c = 0; c < 4; c++) {
@@ -131,8 +120,8 @@ CK_FAST static void group_q8_0x8_avx2_pair(int nb, const ck_block_q8_0x8 *w, con
             acc1[4 * half + c] = a1[c];
         }
     }
-    _mm256_storeu_ps(y0, chunks_in_hsum8_order(acc0));
-    _mm256_storeu_ps(y1, chunks_in_hsum8_order(acc1));
+    _mm256_storeu_ps(y0, ck_chunks_in_hsum8_order(acc0));
+    _mm256_storeu_ps(y1, ck_chunks_in_hsum8_order(acc1));
 }
 
 // Group by group, every token over a group while its few KiB are in L1.

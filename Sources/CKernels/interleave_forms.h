@@ -2,6 +2,8 @@
 // (interleave_avx2.c); not part of the public header.
 #ifndef INFERD_CKERNELS_INTERLEAVE_FORMS_H
 #define INFERD_CKERNELS_INTERLEAVE_FORMS_H
+#include <string.h>
+
 #include "internal.h"
 
 // MARK: - Layouts
@@ -59,13 +61,35 @@ _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 
-/// Q4_K's form (interleave_q4_k.c): bytes per group of eight rows of k columns (k a multiple of
-/// 256), and the interleaving.
+/// The K-quants' forms (interleave_q4_k.c, interleave_q6_k.c): bytes per group of eight rows of
+/// k columns (k a multiple of 256), the interleaving, and rows r0..<r1 (multiples of 8) of a
+/// product, every token in its order (ck_matmul_args.orders: Q4_K's CK_ORDER_GROUP4, Q6_K's
+/// CK_ORDER_TILED), with the VNNI kernels for CK_INTERLEAVED_VNNI, else the portable ones.
 size_t ck_q4_kx8_group_bytes(int k);
 void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
-/// The same for Q6_K's form (interleave_q6_k.c).
+void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+
+#if CK_X86
+// What the forms' VNNI kernels use (Q5_0's also needs AVX-512 BW: CK_VNNI in interleave.c).
+#define CK_FORMS_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+
+// Shared by the AVX2 and VNNI kernels (AVX2 only, so both inline them).
+// Four activation bytes broadcast to the eight lanes (one per row) of a product.
+static inline __attribute__((always_inline)) CK_FAST __m256i ck_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+// The eight chunk accumulators of a tile added in ck_hsum8's order (lane r: row r).
+static inline __attribute__((always_inline)) CK_FAST __m256 ck_chunks_in_hsum8_order(const __m256 *acc) {
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+}
+#endif
 
 #if CK_X86
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into

@@ -66,21 +66,13 @@ static void group_q4_kx8_portable(int nb, const ck_block_q4_Kx8 *w, const ck_blo
 // MARK: - VNNI
 
 #if CK_X86
-#define CK_Q4KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
-
-static inline __attribute__((always_inline)) CK_Q4KX8_VNNI __m256i bcast4_q4k(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
 // Eight rows' scales (or mins) of group s as eight int32 lanes.
-static inline __attribute__((always_inline)) CK_Q4KX8_VNNI __m256i lanes_u8(const uint8_t *p) {
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i lanes_u8(const uint8_t *p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
 }
 
 // Eight rows × T tokens (a constant after inlining), the weights unpacked once for all T.
-static inline __attribute__((always_inline)) CK_Q4KX8_VNNI void tile_q4_kx8(int nb, const ck_block_q4_Kx8 *w,
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_kx8(int nb, const ck_block_q4_Kx8 *w,
                                                                            const ck_block_q8_K *const *x,
                                                                            const int *pairs, float *const *y,
                                                                            const int T) {
@@ -107,8 +99,8 @@ static inline __attribute__((always_inline)) CK_Q4KX8_VNNI void tile_q4_kx8(int 
                 const __m256i lo = _mm256_and_si256(v, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                 for (int t = 0; t < T; t++) {
-                    lo_sum[t] = _mm256_dpbusd_epi32(lo_sum[t], lo, bcast4_q4k(x[t][b].qs + 64 * j + 4 * c));
-                    hi_sum[t] = _mm256_dpbusd_epi32(hi_sum[t], hi, bcast4_q4k(x[t][b].qs + 64 * j + 32 + 4 * c));
+                    lo_sum[t] = _mm256_dpbusd_epi32(lo_sum[t], lo, ck_bcast4(x[t][b].qs + 64 * j + 4 * c));
+                    hi_sum[t] = _mm256_dpbusd_epi32(hi_sum[t], hi, ck_bcast4(x[t][b].qs + 64 * j + 32 + 4 * c));
                 }
             }
             const __m256i sl = lanes_u8(w[b].sc[2 * j]), sh = lanes_u8(w[b].sc[2 * j + 1]);
@@ -136,7 +128,7 @@ static inline __attribute__((always_inline)) CK_Q4KX8_VNNI void tile_q4_kx8(int 
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_sub_ps(acc[t], acc_m[t]));
 }
 
-CK_Q4KX8_VNNI static void groups_q4_kx8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+CK_FORMS_VNNI static void groups_q4_kx8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
                                              const ck_block_q8_K *const *x, const int *pairs, float *const *y,
                                              int T) {
     for (int g = g0; g < g1; g++) {

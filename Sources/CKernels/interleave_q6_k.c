@@ -84,21 +84,13 @@ static void group_q6_kx8_portable(int nb, const ck_block_q6_Kx8 *w, const ck_blo
 // MARK: - VNNI
 
 #if CK_X86
-#define CK_Q6KX8_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
-
-static inline __attribute__((always_inline)) CK_Q6KX8_VNNI __m256i bcast4_q6k(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
 // Eight rows' scales of group s as eight int32 lanes.
-static inline __attribute__((always_inline)) CK_Q6KX8_VNNI __m256i scale_lanes(const ck_block_q6_Kx8 *w, int s) {
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_lanes(const ck_block_q6_Kx8 *w, int s) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w->scales[s]));
 }
 
 // The tiled order, eight rows × T tokens (a constant after inlining).
-static inline __attribute__((always_inline)) CK_Q6KX8_VNNI void tile_q6_kx8_tiled(int nb, const ck_block_q6_Kx8 *w,
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx8_tiled(int nb, const ck_block_q6_Kx8 *w,
                                                                                  const ck_block_q8_K *const *x,
                                                                                  float *const *y, const int T) {
     __m256 acc[4];
@@ -111,7 +103,7 @@ static inline __attribute__((always_inline)) CK_Q6KX8_VNNI void tile_q6_kx8_tile
             for (int t = 0; t < T; t++) g[t] = _mm256_set1_epi32(-32 * x[t][b].bsums[s]);
             for (int c = 0; c < 4; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].q + 32 * (4 * s + c)));
-                for (int t = 0; t < T; t++) g[t] = _mm256_dpbusd_epi32(g[t], v, bcast4_q6k(x[t][b].qs + 16 * s + 4 * c));
+                for (int t = 0; t < T; t++) g[t] = _mm256_dpbusd_epi32(g[t], v, ck_bcast4(x[t][b].qs + 16 * s + 4 * c));
             }
             const __m256i sc = scale_lanes(&w[b], s);
             for (int t = 0; t < T; t++) sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(g[t], sc));
@@ -127,13 +119,13 @@ static inline __attribute__((always_inline)) CK_Q6KX8_VNNI void tile_q6_kx8_tile
 
 // Eight rows' scales of group s as int16 in the low half of eight int32 lanes (high half 0):
 // the form vpdpwssd multiplies a chunk's sum by (the sum fits an int16: |4 * 63 * 128| < 2^15).
-static inline __attribute__((always_inline)) CK_Q6KX8_VNNI __m256i scale_words(const ck_block_q6_Kx8 *w, int s) {
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_words(const ck_block_q6_Kx8 *w, int s) {
     return _mm256_cvtepu16_epi32(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)w->scales[s])));
 }
 
 // The one-token order, eight rows, one token. Quarter by quarter (its two groups' scales
 // loaded once), chunk L of the quarter goes to lane L's integer accumulator.
-CK_Q6KX8_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y) {
+CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y) {
     __m256 acc[8];
     for (int L = 0; L < 8; L++) acc[L] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
@@ -151,17 +143,16 @@ CK_Q6KX8_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 
             for (int L = 0; L < 8; L++) {
                 const int ch = 8 * quarter + L;
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].q + 32 * ch));
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), v, bcast4_q6k(a[b].qs + 4 * ch));
+                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), v, ck_bcast4(a[b].qs + 4 * ch));
                 lane[L] = _mm256_dpwssd_epi32(lane[L], s, L < 4 ? low : high);
             }
         }
         for (int L = 0; L < 8; L++) acc[L] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane[L]), acc[L]);
     }
-    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                                      _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]))));
+    _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));
 }
 
-CK_Q6KX8_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
+CK_FORMS_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
                                                    const ck_block_q8_K *const *x, float *const *y, int T) {
     for (int g = g0; g < g1; g++) {
         const ck_block_q6_Kx8 *wg = (const ck_block_q6_Kx8 *)(w + (size_t)g * group_bytes);

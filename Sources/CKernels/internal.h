@@ -72,11 +72,6 @@ enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI
 /// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` (a
 /// CK_INTERLEAVED_*) picks the kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
-/// The same for Q4_K's form (interleave_q4_k.c): every token in its order (ck_matmul_args.orders),
-/// with the VNNI kernel for CK_INTERLEAVED_VNNI, else the portable one.
-void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
-/// And Q6_K's (interleave_q6_k.c): tokens flagged CK_ORDER_TILED in the tiled order.
-void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 
 // MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
 

@@ -62,14 +62,6 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
         matmul_rows_ordered(kern, p, r0, r1);
         return;
     }
-    if (kern->interleaved && p->type == CK_TYPE_Q4_K_X8) {
-        ck_matmul_q4_kx8_rows(p, r0, r1, kern->interleaved_fast);
-        return;
-    }
-    if (kern->interleaved && p->type == CK_TYPE_Q6_K_X8) {
-        ck_matmul_q6_kx8_rows(p, r0, r1, kern->interleaved_fast);
-        return;
-    }
     if (kern->interleaved) {
         ck_matmul_interleaved_rows(p, r0, r1, kern->interleaved_fast);
         return;
