@@ -161,6 +161,11 @@ public enum BenchCommand {
                                 "load: a stream arriving while %d others decode: first snapshot %.0f ms = %.2fx idle",
                             l.streams - 1, l.arrivalTimeToFirstSnapshotMs,
                             l.arrivalTimeToFirstSnapshotMs / max(l.idleTimeToFirstSnapshotMs, 1e-9)))
+                    print(
+                        String(
+                            format: "load: resident memory %.1f MiB idle, %.1f MiB at most while %d streams ran",
+                            Double(l.residentBytesIdle) / 1_048_576, Double(l.residentBytesPeak) / 1_048_576,
+                            l.streams))
                 }
                 if let h = http {
                     print(

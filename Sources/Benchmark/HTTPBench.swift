@@ -42,6 +42,10 @@ enum HTTPBench {
         var idleTimeToFirstSnapshotMs: Double
         /// One more stream's time to first snapshot, sent while `streams - 1` others decode.
         var arrivalTimeToFirstSnapshotMs: Double
+        /// The process's resident memory (the server runs in it) after the one-stream warm-up,
+        /// and the most it reached while the concurrent streams ran (sampled every 5 ms).
+        var residentBytesIdle: Int
+        var residentBytesPeak: Int
         enum CodingKeys: String, CodingKey {
             case streams
             case tokensPerStream = "tokens_per_stream"
@@ -51,6 +55,8 @@ enum HTTPBench {
             case timeToFirstSnapshotMaxMs = "time_to_first_snapshot_max_ms"
             case idleTimeToFirstSnapshotMs = "idle_time_to_first_snapshot_ms"
             case arrivalTimeToFirstSnapshotMs = "arrival_time_to_first_snapshot_ms"
+            case residentBytesIdle = "resident_bytes_idle"
+            case residentBytesPeak = "resident_bytes_peak"
         }
     }
 
@@ -64,6 +70,8 @@ enum HTTPBench {
             let single = try await Task.detachedOffPool {
                 try measure(port: port, body: requestBody(maxTokens: tokens, ignoreEOS: true, reader: 0))
             }
+            let idleResident = ProcessStats.residentBytes()
+            let sampler = ResidentSampler()
             let start = ContinuousClock.now
             let results = try await withThrowingTaskGroup(of: Result.self) { group in
                 for i in 0..<streams {
@@ -75,6 +83,7 @@ enum HTTPBench {
                 return all
             }
             let wall = (ContinuousClock.now - start).milliseconds / 1000
+            let peakResident = sampler.stop()
             let total = results.reduce(0) { $0 + $1.completionTokens }
             let ttfs = results.map(\.timeToFirstSnapshotMs).sorted()
             let arrival = try await arrivalTimeToFirstSnapshot(port: port, running: streams - 1, tokens: tokens)
@@ -84,7 +93,8 @@ enum HTTPBench {
                     / ((single.timeToFirstSnapshotMs / 1000) + Double(single.completionTokens - 1)
                         / max(single.clientTokensPerSecond, 1e-9)),
                 timeToFirstSnapshotMedianMs: ttfs[ttfs.count / 2], timeToFirstSnapshotMaxMs: ttfs.last ?? 0,
-                idleTimeToFirstSnapshotMs: single.timeToFirstSnapshotMs, arrivalTimeToFirstSnapshotMs: arrival)
+                idleTimeToFirstSnapshotMs: single.timeToFirstSnapshotMs, arrivalTimeToFirstSnapshotMs: arrival,
+                residentBytesIdle: idleResident, residentBytesPeak: peakResident)
         }
     }
 

@@ -95,9 +95,9 @@ extension InferdApp {
     }
 }
 
-enum ProcessStats {
+public enum ProcessStats {
     /// VmRSS from /proc/self/statm (resident pages × page size); 0 where unavailable.
-    static func residentBytes() -> Int {
+    public static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }

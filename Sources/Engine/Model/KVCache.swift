@@ -1,11 +1,24 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Keys and values of the tokens processed so far, stored as f16 (as llama.cpp does by default),
 /// laid out `[layer][position][kv head][head dim]`. One forward pass at a time per cache.
+///
+/// The storage is an anonymous memory mapping, never written at creation: the system hands out
+/// zeroed pages on first touch, so a cache sized for a request's whole budget (prompt plus
+/// `max_tokens`) is resident only for the positions the request actually reaches, and
+/// `munmap` returns it all on release (a malloc'd block could stay in the allocator's heap).
 public final class KVCache: @unchecked Sendable {
     public let capacity: Int
     let layers: Int
     let kvDim: Int
     let keys: UnsafeMutablePointer<UInt16>
     let values: UnsafeMutablePointer<UInt16>
+    private let mapping: UnsafeMutableRawPointer
+    private let mappedBytes: Int
     /// The tokens whose keys and values the cache holds, in order (for prefix reuse).
     public private(set) var tokens: [Int32]
 
@@ -15,18 +28,23 @@ public final class KVCache: @unchecked Sendable {
         self.capacity = capacity
         self.layers = layers
         self.kvDim = kvDim
-        let n = layers * capacity * kvDim
-        keys = .allocate(capacity: max(1, n))
-        values = .allocate(capacity: max(1, n))
-        keys.initialize(repeating: 0, count: max(1, n))
-        values.initialize(repeating: 0, count: max(1, n))
+        let half = max(1, layers * capacity * kvDim) * MemoryLayout<UInt16>.stride
+        // Values start on a page of their own, so each half's pages are only its own rows.
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let halfPages = (half + page - 1) / page * page
+        mappedBytes = 2 * halfPages
+        guard let raw = mmap(nil, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            raw != MAP_FAILED
+        else { fatalError("KV cache: mmap of \(mappedBytes) bytes failed, errno \(errno)") }
+        mapping = raw
+        keys = raw.bindMemory(to: UInt16.self, capacity: halfPages / 2)
+        values = (raw + halfPages).bindMemory(to: UInt16.self, capacity: halfPages / 2)
         tokens = []
         tokens.reserveCapacity(capacity)
     }
 
     deinit {
-        keys.deallocate()
-        values.deallocate()
+        munmap(mapping, mappedBytes)
     }
 
     /// Forgets every token from position `length` on; the first `length` stay valid.
@@ -39,4 +57,22 @@ public final class KVCache: @unchecked Sendable {
     func values(layer: Int) -> UnsafeMutablePointer<UInt16> { values + layer * capacity * kvDim }
 
     func append(_ newTokens: ArraySlice<Int32>) { tokens.append(contentsOf: newTokens) }
+
+    /// Bytes of the cache's storage resident in memory right now (mincore over its mapping);
+    /// nil where the system cannot say.
+    func residentBytes() -> Int? {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = mappedBytes / page
+        var vector = [UInt8](repeating: 0, count: pages)
+        #if canImport(Glibc)
+            let status = vector.withUnsafeMutableBufferPointer { mincore(mapping, mappedBytes, $0.baseAddress) }
+        #else
+            let status = vector.withUnsafeMutableBufferPointer {
+                mincore(
+                    mapping, mappedBytes, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self))
+            }
+        #endif
+        guard status == 0 else { return nil }
+        return vector.reduce(0) { $0 + Int($1 & 1) } * page
+    }
 }
