@@ -79,11 +79,11 @@ extension InferenceEngine: GenerationBackend {
     public var kvCache: (any KVCacheCapability)? { LocalKVCache(model: model) }
 }
 
-/// The engine's KV caches: f16 keys and values for every layer.
+/// The engine's KV caches: keys and values for every layer, in the model's `kvCacheType`.
 struct LocalKVCache: KVCacheCapability {
     let model: LlamaModel
 
-    var kvBytesPerToken: Int { 2 * model.config.blockCount * model.config.kvDim * 2 }
+    var kvBytesPerToken: Int { model.kvBytesPerToken }
 
     func makeSequence(capacity: Int) -> any PredictorSequence {
         model.makeSequence(capacity: capacity)

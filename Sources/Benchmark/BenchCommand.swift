@@ -45,10 +45,14 @@ public enum BenchCommand {
         let repetitions: Int
         let loadStreams: Int?
         let httpTokens: Int
+        let kvCacheType: KVCacheType
         do {
             options = try CommandOptions(
                 arguments,
-                known: ["model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens", "schema"],
+                known: [
+                    "model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens", "schema",
+                    "kv-cache-type",
+                ],
                 booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
                 guard let t = Int($0), t >= 1 else { throw ConfigurationError("--threads takes a list like 1,2") }
@@ -73,6 +77,13 @@ public enum BenchCommand {
             }
             httpTokens = try options.int("http-tokens") ?? 128
             guard httpTokens >= 2 else { throw ConfigurationError("--http-tokens must be at least 2") }
+            let kvName = options.last("kv-cache-type") ?? KVCacheType.f16.rawValue
+            guard let kv = KVCacheType(rawValue: kvName) else {
+                throw ConfigurationError(
+                    "--kv-cache-type takes \(KVCacheType.allCases.map(\.rawValue).joined(separator: " or ")), not \(kvName)"
+                )
+            }
+            kvCacheType = kv
         } catch let error as ConfigurationError {
             return InferdCLI.fail(error.description, code: 2)
         } catch {
@@ -98,7 +109,7 @@ public enum BenchCommand {
             var bestDecode: (tokensPerSecond: Double, threads: Int)?
             if !json && !tests.isEmpty { printHeader() }
             for t in threadCounts {
-                let model = try LlamaModel(gguf: file, threads: t)
+                let model = try LlamaModel(gguf: file, threads: t, kvCacheType: kvCacheType)
                 for test in tests {
                     let r = try EngineBenchmark.measure(
                         model: model, test: test, repetitions: repetitions,
@@ -119,12 +130,14 @@ public enum BenchCommand {
             let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(weightBytes) / 1e9 }
             var http: HTTPBench.Result?
             if options.flags.contains("http") {
-                http = try await HTTPBench.run(modelPath: path, threads: threadCounts.max() ?? 1, tokens: httpTokens)
+                http = try await HTTPBench.run(
+                    modelPath: path, threads: threadCounts.max() ?? 1, tokens: httpTokens, kvCacheType: kvCacheType)
             }
             var load: HTTPBench.LoadResult?
             if let streams = loadStreams {
                 load = try await HTTPBench.load(
-                    modelPath: path, threads: threadCounts.max() ?? 1, streams: streams, tokens: httpTokens)
+                    modelPath: path, threads: threadCounts.max() ?? 1, streams: streams, tokens: httpTokens,
+                    kvCacheType: kvCacheType)
             }
             if json {
                 let report = Report(

@@ -26,8 +26,10 @@ enum HTTPBench {
         "Summarize in two sentences why cooperative cancellation matters for a server that streams tokens to many clients at once, and what goes wrong without it."
 
     /// One stream over HTTP on an otherwise idle server.
-    static func run(modelPath: String, threads: Int, tokens: Int = 128) async throws -> Result {
-        try await withServer(modelPath: modelPath, threads: threads) { port in
+    static func run(
+        modelPath: String, threads: Int, tokens: Int = 128, kvCacheType: KVCacheType = .f16
+    ) async throws -> Result {
+        try await withServer(modelPath: modelPath, threads: threads, kvCacheType: kvCacheType) { port in
             try await Task.detachedOffPool { try measure(port: port, body: requestBody(maxTokens: tokens)) }
         }
     }
@@ -64,9 +66,11 @@ enum HTTPBench {
     /// one stream alone for the baseline; aggregate = all completion tokens / wall time. Then the
     /// arrival case: one more stream sent while `streams - 1` others are decoding. Every stream
     /// has its own prompt, so identical requests cannot share one generation.
-    static func load(modelPath: String, threads: Int, streams: Int, tokens: Int = 128) async throws -> LoadResult {
+    static func load(
+        modelPath: String, threads: Int, streams: Int, tokens: Int = 128, kvCacheType: KVCacheType = .f16
+    ) async throws -> LoadResult {
         precondition(streams >= 1, "the command checks --load")
-        return try await withServer(modelPath: modelPath, threads: threads) { port in
+        return try await withServer(modelPath: modelPath, threads: threads, kvCacheType: kvCacheType) { port in
             let single = try await Task.detachedOffPool {
                 try measure(port: port, body: requestBody(maxTokens: tokens, ignoreEOS: true, reader: 0))
             }
@@ -127,7 +131,7 @@ enum HTTPBench {
 
     /// Runs `body` against a server started in-process on a free port over the model.
     static func withServer<T: Sendable>(
-        modelPath: String, threads: Int, _ body: (Int) async throws -> T
+        modelPath: String, threads: Int, kvCacheType: KVCacheType = .f16, _ body: (Int) async throws -> T
     ) async throws -> T {
         var config = ServerConfiguration()
         config.port = 0
@@ -137,7 +141,7 @@ enum HTTPBench {
         config.singleFlight = false
         let logger = Logger(label: "bench", minimumLevel: .warning)
         let host = ModelHost()
-        host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads)))
+        host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads, kvCacheType: kvCacheType)))
         defer { host.backend?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())
         let server = HTTPServer(

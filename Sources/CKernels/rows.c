@@ -169,3 +169,27 @@ void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args) {
     // RoPE's angles (a cosine and a sine per pair) make a row cost several of its width.
     run_rows(pool, rope_kv_rows, args, args->n_tokens, 4 * (args->n_head + args->n_kv_head) * args->head_dim);
 }
+
+// The same with the keys and values quantized into a q8_0 cache (attention_q8.c): each
+// position's row of n_kv_head * head_dim values as 32-value blocks.
+static void rope_kv_q8_0_rows(const void *job, int r0, int r1) {
+    const ck_rope_kv_args *a = (const ck_rope_kv_args *)job;
+    const int width = a->n_kv_head * a->head_dim;
+    ck_block_q8_0 *keys = (ck_block_q8_0 *)(void *)a->k_cache;
+    ck_block_q8_0 *values = (ck_block_q8_0 *)(void *)a->v_cache;
+    for (int t = r0; t < r1; t++) {
+        float *q = a->q + (size_t)t * a->q_stride;
+        float *k = a->k + (size_t)t * a->kv_stride;
+        const int pos = a->pos0 + t;
+        float cs[2 * CK_MAX_HEAD_DIM];
+        ck_rope_angles(cs, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors);
+        ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
+        ck_rope_apply(k, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
+        ck_quantize_row_q8_0(k, keys + (size_t)pos * (width / CK_QK), width);
+        ck_quantize_row_q8_0(a->v + (size_t)t * a->kv_stride, values + (size_t)pos * (width / CK_QK), width);
+    }
+}
+
+void ck_rows_rope_kv_q8_0(ck_pool *pool, const ck_rope_kv_args *args) {
+    run_rows(pool, rope_kv_q8_0_rows, args, args->n_tokens, 4 * (args->n_head + args->n_kv_head) * args->head_dim);
+}

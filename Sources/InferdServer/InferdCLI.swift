@@ -12,12 +12,13 @@ public enum InferdCLI {
                                                 Print token ids as a JSON array. Special-token
                                                 spellings are plain text unless --special.
           inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--prompt-lengths 128,512,2048,4096] [--repetitions N] [--json] [--http] [--load N]
-                       [--http-tokens N] [--no-wait]
+                       [--http-tokens N] [--kv-cache-type f16|q8_0] [--no-wait]
                                                 Measure prompt and generation speed. Tests: ppN (an
                                                 N-token prompt), tgN (N tokens decoded), tgNxS (S
                                                 sequences decoding together), or none. --http: one
                                                 stream over a real socket; --load N: N at once;
-                                                --http-tokens: tokens per stream (128).
+                                                --http-tokens: tokens per stream (128);
+                                                --kv-cache-type: as the serve setting.
           inferd healthcheck [--host H] [--port P]
                                                 Exit 0 when the server's /health answers 200.
           inferd help                           This text.

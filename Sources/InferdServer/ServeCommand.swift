@@ -102,7 +102,7 @@ enum ServeCommand {
             host.load(
                 path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
                 contextLimit: config.contextLength > 0 ? config.contextLength : nil,
-                chatTemplate: chatTemplate, logger: logger
+                chatTemplate: chatTemplate, kvCacheType: config.kvCacheType, logger: logger
             ) { trigger.fire(.modelLoadFailed) }
         }
 

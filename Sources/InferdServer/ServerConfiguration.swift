@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 import Telemetry
 
@@ -11,6 +12,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var threads = ProcessInfo.processInfo.activeProcessorCount
     /// Most tokens one sequence may hold (prompt and answer); 0 keeps the model's own context.
     public var contextLength = 0
+    /// How KV caches store keys and values: f16 (the reference's answers) or q8_0 (about half
+    /// the memory per token).
+    public var kvCacheType = KVCacheType.f16
     public var dataDir = "data"
     /// "" (sessions in SQLite under `data_dir`) or a `postgres://` URL: sessions in PostgreSQL,
     /// shared by every server that names the same database. Never logged with its password.
@@ -123,6 +127,10 @@ extension ServerConfiguration {
             "context_length",
             "Most tokens one sequence holds, prompt and answer (0: the model's own; Gemma 3 declares 32768).",
             \.contextLength, min: 0),
+        choice(
+            "kv_cache_type",
+            "How KV caches store keys and values: f16, or q8_0 (34 bytes per 32 values instead of 64; answers can differ slightly from f16's).",
+            \.kvCacheType),
         str("data_dir", "Folder for server state (sessions live in inferd.sqlite there).", \.dataDir),
         str(
             "store_url",

@@ -1,3 +1,4 @@
+import Engine
 import Telemetry
 
 /// A setting with a fixed set of values (`log_format`, `log_level`, `metrics_auth`): parsed into its
@@ -27,5 +28,9 @@ extension Logger.Level: SettingChoice {
 public enum MetricsAuth: String, SettingChoice {
     case keys, open
 
+    var settingName: String { rawValue }
+}
+
+extension KVCacheType: SettingChoice {
     var settingName: String { rawValue }
 }

@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 import Telemetry
 import Testing
@@ -82,6 +83,20 @@ import Testing
             _ = try ServerConfiguration.load(arguments: ["--config", path], environment: [:])
         }
         #expect(fromFile.contains("log_level") && fromFile.contains("loud"), "\(fromFile)")
+    }
+
+    @Test func kvCacheTypeIsReadAsItsEnum() throws {
+        let flag = try ServerConfiguration.load(
+            arguments: ["--kv-cache-type", "q8_0"], environment: [:], defaultFile: "/nonexistent.json")
+        #expect(flag.kvCacheType == .q8_0)
+        let env = try ServerConfiguration.load(
+            arguments: [], environment: ["INFERD_KV_CACHE_TYPE": "f16"], defaultFile: "/nonexistent.json")
+        #expect(env.kvCacheType == .f16)
+        let message = error {
+            _ = try ServerConfiguration.load(
+                arguments: ["--kv-cache-type", "q4_0"], environment: [:], defaultFile: "/nonexistent.json")
+        }
+        #expect(message.contains("--kv-cache-type") && message.contains("q4_0") && message.contains("q8_0"), "\(message)")
     }
 
     @Test func theShippedFileIsValidAndDocumentsEveryKey() throws {

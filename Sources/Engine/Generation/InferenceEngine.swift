@@ -32,10 +32,10 @@ public final class InferenceEngine: Sendable {
     /// `admission` bounds how many generations run and wait; `metrics` receives its series;
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
     /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
-    /// `gemma`, `qwen`) or Jinja text.
+    /// `gemma`, `qwen`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        contextLimit: Int? = nil, chatTemplate: String? = nil
+        contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -51,7 +51,8 @@ public final class InferenceEngine: Sendable {
         let template = try ChatTemplate.resolve(
             override: chatTemplate, modelTemplate: file.optionalString("tokenizer.chat_template"), tokenizer: tokenizer)
         self.template = template
-        let model = try LlamaModel(gguf: file, threads: threads, contextLimit: contextLimit)
+        let model = try LlamaModel(
+            gguf: file, threads: threads, contextLimit: contextLimit, kvCacheType: kvCacheType)
         guard model.config.vocabularySize >= tokenizer.vocabularySize else {
             throw ModelError.invalidHyperParameter(
                 "the output head has \(model.config.vocabularySize) rows but the tokenizer has \(tokenizer.vocabularySize) tokens"

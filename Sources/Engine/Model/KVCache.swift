@@ -4,8 +4,9 @@
     import Darwin
 #endif
 
-/// Keys and values of the tokens processed so far, stored as f16 (as llama.cpp does by default),
-/// laid out `[layer][position][kv head][head dim]`. One forward pass at a time per cache.
+/// Keys and values of the tokens processed so far, laid out `[layer][position][kv head][head dim]`
+/// in f16 (as llama.cpp stores them by default) or in q8_0 blocks, one row of blocks per layer and
+/// position (`KVCacheType`). One forward pass at a time per cache.
 ///
 /// The storage is an anonymous memory mapping, never written at creation: the system hands out
 /// zeroed pages on first touch, so a cache sized for a request's whole budget (prompt plus
@@ -13,10 +14,13 @@
 /// `munmap` returns it all on release (a malloc'd block could stay in the allocator's heap).
 public final class KVCache: @unchecked Sendable {
     public let capacity: Int
+    public let type: KVCacheType
     let layers: Int
     let kvDim: Int
-    let keys: UnsafeMutablePointer<UInt16>
-    let values: UnsafeMutablePointer<UInt16>
+    /// Bytes of one layer's keys (or values) for one position.
+    let bytesPerPosition: Int
+    let keys: UnsafeMutableRawPointer
+    let values: UnsafeMutableRawPointer
     private let mapping: UnsafeMutableRawPointer
     private let mappedBytes: Int
     /// The tokens whose keys and values the cache holds, in order (for prefix reuse).
@@ -24,11 +28,13 @@ public final class KVCache: @unchecked Sendable {
 
     public var count: Int { tokens.count }
 
-    init(layers: Int, kvDim: Int, capacity: Int) {
+    init(layers: Int, kvDim: Int, capacity: Int, type: KVCacheType = .f16) {
         self.capacity = capacity
+        self.type = type
         self.layers = layers
         self.kvDim = kvDim
-        let half = max(1, layers * capacity * kvDim) * MemoryLayout<UInt16>.stride
+        bytesPerPosition = type.bytesPerPosition(kvDim: kvDim)
+        let half = max(1, layers * capacity * bytesPerPosition)
         // Values start on a page of their own, so each half's pages are only its own rows.
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         let halfPages = (half + page - 1) / page * page
@@ -37,8 +43,8 @@ public final class KVCache: @unchecked Sendable {
             raw != MAP_FAILED
         else { fatalError("KV cache: mmap of \(mappedBytes) bytes failed, errno \(errno)") }
         mapping = raw
-        keys = raw.bindMemory(to: UInt16.self, capacity: halfPages / 2)
-        values = (raw + halfPages).bindMemory(to: UInt16.self, capacity: halfPages / 2)
+        keys = raw
+        values = raw + halfPages
         tokens = []
         tokens.reserveCapacity(capacity)
     }
@@ -53,8 +59,13 @@ public final class KVCache: @unchecked Sendable {
         if keep < tokens.count { tokens.removeLast(tokens.count - keep) }
     }
 
-    func keys(layer: Int) -> UnsafeMutablePointer<UInt16> { keys + layer * capacity * kvDim }
-    func values(layer: Int) -> UnsafeMutablePointer<UInt16> { values + layer * capacity * kvDim }
+    /// One layer's keys: f16 values, or q8_0 blocks seen as 16-bit words (the kernels' pointer type).
+    func keys(layer: Int) -> UnsafeMutablePointer<UInt16> {
+        (keys + layer * capacity * bytesPerPosition).assumingMemoryBound(to: UInt16.self)
+    }
+    func values(layer: Int) -> UnsafeMutablePointer<UInt16> {
+        (values + layer * capacity * bytesPerPosition).assumingMemoryBound(to: UInt16.self)
+    }
 
     func append(_ newTokens: ArraySlice<Int32>) { tokens.append(contentsOf: newTokens) }
 

@@ -74,23 +74,18 @@ extension LlamaModel {
                             scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window))
                     )
                 }
+                if let stage = kvStage {
+                    attendQuantized(list, segments, stage: stage)
+                    return
+                }
                 // Architectures whose references ran llama.cpp's flash attention get its
                 // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
                 // KV view of 512+ cells split over its threads (here ours); else row by row.
                 var rest = 0
                 for i in 0..<segments.count {
-                    let a = list[i]
-                    let microBatch = segments[i].microBatch
-                    if arch.flashAttentionRows && a.head_dim <= 256 && microBatch >= Self.flashAttentionTileRows {
-                        withUnsafePointer(to: a) { ck_attention_flash_tiled(pool.raw, $0) }
-                    } else if arch.flashAttentionRows && a.head_dim <= 256 && microBatch == 1 && a.pos0 + 1 > 256 {
-                        withUnsafePointer(to: a) { ck_attention_flash_split($0, Int32(threads)) }
-                    } else if arch.flashAttentionRows && a.head_dim <= 256 {
-                        withUnsafePointer(to: a) { ck_attention_flash_rows($0) }
-                    } else {
-                        list.swapAt(rest, i)
-                        rest += 1
-                    }
+                    if attendFlash(list[i], microBatch: segments[i].microBatch) { continue }
+                    list.swapAt(rest, i)
+                    rest += 1
                 }
                 if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
@@ -151,9 +146,52 @@ extension LlamaModel {
         }
     }
 
+    /// Runs `a` with the arithmetic of llama.cpp's flash attention when the architecture's
+    /// references used it; false when `a` is left for the other kernels.
+    private func attendFlash(_ a: ck_attention_args, microBatch: Int) -> Bool {
+        guard config.architecture.flashAttentionRows && a.head_dim <= 256 else { return false }
+        if microBatch >= Self.flashAttentionTileRows {
+            withUnsafePointer(to: a) { ck_attention_flash_tiled(pool.raw, $0) }
+        } else if microBatch == 1 && a.pos0 + 1 > 256 {
+            withUnsafePointer(to: a) { ck_attention_flash_split($0, Int32(threads)) }
+        } else {
+            withUnsafePointer(to: a) { ck_attention_flash_rows($0) }
+        }
+        return true
+    }
+
+    /// Attention over q8_0 caches. Decoding rows read the blocks directly (attention_q8.c), all
+    /// sequences in one pool task. A prompt chunk reads every key once per tile of tokens, so
+    /// its sequence's keys and values are first widened to f16 (d × q rounded once) and the f16
+    /// kernels run on them: converting each row once costs less than reading blocks per token.
+    private func attendQuantized(
+        _ list: UnsafeMutableBufferPointer<ck_attention_args>, _ segments: UnsafeBufferPointer<Segment>,
+        stage: (keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>)
+    ) {
+        var lone = 0
+        for i in 0..<segments.count {
+            var a = list[i]
+            guard a.n_tokens > 1 else {
+                list.swapAt(lone, i)
+                lone += 1
+                continue
+            }
+            let rows = a.pos0 + a.n_tokens
+            ck_kv_q8_0_to_f16(a.k_cache, stage.keys, rows, a.kv_stride)
+            ck_kv_q8_0_to_f16(a.v_cache, stage.values, rows, a.kv_stride)
+            a.k_cache = UnsafePointer(stage.keys)
+            a.v_cache = UnsafePointer(stage.values)
+            if !attendFlash(a, microBatch: segments[i].microBatch) {
+                withUnsafePointer(to: a) { ck_attention(pool.raw, $0) }
+            }
+        }
+        if lone > 0 { ck_attention_q8_0_many(pool.raw, list.baseAddress!, Int32(lone)) }
+    }
+
     /// RoPE on the query and key heads of `rows` new rows of one sequence (row t at `position` +
     /// t), in the architecture's pairing with the model's frequency factors and linear scaling,
-    /// then their keys and values as f16 into the cache's rows from `position`. Over the pool.
+    /// then their keys and values into the cache's rows from `position` (f16, or q8_0 blocks with
+    /// a q8_0 cache). Over the pool.
     func ropeAndCache(
         q: UnsafeMutablePointer<Float>, k: UnsafeMutablePointer<Float>, v: UnsafePointer<Float>, rows: Int,
         position: Int, base: Float, keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>
@@ -166,7 +204,11 @@ extension LlamaModel {
                 pos0: Int32(position), n_tokens: Int32(rows), base: base, freq_scale: c.ropeFreqScale,
                 freq_factors: factors, halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys,
                 v_cache: values)
-            ck_rows_rope_kv(pool.raw, &args)
+            if kvCacheType == .q8_0 {
+                ck_rows_rope_kv_q8_0(pool.raw, &args)
+            } else {
+                ck_rows_rope_kv(pool.raw, &args)
+            }
         }
         if let factors = ropeFrequencyFactors {
             factors.withUnsafeBufferPointer { run($0.baseAddress) }

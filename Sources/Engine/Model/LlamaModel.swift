@@ -26,6 +26,8 @@ public final class LlamaModel: @unchecked Sendable {
 
     public let config: ModelConfig
     public let threads: Int
+    /// How the caches of `makeCache` store keys and values.
+    public let kvCacheType: KVCacheType
 
     struct Layer {
         var matrices: [WritableKeyPath<Layer, WeightMatrix>] { [\.wq, \.wk, \.wv, \.wo, \.gate, \.up, \.down] }
@@ -80,6 +82,9 @@ public final class LlamaModel: @unchecked Sendable {
     let act: UnsafeMutablePointer<Float>
     let attnScratch: UnsafeMutablePointer<Float>
     let attnScratchStride: Int
+    /// With a q8_0 cache: one sequence's keys and values widened to f16 for a prompt chunk's
+    /// attention, `contextLength` positions each (pages untouched until a prompt reaches them).
+    let kvStage: (keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>)?
     let quantized: UnsafeMutableRawPointer
     /// Logits of several sequences' last tokens, [maxSequencesPerBatch × vocabularySize].
     let batchLogits: UnsafeMutablePointer<Float>
@@ -96,12 +101,21 @@ public final class LlamaModel: @unchecked Sendable {
     ///   fastest kernels read (when the CPU has those kernels). Off only to compare speeds.
     /// - Parameter contextLimit: the most tokens a sequence may hold (the `context_length`
     ///   setting); nil keeps the context the model was trained for.
+    /// - Parameter kvCacheType: how the caches this model makes store keys and values.
     public init(
         gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true,
-        contextLimit: Int? = nil
+        contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16
     ) throws {
         let config = try ModelConfig(gguf: gguf, contextLimit: contextLimit)
         let arch = config.architecture
+        if kvCacheType == .q8_0 && (config.headDim % 32 != 0 || config.headDim > 256 || config.kvDim > 4096) {
+            throw ModelError.unsupportedKVCacheType(
+                kvCacheType.rawValue,
+                reason:
+                    "needs a head size that is a multiple of 32 up to 256 and at most 4096 key values per token, not \(config.headCountKV) heads of \(config.headDim)"
+            )
+        }
+        self.kvCacheType = kvCacheType
         self.config = config
         self.gguf = gguf
         let dim = config.embeddingLength
@@ -184,6 +198,13 @@ public final class LlamaModel: @unchecked Sendable {
             Int32(config.headCount), Int32(config.headCountKV), Int32(config.headDim), Int32(config.contextLength))
         attnScratch = .allocate(capacity: self.threads * attnScratchStride)
         allocations.append(UnsafeMutableRawPointer(attnScratch))
+        if kvCacheType == .q8_0 {
+            let stage = UnsafeMutablePointer<UInt16>.allocate(capacity: 2 * config.contextLength * kvDim)
+            allocations.append(UnsafeMutableRawPointer(stage))
+            kvStage = (stage, stage + config.contextLength * kvDim)
+        } else {
+            kvStage = nil
+        }
         let maxColumns = max(dim, ffn, qDim)
         let qBytes = b * GGMLType.activationScratchBytes(columns: maxColumns)
         quantized = UnsafeMutableRawPointer.allocate(byteCount: qBytes, alignment: 64)
@@ -204,10 +225,13 @@ public final class LlamaModel: @unchecked Sendable {
         interleavedWeights?.deallocate()
     }
 
+    /// Bytes of keys and values one token of a sequence holds, over all layers.
+    public var kvBytesPerToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
+
     public func makeCache(capacity: Int) -> KVCache {
         KVCache(
             layers: config.blockCount, kvDim: config.kvDim,
-            capacity: max(1, min(capacity, config.contextLength)))
+            capacity: max(1, min(capacity, config.contextLength)), type: kvCacheType)
     }
 
     /// Processes `tokens` at positions `cache.count ..< cache.count + tokens.count`, appends their
@@ -320,7 +344,9 @@ public final class LlamaModel: @unchecked Sendable {
     private func validate(
         tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
-        guard cache.layers == config.blockCount, cache.kvDim == config.kvDim else {
+        guard cache.layers == config.blockCount, cache.kvDim == config.kvDim,
+            cache.type == kvCacheType
+        else {
             throw ModelError.cacheFromAnotherModel
         }
         guard cache.count + tokens.count <= cache.capacity else {

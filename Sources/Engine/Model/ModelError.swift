@@ -11,6 +11,7 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
     case invalidToken(Int32, vocabularySize: Int)
     case logitsBufferTooSmall(count: Int, needed: Int)
     case cacheFromAnotherModel
+    case unsupportedKVCacheType(String, reason: String)
 
     public var description: String {
         switch self {
@@ -29,6 +30,7 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
         case .invalidToken(let t, let vocab): "token id \(t) outside the vocabulary 0..<\(vocab)"
         case .logitsBufferTooSmall(let count, let needed): "logits buffer holds \(count) floats, needs \(needed)"
         case .cacheFromAnotherModel: "KV cache was made by a model of different shape"
+        case .unsupportedKVCacheType(let type, let reason): "kv_cache_type \(type) does not fit this model: \(reason)"
         }
     }
 }
