@@ -96,7 +96,8 @@ import Testing
             _ = try ServerConfiguration.load(
                 arguments: ["--kv-cache-type", "q4_0"], environment: [:], defaultFile: "/nonexistent.json")
         }
-        #expect(message.contains("--kv-cache-type") && message.contains("q4_0") && message.contains("q8_0"), "\(message)")
+        #expect(
+            message.contains("--kv-cache-type") && message.contains("q4_0") && message.contains("q8_0"), "\(message)")
     }
 
     @Test func theShippedFileIsValidAndDocumentsEveryKey() throws {
