@@ -148,20 +148,23 @@ void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width) {
 
 // MARK: - RoPE and the KV cache
 
+// RoPE on row t's query and key heads, in place, with one table of angles for both
+// (ck_rope_ext would build it twice).
+static void rope_row(const ck_rope_kv_args *a, int t) {
+    float cs[2 * CK_MAX_HEAD_DIM];
+    ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors);
+    ck_rope_apply(a->q + (size_t)t * a->q_stride, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
+    ck_rope_apply(a->k + (size_t)t * a->kv_stride, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
+}
+
 static void rope_kv_rows(const void *job, int r0, int r1) {
     const ck_rope_kv_args *a = (const ck_rope_kv_args *)job;
+    const size_t width = (size_t)a->n_kv_head * a->head_dim;
     for (int t = r0; t < r1; t++) {
-        float *q = a->q + (size_t)t * a->q_stride;
-        float *k = a->k + (size_t)t * a->kv_stride;
-        const int pos = a->pos0 + t;
-        // One table of angles for the row's queries and keys (ck_rope_ext would build it twice).
-        float cs[2 * CK_MAX_HEAD_DIM];
-        ck_rope_angles(cs, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors);
-        ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
-        ck_rope_apply(k, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
-        ck_fp32_to_fp16_row(k, a->k_cache + (size_t)pos * a->kv_stride, (size_t)a->n_kv_head * a->head_dim);
-        ck_fp32_to_fp16_row(a->v + (size_t)t * a->kv_stride, a->v_cache + (size_t)pos * a->kv_stride,
-                            (size_t)a->n_kv_head * a->head_dim);
+        rope_row(a, t);
+        const size_t at = (size_t)(a->pos0 + t) * a->kv_stride;
+        ck_fp32_to_fp16_row(a->k + (size_t)t * a->kv_stride, a->k_cache + at, width);
+        ck_fp32_to_fp16_row(a->v + (size_t)t * a->kv_stride, a->v_cache + at, width);
     }
 }
 
@@ -178,15 +181,10 @@ static void rope_kv_q8_0_rows(const void *job, int r0, int r1) {
     ck_block_q8_0 *keys = (ck_block_q8_0 *)(void *)a->k_cache;
     ck_block_q8_0 *values = (ck_block_q8_0 *)(void *)a->v_cache;
     for (int t = r0; t < r1; t++) {
-        float *q = a->q + (size_t)t * a->q_stride;
-        float *k = a->k + (size_t)t * a->kv_stride;
-        const int pos = a->pos0 + t;
-        float cs[2 * CK_MAX_HEAD_DIM];
-        ck_rope_angles(cs, a->n_rot, pos, a->base, a->freq_scale, a->freq_factors);
-        ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
-        ck_rope_apply(k, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
-        ck_quantize_row_q8_0(k, keys + (size_t)pos * (width / CK_QK), width);
-        ck_quantize_row_q8_0(a->v + (size_t)t * a->kv_stride, values + (size_t)pos * (width / CK_QK), width);
+        rope_row(a, t);
+        const size_t at = (size_t)(a->pos0 + t) * (size_t)(width / CK_QK);
+        ck_quantize_row_q8_0(a->k + (size_t)t * a->kv_stride, keys + at, width);
+        ck_quantize_row_q8_0(a->v + (size_t)t * a->kv_stride, values + at, width);
     }
 }
 

@@ -24,15 +24,7 @@ struct KVCacheQ8ModelTests {
         for c in cases {
             let prompt = try #require(c["prompt_ids"] as? [Int]).map { Int32($0) }
             let expected = try #require(c["generated_ids"] as? [Int])
-            let cache = model.makeCache(capacity: prompt.count + expected.count + 1)
-            try ModelGoldenTests.prefill(model, prompt, cache, logits)
-            var generated: [Int] = []
-            while generated.count < expected.count {
-                let next = ModelGoldenTests.argmax(logits)
-                generated.append(next)
-                if next == 2 { break }
-                try model.forward(tokens: [Int32(next)], cache: cache, logits: logits)
-            }
+            let generated = try ModelGoldenTests.greedy(model, prompt: prompt, count: expected.count, logits: logits)
             let first =
                 zip(generated, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
                 ?? min(generated.count, expected.count)

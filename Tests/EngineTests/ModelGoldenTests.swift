@@ -26,6 +26,22 @@ struct ModelGoldenTests {
         }
     }
 
+    /// Greedy tokens after `prompt` on a fresh cache, at most `count`, stopping after token 2 (end).
+    static func greedy(
+        _ model: LlamaModel, prompt: [Int32], count: Int, logits: UnsafeMutableBufferPointer<Float>
+    ) throws -> [Int] {
+        let cache = model.makeCache(capacity: prompt.count + count + 1)
+        try prefill(model, prompt, cache, logits)
+        var generated: [Int] = []
+        while generated.count < count {
+            let next = argmax(logits)
+            generated.append(next)
+            if next == 2 { break }
+            try model.forward(tokens: [Int32(next)], cache: cache, logits: logits)
+        }
+        return generated
+    }
+
     @Test func greedyGenerationMatchesLlamaCpp() throws {
         let gguf = try GGUFFile(path: try TestFixtures.requireModel())
         let model = try LlamaModel(gguf: gguf, threads: 2)
@@ -40,15 +56,7 @@ struct ModelGoldenTests {
             let prompt = try #require(c["prompt_ids"] as? [Int]).map { Int32($0) }
             let expected = try #require(c["generated_ids"] as? [Int])
             let n = try #require(c["n_generated"] as? Int)
-            let cache = model.makeCache(capacity: 512)
-            try Self.prefill(model, prompt, cache, logits)
-            var generated: [Int] = []
-            while generated.count < n {
-                let next = Self.argmax(logits)
-                generated.append(next)
-                if next == 2 { break }
-                try model.forward(tokens: [Int32(next)], cache: cache, logits: logits)
-            }
+            let generated = try Self.greedy(model, prompt: prompt, count: n, logits: logits)
             let firstDiff =
                 zip(generated, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
                 ?? min(generated.count, expected.count)
