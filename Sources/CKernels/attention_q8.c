@@ -1,7 +1,9 @@
 // Attention over a KV cache stored as q8_0 (`kv_cache_type` q8_0): each position's keys and
 // values, n_kv_head * head_dim floats, quantized as one row of 32-value blocks (an f16 scale and
-// 32 int8), 34 bytes per 32 values instead of 64 in f16. The arithmetic is that of llama.cpp's
-// CPU flash attention with a q8_0 cache, row by row, without its online rescaling:
+// 32 int8), 34 bytes per 32 values instead of 64 in f16. The steps are modelled on llama.cpp's
+// CPU flash attention over a quantized cache, with a two-pass softmax in place of its online
+// rescaling (no reference holds llama.cpp's answers with a q8_0 cache, so nothing here is
+// checked against it bit for bit):
 //   - the query head is quantized to q8_0 (the key type's dot-product partner) and each score is
 //     ck_dot_q8_0_q8_0 (integer block sums, each scaled by d_k * d_q) times `scale`;
 //   - softmax over the scores in f32: weights expf(s - max), their sum in key order;
@@ -122,8 +124,6 @@ void ck_attention_q8_0_many(ck_pool *pool, const ck_attention_args *args, int co
         }
     }
 }
-
-size_t ck_kv_q8_0_row_bytes(int kv_dim) { return (size_t)(kv_dim / CK_QK) * sizeof(ck_block_q8_0); }
 
 void ck_kv_q8_0_to_f16(const uint16_t *cache, uint16_t *dst, int rows, int kv_dim) {
     float tmp[16 * CK_MAX_HEAD_DIM];

@@ -345,6 +345,15 @@ void ck_attention(ck_pool *pool, const ck_attention_args *args);
 /// pass waits once per layer instead of once per sequence. They must share `scratch`.
 void ck_attention_many(ck_pool *pool, const ck_attention_args *args, int count);
 
+/// Causal attention (as ck_attention_many, count sequences in one pool task) over q8_0 caches:
+/// k_cache and v_cache point at one row of kv_stride / 32 ck_block_q8_0 per position;
+/// head_dim a multiple of 32 and at most 256; scratch_stride at least pos0 + n_tokens floats.
+/// The arithmetic is described in attention_q8.c.
+void ck_attention_q8_0_many(ck_pool *pool, const ck_attention_args *args, int count);
+/// Rows 0..<rows of a q8_0 cache (kv_dim values per row, kv_dim <= 16 * 256) as f16: each value
+/// d * q in f32, rounded to f16.
+void ck_kv_q8_0_to_f16(const uint16_t *cache, uint16_t *dst, int rows, int kv_dim);
+
 // MARK: - Element-wise
 
 /// y = x / sqrt(mean(x^2) + eps) * w
@@ -416,16 +425,5 @@ void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args);
 /// position's kv_stride values are one row of ck_block_q8_0 (kv_stride a multiple of 32),
 /// quantized with ck_quantize_row_q8_0. See attention_q8.c.
 void ck_rows_rope_kv_q8_0(ck_pool *pool, const ck_rope_kv_args *args);
-
-/// Bytes of one position's keys (or values) in a q8_0 cache of kv_dim values per position.
-size_t ck_kv_q8_0_row_bytes(int kv_dim);
-/// Causal attention (as ck_attention_many, count sequences in one pool task) over q8_0 caches:
-/// k_cache and v_cache point at rows of ck_kv_q8_0_row_bytes(kv_stride) bytes per position;
-/// head_dim a multiple of 32 and at most 256; scratch_stride at least pos0 + n_tokens floats.
-/// The arithmetic is described in attention_q8.c.
-void ck_attention_q8_0_many(ck_pool *pool, const ck_attention_args *args, int count);
-/// Rows 0..<rows of a q8_0 cache (kv_dim values per row, kv_dim <= 16 * 256) as f16: each value
-/// d * q in f32, rounded to f16.
-void ck_kv_q8_0_to_f16(const uint16_t *cache, uint16_t *dst, int rows, int kv_dim);
 
 #endif

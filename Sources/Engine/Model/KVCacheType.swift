@@ -3,8 +3,7 @@ public enum KVCacheType: String, Sendable, CaseIterable, CustomStringConvertible
     /// f16, as llama.cpp stores them by default: the answers of the reference checks.
     case f16
     /// q8_0 blocks (32 int8 and an f16 scale): 34 bytes per 32 values, 53 % of f16's memory,
-    /// with llama.cpp's arithmetic for a q8_0 cache (attention_q8.c). Needs a head size that is
-    /// a multiple of 32.
+    /// read as attention_q8.c describes. Needs a head size that is a multiple of 32.
     case q8_0
 
     public var description: String { rawValue }
