@@ -36,7 +36,7 @@ extension BenchCommand {
             guard let test = tests.first(where: { "\($0)" == row.test }) else { continue }
             let steps: Double
             switch test {
-            case .prompt: continue
+            case .prompt, .generationAtDepth: continue
             case .generation: steps = row.median
             case .batchedGeneration(_, let s): steps = row.median / Double(s)
             }

@@ -197,6 +197,10 @@ public enum BenchCommand {
     static func parseTest(_ s: Substring) throws -> EngineBenchmark.Test {
         if s.hasPrefix("pp"), let n = Int(s.dropFirst(2)), n > 0 { return .prompt(n) }
         if s.hasPrefix("tg"), let n = Int(s.dropFirst(2)), n > 0 { return .generation(n) }
+        let depth = s.dropFirst(2).split(separator: "@")
+        if s.hasPrefix("tg"), depth.count == 2, let n = Int(depth[0]), let d = Int(depth[1]), n > 0, d > 0 {
+            return .generationAtDepth(n, depth: d)
+        }
         let parts = s.dropFirst(2).split(separator: "x")
         if s.hasPrefix("tg"), parts.count == 2, let n = Int(parts[0]), let streams = Int(parts[1]), n > 0,
             (1...LlamaModel.maxSequencesPerBatch).contains(streams)
@@ -204,7 +208,7 @@ public enum BenchCommand {
             return .batchedGeneration(n, sequences: streams)
         }
         throw ConfigurationError(
-            "unknown test \(s): use ppN, tgN or tgNxS (S sequences together, 1-\(LlamaModel.maxSequencesPerBatch)), e.g. pp512,tg128,tg128x8"
+            "unknown test \(s): use ppN, tgN, tgN@D (after a D-token context) or tgNxS (S sequences together, 1-\(LlamaModel.maxSequencesPerBatch)), e.g. pp512,tg128,tg128@2048,tg128x8"
         )
     }
 

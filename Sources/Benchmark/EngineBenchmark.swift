@@ -6,7 +6,7 @@ import Telemetry
 
 /// llama-bench-style measurements of the forward pass: prompt processing (`ppN`: N tokens
 /// into an empty cache, in the engine's prompt chunks) and generation (`tgN`: N single-token
-/// steps), plus a memory-read probe so decode's weight bandwidth can be put against the
+/// steps; `tgN@D` after a D-token context), plus a memory-read probe so decode's weight bandwidth can be put against the
 /// machine's own limit.
 public enum EngineBenchmark {
     public enum Test: Sendable, Equatable, CustomStringConvertible {
@@ -15,19 +15,23 @@ public enum EngineBenchmark {
         /// N steps of S sequences decoding together, one batched pass per step (`tgNxS`): what
         /// S concurrent streams can reach at most, before HTTP, sampling and scheduling.
         case batchedGeneration(Int, sequences: Int)
+        /// N single-token steps after a D-token context already in the cache (`tgN@D`, as
+        /// llama-bench's depth): decode when attention reads a long cache, not only the weights.
+        case generationAtDepth(Int, depth: Int)
 
         public var description: String {
             switch self {
             case .prompt(let n): "pp\(n)"
             case .generation(let n): "tg\(n)"
             case .batchedGeneration(let n, let s): "tg\(n)x\(s)"
+            case .generationAtDepth(let n, let d): "tg\(n)@\(d)"
             }
         }
 
         /// Tokens computed in one repetition (all sequences together).
         public var tokens: Int {
             switch self {
-            case .prompt(let n), .generation(let n): n
+            case .prompt(let n), .generation(let n), .generationAtDepth(let n, _): n
             case .batchedGeneration(let n, let s): n * s
             }
         }
@@ -66,8 +70,25 @@ public enum EngineBenchmark {
         let promptTokens = (0..<max(test.tokens, 1)).map { _ in Int32(rng.next() % UInt64(vocab)) }
         var samples: [Double] = []
         var others: [Double] = []
+        // The context of a depth test, computed once (not timed); each repetition decodes after it.
+        var context: KVCache? = nil
+        if case .generationAtDepth(let n, let depth) = test {
+            let cache = model.makeCache(capacity: depth + n + 1)
+            guard cache.capacity == depth + n + 1 else {
+                throw BenchError("\(test) needs \(depth + n + 1) positions; the context holds \(cache.capacity)")
+            }
+            let ids = (0..<depth).map { _ in Int32(rng.next() % UInt64(vocab)) }
+            var i = 0
+            while i < depth {
+                let end = min(i + LlamaModel.maxBatch, depth)
+                try model.forward(tokens: Array(ids[i..<end]), cache: cache, logits: logits)
+                i = end
+            }
+            context = cache
+        }
         for rep in 0...repetitions {
-            let cache = model.makeCache(capacity: min(model.config.contextLength, test.tokens + 1))
+            context?.truncate(to: context!.count - (rep > 0 ? test.tokens : 0))
+            let cache = context ?? model.makeCache(capacity: min(model.config.contextLength, test.tokens + 1))
             var batch: BatchedDecode? = nil
             if case .batchedGeneration(let n, let s) = test {
                 batch = BatchedDecode(model: model, sequences: s, steps: n, firstTokens: promptTokens)
@@ -83,7 +104,7 @@ public enum EngineBenchmark {
                     try model.forward(tokens: Array(promptTokens[i..<end]), cache: cache, logits: logits)
                     i = end
                 }
-            case .generation(let n):
+            case .generation(let n), .generationAtDepth(let n, _):
                 var token: Int32 = 1
                 for _ in 0..<n {
                     try model.forward(tokens: [token], cache: cache, logits: logits)

@@ -14,8 +14,9 @@ public enum InferdCLI {
           inferd bench [--threads 1,2] [--tests pp512,pp64,tg128] [--prompt-lengths 128,512,2048,4096] [--repetitions N] [--json] [--http] [--load N]
                        [--http-tokens N] [--kv-cache-type f16|q8_0] [--no-wait]
                                                 Measure prompt and generation speed. Tests: ppN (an
-                                                N-token prompt), tgN (N tokens decoded), tgNxS (S
-                                                sequences decoding together), or none. --http: one
+                                                N-token prompt), tgN (N tokens decoded), tgN@D
+                                                (after a D-token context), tgNxS (S sequences
+                                                decoding together), or none. --http: one
                                                 stream over a real socket; --load N: N at once;
                                                 --http-tokens: tokens per stream (128);
                                                 --kv-cache-type: as the serve setting.

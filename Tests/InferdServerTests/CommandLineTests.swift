@@ -54,6 +54,31 @@ import Testing
         #expect(r.stdout.contains("Canberra"), "\(r.stdout)")
     }
 
+    /// `tgN@D` decodes after a D-token context; a context past the model's is refused.
+    @Test func benchDecodesAtADepth() async throws {
+        let r = try await run([
+            "bench", "--model", Self.model, "--threads", "1", "--tests", "tg4@40", "--repetitions", "2", "--json",
+            "--no-wait", "--kv-cache-type", "q8_0",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        struct Report: Decodable {
+            struct Row: Decodable {
+                var test: String
+                var samples: [Double]
+            }
+            var results: [Row]
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(r.stdout.utf8))
+        #expect(report.results.map(\.test) == ["tg4@40"])
+        #expect(report.results.first?.samples.count == 2 && report.results[0].samples.allSatisfy { $0 > 0 })
+        let deep = try await run(["bench", "--model", Self.model, "--tests", "tg8@9000", "--no-wait"])
+        #expect(deep.status != 0 && deep.stderr.contains("tg8@9000 needs 9009 positions"), "\(deep.stderr)")
+        let bad = try await run(["bench", "--model", Self.model, "--tests", "tg8@", "--kv-cache-type", "q8_0"])
+        #expect(bad.status == 2 && bad.stderr.contains("unknown test"), "\(bad.stderr)")
+        let type = try await run(["bench", "--model", Self.model, "--tests", "tg8", "--kv-cache-type", "q4"])
+        #expect(type.status == 2 && type.stderr.contains("--kv-cache-type takes f16 or q8_0, not q4"), "\(type.stderr)")
+    }
+
     @Test func benchPrintsOneJSONReportWithEveryTestAndBandwidth() async throws {
         let r = try await run([
             "bench", "--model", Self.model, "--threads", "1,2", "--tests", "pp16,tg8,tg8x3", "--repetitions", "2",
