@@ -3,7 +3,8 @@ import Foundation
 /// A GGUF model file (versions 2 and 3), memory-mapped read-only.
 ///
 /// The header, metadata and tensor table are parsed and checked at open; tensor data is
-/// never copied: `tensorData(_:)` hands out views into the mapping, valid while this object lives.
+/// never copied: `tensorData(_:)` hands out views into `mapping`, valid while it lives (a model
+/// keeps the mapping, not this object, so the parsed metadata can go once it has loaded).
 public final class GGUFFile: @unchecked Sendable {
     public static let magic: UInt32 = 0x4655_4747  // "GGUF" read little-endian
     public static let defaultAlignment = 32
@@ -19,7 +20,7 @@ public final class GGUFFile: @unchecked Sendable {
     public let alignment: Int
     public let fileSize: Int
 
-    private let mapping: UnsafeRawBufferPointer
+    public let mapping: GGUFMapping
 
     public init(path: String) throws(GGUFError) {
         self.path = path
@@ -31,34 +32,24 @@ public final class GGUFFile: @unchecked Sendable {
         guard (st.st_mode & S_IFMT) == S_IFREG else { throw .cannotOpen(path: path, reason: "not a regular file") }
         let size = Int(st.st_size)
         guard size >= 4 else { throw .truncated(what: "magic", offset: 0) }
-        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else {
+        guard let mapping = GGUFMapping(fd: fd, size: size) else {
             throw .cannotOpen(path: path, reason: String(cString: strerror(errno)))
         }
-        let mapping = UnsafeRawBufferPointer(start: base, count: size)
-        do {
-            let parsed = try GGUFParser.parse(mapping)
-            self.version = parsed.version
-            self.metadata = parsed.metadata
-            self.metadataKeys = parsed.metadataKeys
-            self.tensors = parsed.tensors
-            self.tensorNames = parsed.tensorNames
-            self.alignment = parsed.alignment
-        } catch {
-            munmap(base, size)
-            throw error
-        }
+        let parsed = try GGUFParser.parse(mapping.bytes)
+        self.version = parsed.version
+        self.metadata = parsed.metadata
+        self.metadataKeys = parsed.metadataKeys
+        self.tensors = parsed.tensors
+        self.tensorNames = parsed.tensorNames
+        self.alignment = parsed.alignment
         self.mapping = mapping
         self.fileSize = size
-    }
-
-    deinit {
-        munmap(UnsafeMutableRawPointer(mutating: mapping.baseAddress), mapping.count)
     }
 
     /// The raw bytes of a tensor, a view into the mapping.
     public func tensorData(_ name: String) throws(GGUFError) -> UnsafeRawBufferPointer {
         guard let info = tensors[name] else { throw .missingTensor(name) }
-        return UnsafeRawBufferPointer(rebasing: mapping[info.offset..<(info.offset + info.byteCount)])
+        return UnsafeRawBufferPointer(rebasing: mapping.bytes[info.offset..<(info.offset + info.byteCount)])
     }
 
     public func tensor(_ name: String) throws(GGUFError) -> GGUFTensorInfo {

@@ -57,8 +57,10 @@ public final class LlamaModel: @unchecked Sendable {
         let ropeBase: Float
     }
 
-    let gguf: GGUFFile  // keeps the mapping alive
-    let tokenEmbedding: WeightMatrix
+    /// The file's bytes, which the token embedding (and any matrix without an interleaved form)
+    /// is read from; the parsed metadata is not kept.
+    let fileMapping: GGUFMapping
+    let tokenEmbedding: TokenEmbedding
     let layers: [Layer]
     let outputNorm: [Float]
     let output: WeightMatrix
@@ -117,13 +119,14 @@ public final class LlamaModel: @unchecked Sendable {
         }
         self.kvCacheType = kvCacheType
         self.config = config
-        self.gguf = gguf
+        self.fileMapping = gguf.mapping
         let dim = config.embeddingLength
         let qDim = config.queryDim
         let kvDim = config.kvDim
         let ffn = config.feedForwardLength
-        tokenEmbedding = try WeightMatrix(
+        let embedding = try WeightMatrix(
             gguf: gguf, name: "token_embd.weight", columns: dim, rows: config.vocabularySize)
+        tokenEmbedding = TokenEmbedding(matrix: embedding, file: gguf.mapping)
         var layers: [Layer] = []
         for i in 0..<config.blockCount {
             let p = "blk.\(i)."
@@ -163,7 +166,7 @@ public final class LlamaModel: @unchecked Sendable {
         if gguf.tensors["output.weight"] != nil {
             output = try WeightMatrix(gguf: gguf, name: "output.weight", columns: dim, rows: config.vocabularySize)
         } else {
-            output = tokenEmbedding
+            output = embedding
         }
         interleavedWeights =
             interleave && WeightInterleaver.enabledByEnvironment
@@ -218,6 +221,8 @@ public final class LlamaModel: @unchecked Sendable {
         rowOrders.initialize(repeating: 0, count: 2 * Self.maxPassTokens)
         allocations.append(UnsafeMutableRawPointer(rowOrders))
         self.allocations = allocations
+        // Everything is loaded: the pages read so far were metadata and copies' sources.
+        fileMapping.releaseResidentPages()
     }
 
     deinit {

@@ -3,8 +3,8 @@ import Foundation
 
 /// Copies a model's quantized matrices into the interleaved forms (see CKernels/interleave.c)
 /// once at load time, then gives the file pages it read back to the kernel so the copy does
-/// not double the resident memory: the mapping stays valid (the token embedding is still read
-/// from it row by row) and faults pages in again only where they are used.
+/// not double the resident memory while the model loads: the mapping stays valid and faults pages
+/// in again only where they are read (a matrix without an interleaved form).
 enum WeightInterleaver {
     /// `INFERD_INTERLEAVE=0` keeps the file layout (to compare speeds without rebuilding).
     static var enabledByEnvironment: Bool { ProcessInfo.processInfo.environment["INFERD_INTERLEAVE"] != "0" }
