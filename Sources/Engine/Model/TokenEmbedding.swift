@@ -6,7 +6,7 @@ import CKernels
 /// A first touch of a file mapping maps whole page-cache folios around the page touched (a
 /// test touching 10 rows 3 MB apart mapped 1,216 KiB), so reading embedding rows through the
 /// mapping left 3.8 MiB of the table resident after one batch of 8 short prompts, and a
-/// server's RSS would grow towards the whole table (17.7 MB for the default model) as its
+/// server's RSS would grow towards the whole table (30.1 MB of Q8_0 for the default model) as its
 /// prompts use more of the vocabulary. A row is a few hundred bytes: one `pread` per token
 /// costs about a microsecond, against milliseconds for the token's pass.
 ///
