@@ -20,7 +20,7 @@ public final class GGUFFile: @unchecked Sendable {
     public let alignment: Int
     public let fileSize: Int
 
-    public let mapping: GGUFMapping
+    let mapping: GGUFMapping
 
     public init(path: String) throws(GGUFError) {
         self.path = path

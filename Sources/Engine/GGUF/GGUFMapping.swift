@@ -5,8 +5,8 @@ import Foundation
 /// Separate from `GGUFFile` so that a model can keep its weights' bytes without keeping the
 /// parsed metadata (the tokenizer's vocabulary and merges, some MiB of Swift values that are
 /// copied into the tokenizer at load and never read again).
-public final class GGUFMapping: @unchecked Sendable {
-    public let bytes: UnsafeRawBufferPointer
+final class GGUFMapping: @unchecked Sendable {
+    let bytes: UnsafeRawBufferPointer
     /// The file, kept open for `read(_:at:)`; -1 when it could not be duplicated.
     private let descriptor: Int32
 
@@ -28,7 +28,7 @@ public final class GGUFMapping: @unchecked Sendable {
     /// memory. Reads through the mapping where the file cannot be read that way (returns false
     /// for a range outside the file).
     @discardableResult
-    public func read(_ destination: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+    func read(_ destination: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
         guard offset >= 0, offset + destination.count <= bytes.count, let target = destination.baseAddress else {
             return false
         }
@@ -54,9 +54,9 @@ public final class GGUFMapping: @unchecked Sendable {
     ///
     /// For after a model has loaded: parsing read the metadata pages, and loading read every
     /// tensor once (norms copied out, matrices copied into their interleaved forms), so without
-    /// this the process would keep pages it no longer reads (2.5 MiB of metadata and the edge
-    /// pages of each copied matrix for the default model).
-    public func releaseResidentPages() {
+    /// this the process would keep pages it no longer reads (2.9 MiB for the default model: the
+    /// metadata and the edge pages of each copied matrix).
+    func releaseResidentPages() {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         _ = madvise(UnsafeMutableRawPointer(mutating: base), bytes.count, MADV_DONTNEED)
     }
@@ -64,7 +64,7 @@ public final class GGUFMapping: @unchecked Sendable {
     /// Bytes of the mapping this process has resident right now (its `Rss` line in
     /// /proc/self/smaps; mincore would say which pages the page cache holds, not which this
     /// process maps); nil where the system cannot say.
-    public func residentBytes() -> Int? {
+    func residentBytes() -> Int? {
         guard let base = bytes.baseAddress, let smaps = Self.readWhole("/proc/self/smaps") else { return nil }
         let start = String(UInt(bitPattern: base), radix: 16) + "-"
         var inMapping = false

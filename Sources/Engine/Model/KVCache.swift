@@ -71,5 +71,19 @@ public final class KVCache: @unchecked Sendable {
 
     /// Bytes of the cache's storage resident in memory right now (mincore over its mapping);
     /// nil where the system cannot say.
-    func residentBytes() -> Int? { ResidentPages.bytes(start: mapping, byteCount: mappedBytes) }
+    func residentBytes() -> Int? {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = mappedBytes / page
+        var vector = [UInt8](repeating: 0, count: pages)
+        #if canImport(Glibc)
+            let status = vector.withUnsafeMutableBufferPointer { mincore(mapping, mappedBytes, $0.baseAddress) }
+        #else
+            let status = vector.withUnsafeMutableBufferPointer {
+                mincore(
+                    mapping, mappedBytes, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self))
+            }
+        #endif
+        guard status == 0 else { return nil }
+        return vector.reduce(0) { $0 + Int($1 & 1) } * page
+    }
 }
