@@ -121,6 +121,12 @@ static void attention_chunk(void *ctx, int u, int thread) {
 }
 
 void ck_attention(ck_pool *pool, const ck_attention_args *args) {
+#if CK_X86
+    if (ck_attention_decode_split_applies(pool, args)) {
+        ck_attention_decode_split(pool, args);
+        return;
+    }
+#endif
     attention_job job;
     job.args = args;
     job.plan = plan_for(ck_fast_paths_enabled(), args);
@@ -150,7 +156,7 @@ static void attention_many_chunk(void *ctx, int u, int thread) {
 }
 
 void ck_attention_many(ck_pool *pool, const ck_attention_args *args, int count) {
-    if (count > CK_ATTENTION_MANY_MAX || !pool || ck_pool_size(pool) <= 1) {
+    if (count == 1 || count > CK_ATTENTION_MANY_MAX || !pool || ck_pool_size(pool) <= 1) {
         for (int m = 0; m < count; m++) ck_attention(pool, &args[m]);
         return;
     }

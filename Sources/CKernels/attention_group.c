@@ -82,14 +82,15 @@ CK_FAST static CK_INLINE void accumulate_lanes_block(float *acc, size_t acc_stri
     }
 }
 
-// accumulate_lanes for the R heads of a group. The output vectors go in blocks of C so that the
-// R * C sums, the converted V vector and the R weights fit the 16 ymm registers.
-CK_FAST static CK_INLINE void accumulate_lanes_group(float *acc, size_t acc_stride, int lanes, int hd,
+// accumulate_lanes for the R heads of a group, lanes l0..<l1 of `lanes`. The output vectors go in
+// blocks of C so that the R * C sums, the converted V vector and the R weights fit the 16 ymm
+// registers.
+CK_FAST static CK_INLINE void accumulate_lanes_group(float *acc, size_t acc_stride, int lanes, int l0, int l1, int hd,
                                                      const uint16_t *vbase, int kv_stride, const float *w,
                                                      int w_stride, int n, const int R) {
     const int C = R == 1 ? 8 : R <= 3 ? 4 : R == 4 ? 2 : 1;
     const int nv = hd / 8;
-    for (int l = 0; l < lanes; l++) {
+    for (int l = l0; l < l1; l++) {
         int v = 0;
         for (; v + C <= nv; v += C) {
             accumulate_lanes_block(acc, acc_stride, lanes, hd, l, v, vbase, kv_stride, w, w_stride, n, R, C);
@@ -140,59 +141,18 @@ CK_FAST static CK_INLINE void tail_block(float *out, int hd, const uint16_t *vba
     }
 }
 
-// scratch: group_scratch_floats(p) floats: R accumulators of 64 * head_dim, then R score rows.
-CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, int t, int g, float *scratch,
-                                                   const int R) {
+// A decoding token's outputs for the R heads of a group (head i at out + i * hd), once the 64
+// lane sums over the keys before attention_full_steps_end are in acc (head i at acc + i *
+// astride) and the weights in scores (head i at scores + i * sstride): the lanes folded in
+// ggml's order, then the leftover keys (beyond the last full 64) added in double, key by key.
+CK_FAST static CK_INLINE void decode_outputs(const ck_attention_args *p, float *out, const float *acc, size_t astride,
+                                             const uint16_t *vbase, const float *scores, int sstride, int nk,
+                                             const int R) {
     const int hd = p->head_dim;
     const int nv = hd / 8;
-    const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
-    const int batched = p->n_tokens >= 2;
-    const size_t astride = (size_t)64 * hd;
-    const int sstride = (p->pos0 + p->n_tokens + 15) & ~15;  // the softmax pads to 16 keys
-    float *acc = scratch;
-    float *scores = scratch + R * astride;
-    // The group's query heads g * R ..< (g + 1) * R lie side by side, as do their outputs.
-    const float *qg = p->q + (size_t)t * p->q_stride + (size_t)g * R * hd;
-    __m256 q[CK_MAX_GROUP * CK_MAX_HEAD_DIM / 8];
-    for (int v = 0; v < R * nv; v++) {
-        q[v] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qg + 8 * v), _MM_FROUND_TO_NEAREST_INT));
-    }
-    const uint16_t *kbase = p->k_cache + (size_t)g * hd;
-    if (hd == 64) {
-        group_scores_64(q, kbase, p->kv_stride, nk, p->scale, batched, scores, sstride, R);
-    } else {
-        // Other sizes convert the key row per head, as attention_unit_fast_per_head does.
-        for (int i = 0; i < R; i++) {
-            float *si = scores + (size_t)i * sstride;
-            const __m256 *qi = q + i * nv;
-            if (batched) {
-                for (int j = 0; j < nk; j++) si[j] = dot_f16_tiny(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
-            } else {
-                for (int j = 0; j < nk; j++) si[j] = dot_f16_ggml(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
-            }
-        }
-    }
-    for (int i = 0; i < R; i++) {
-        ck_attention_mask_window(p, t, scores + (size_t)i * sstride);
-        softmax_weights_ggml(scores + (size_t)i * sstride, nk);
-    }
-    const uint16_t *vbase = p->v_cache + (size_t)g * hd;
-    float *out = p->out + (size_t)t * p->out_stride + (size_t)g * R * hd;  // head i at out + i * hd
-    if (batched) {
-        // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
-        accumulate_lanes_group(acc, astride, 16, hd, vbase, p->kv_stride, scores, sstride, nk, R);
-        for (int i = 0; i < R; i++) {
-            for (int v = 0; v < nv; v++) {
-                _mm256_storeu_ps(out + (size_t)i * hd + 8 * v, reduce16_over_d(acc + i * astride, hd, 8 * v));
-            }
-        }
-        return;
-    }
-    // ggml_vec_dot_f16 per output dimension over the padded key range.
     const int np = attention_full_steps_end(p);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
-        accumulate_lanes_group(acc, astride, 64, hd, vbase, p->kv_stride, scores, sstride, nmain, R);
         for (int i = 0; i < R; i++) {
             for (int v = 0; v < nv; v++) {
                 _mm256_storeu_ps(out + (size_t)i * hd + 8 * v, reduce64_over_d(acc + i * astride, hd, 8 * v));
@@ -216,6 +176,76 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
     }
 }
 
+// The R query heads of group g for token t (they lie side by side), rounded to f16 as ggml
+// rounds the query for its f16 dot products: R * head_dim / 8 vectors.
+CK_FAST static CK_INLINE void group_query(const ck_attention_args *p, int t, int g, __m256 *q, const int R) {
+    const int hd = p->head_dim;
+    const float *qg = p->q + (size_t)t * p->q_stride + (size_t)g * R * hd;
+    for (int v = 0; v < R * hd / 8; v++) {
+        q[v] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qg + 8 * v), _MM_FROUND_TO_NEAREST_INT));
+    }
+}
+
+// Scores of keys j0..<j1 of group g for its R heads, into scores + i * sstride + j; each key's
+// score is its own dot product, so any split of the keys gives the same bits.
+CK_FAST static CK_INLINE void group_scores(const ck_attention_args *p, const __m256 *q, int g, int j0, int j1,
+                                           int batched, float *scores, int sstride, const int R) {
+    const int hd = p->head_dim;
+    const uint16_t *kbase = p->k_cache + (size_t)g * hd;
+    if (hd == 64) {
+        group_scores_64(q, kbase + (size_t)j0 * p->kv_stride, p->kv_stride, j1 - j0, p->scale, batched, scores + j0,
+                        sstride, R);
+        return;
+    }
+    // Other sizes convert the key row per head, as attention_unit_fast_per_head does.
+    for (int i = 0; i < R; i++) {
+        float *si = scores + (size_t)i * sstride;
+        const __m256 *qi = q + i * hd / 8;
+        if (batched) {
+            for (int j = j0; j < j1; j++) si[j] = dot_f16_tiny(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+        } else {
+            for (int j = j0; j < j1; j++) si[j] = dot_f16_ggml(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+        }
+    }
+}
+
+// scratch: group_scratch_floats(p) floats: R accumulators of 64 * head_dim, then R score rows.
+CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, int t, int g, float *scratch,
+                                                   const int R) {
+    const int hd = p->head_dim;
+    const int nv = hd / 8;
+    const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
+    const int batched = p->n_tokens >= 2;
+    const size_t astride = (size_t)64 * hd;
+    const int sstride = (p->pos0 + p->n_tokens + 15) & ~15;  // the softmax pads to 16 keys
+    float *acc = scratch;
+    float *scores = scratch + R * astride;
+    __m256 q[CK_MAX_GROUP * CK_MAX_HEAD_DIM / 8];
+    group_query(p, t, g, q, R);
+    group_scores(p, q, g, 0, nk, batched, scores, sstride, R);
+    for (int i = 0; i < R; i++) {
+        ck_attention_mask_window(p, t, scores + (size_t)i * sstride);
+        softmax_weights_ggml(scores + (size_t)i * sstride, nk);
+    }
+    const uint16_t *vbase = p->v_cache + (size_t)g * hd;
+    float *out = p->out + (size_t)t * p->out_stride + (size_t)g * R * hd;  // head i at out + i * hd
+    if (batched) {
+        // llamafile's f16 x f16 GEMM: one 16-lane sum over the keys.
+        accumulate_lanes_group(acc, astride, 16, 0, 16, hd, vbase, p->kv_stride, scores, sstride, nk, R);
+        for (int i = 0; i < R; i++) {
+            for (int v = 0; v < nv; v++) {
+                _mm256_storeu_ps(out + (size_t)i * hd + 8 * v, reduce16_over_d(acc + i * astride, hd, 8 * v));
+            }
+        }
+        return;
+    }
+    // ggml_vec_dot_f16 per output dimension over the padded key range.
+    const int np = attention_full_steps_end(p);
+    const int nmain = nk < np ? nk : np;
+    if (nmain > 0) accumulate_lanes_group(acc, astride, 64, 0, 64, hd, vbase, p->kv_stride, scores, sstride, nmain, R);
+    decode_outputs(p, out, acc, astride, vbase, scores, sstride, nk, R);
+}
+
 CK_FAST void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch) {
     switch (p->n_head / p->n_kv_head) {
     case 1: attention_group_body(p, t, g, scratch, 1); break;
@@ -227,5 +257,141 @@ CK_FAST void ck_attention_group_fast(const ck_attention_args *p, int t, int g, f
     case 7: attention_group_body(p, t, g, scratch, 7); break;
     case 8: attention_group_body(p, t, g, scratch, 8); break;
     }
+}
+// MARK: - One decoding token split over the pool
+
+// One token's grouped units are one per KV head, so with a KV head count the threads cannot
+// share evenly (SmolLM2's 3 on 2 threads, or a single KV head) a thread idles for part of each
+// call; deep in a context, where attention is most of a token's time, that idling is most of
+// what the second thread could have added. Here the same arithmetic runs in three pool tasks:
+// the scores by ranges of keys, the softmax by heads, the 64 lane sums over the values by ranges
+// of lanes; the calling thread then folds the lanes and adds the leftover keys. Every value is
+// computed by attention_group_body's operations in its order, only on other threads, so the
+// bits are the same (AttentionDecodeSplitTests).
+typedef struct {
+    const ck_attention_args *p;
+    int R, nk, nmain, sstride, key_slices, lane_slices;
+    size_t astride;
+    float *scores;  // n_head rows of sstride: head h = g * R + i
+    float *acc;     // per group g, at g * R * astride: R accumulators of 64 * head_dim
+} decode_split_job;
+
+// Fewer keys than this run unsplit. From 256 keys on (inferd bench tg128@256, SmolLM2 on 2
+// threads) the split measured even with the grouped units, 179.7 against 179.6 tok/s, and after
+// 2,048 it was 23 % faster (95.0 against 77.5): with fewer keys there is less idle time to win
+// back than the two extra pool tasks per layer cost.
+#define CK_DECODE_SPLIT_MIN_KEYS 256
+
+static int decode_split_stride(const ck_attention_args *p) { return (p->pos0 + 1 + 15) & ~15; }
+
+static size_t decode_split_floats(const ck_attention_args *p) {
+    return (size_t)p->n_head * ((size_t)decode_split_stride(p) + (size_t)64 * p->head_dim);
+}
+
+int ck_attention_decode_split_applies(ck_pool *pool, const ck_attention_args *p) {
+    if (!pool || p->n_tokens != 1 || p->n_kv_head < 1 || p->n_head % p->n_kv_head != 0) return 0;
+    const int threads = ck_pool_size(pool);
+    const int r = p->n_head / p->n_kv_head;
+    return threads >= 2 && p->n_kv_head % threads != 0 && r <= CK_MAX_GROUP && ck_attention_fast_shape(p) &&
+           p->pos0 + 1 >= CK_DECODE_SPLIT_MIN_KEYS &&
+           decode_split_floats(p) <= (size_t)threads * (size_t)p->scratch_stride;
+}
+
+#define CK_FOR_GROUP_SIZE(R, call)                                                                                      \
+    switch (R) {                                                                                                        \
+    case 1: call(1); break;                                                                                             \
+    case 2: call(2); break;                                                                                             \
+    case 3: call(3); break;                                                                                             \
+    case 4: call(4); break;                                                                                             \
+    case 5: call(5); break;                                                                                             \
+    case 6: call(6); break;                                                                                             \
+    case 7: call(7); break;                                                                                             \
+    case 8: call(8); break;                                                                                             \
+    }
+
+CK_FAST static CK_INLINE void split_scores_body(const decode_split_job *job, int u, const int R) {
+    const int g = u / job->key_slices, s = u % job->key_slices;
+    const int j0 = (int)((long)job->nk * s / job->key_slices);
+    const int j1 = (int)((long)job->nk * (s + 1) / job->key_slices);
+    __m256 q[CK_MAX_GROUP * CK_MAX_HEAD_DIM / 8];
+    group_query(job->p, 0, g, q, R);
+    group_scores(job->p, q, g, j0, j1, 0, job->scores + (size_t)g * R * job->sstride, job->sstride, R);
+}
+
+CK_FAST static void split_scores(void *ctx, int u, int thread) {
+    (void)thread;
+    const decode_split_job *job = (const decode_split_job *)ctx;
+#define CK_SPLIT_SCORES(R) split_scores_body(job, u, R)
+    CK_FOR_GROUP_SIZE(job->R, CK_SPLIT_SCORES)
+#undef CK_SPLIT_SCORES
+}
+
+CK_FAST static void split_softmax(void *ctx, int h, int thread) {
+    (void)thread;
+    const decode_split_job *job = (const decode_split_job *)ctx;
+    float *row = job->scores + (size_t)h * job->sstride;
+    ck_attention_mask_window(job->p, 0, row);
+    softmax_weights_ggml(row, job->nk);
+}
+
+CK_FAST static CK_INLINE void split_values_body(const decode_split_job *job, int u, const int R) {
+    const ck_attention_args *p = job->p;
+    const int g = u / job->lane_slices, s = u % job->lane_slices;
+    const int l0 = 64 * s / job->lane_slices, l1 = 64 * (s + 1) / job->lane_slices;
+    accumulate_lanes_group(job->acc + (size_t)g * R * job->astride, job->astride, 64, l0, l1, p->head_dim,
+                           p->v_cache + (size_t)g * p->head_dim, p->kv_stride,
+                           job->scores + (size_t)g * R * job->sstride, job->sstride, job->nmain, R);
+}
+
+CK_FAST static void split_values(void *ctx, int u, int thread) {
+    (void)thread;
+    const decode_split_job *job = (const decode_split_job *)ctx;
+#define CK_SPLIT_VALUES(R) split_values_body(job, u, R)
+    CK_FOR_GROUP_SIZE(job->R, CK_SPLIT_VALUES)
+#undef CK_SPLIT_VALUES
+}
+
+CK_FAST static CK_INLINE void split_outputs(const decode_split_job *job, int g, const int R) {
+    const ck_attention_args *p = job->p;
+    decode_outputs(p, p->out + (size_t)g * R * p->head_dim, job->acc + (size_t)g * R * job->astride, job->astride,
+                   p->v_cache + (size_t)g * p->head_dim, job->scores + (size_t)g * R * job->sstride, job->sstride,
+                   job->nk, R);
+}
+
+CK_FAST void ck_attention_decode_split(ck_pool *pool, const ck_attention_args *p) {
+    const int threads = ck_pool_size(pool);
+    decode_split_job job;
+    job.p = p;
+    job.R = p->n_head / p->n_kv_head;
+    job.nk = p->pos0 + 1;
+    const int np = attention_full_steps_end(p);
+    job.nmain = job.nk < np ? job.nk : np;
+    job.sstride = decode_split_stride(p);
+    job.astride = (size_t)64 * p->head_dim;
+    job.scores = p->scratch;
+    job.acc = p->scratch + (size_t)p->n_head * job.sstride;
+    // About four ranges per thread over all groups, none under 64 keys; lanes in ranges of 8.
+    int slices = (4 * threads + p->n_kv_head - 1) / p->n_kv_head;
+    if (slices > job.nk / 64) slices = job.nk / 64 > 0 ? job.nk / 64 : 1;
+    job.key_slices = slices;
+    job.lane_slices = 8;
+    ck_pool_run_chunks(pool, split_scores, &job, p->n_kv_head * job.key_slices);
+    ck_pool_run_chunks(pool, split_softmax, &job, p->n_head);
+    if (job.nmain > 0) ck_pool_run_chunks(pool, split_values, &job, p->n_kv_head * job.lane_slices);
+    for (int g = 0; g < p->n_kv_head; g++) {
+#define CK_SPLIT_OUTPUTS(R) split_outputs(&job, g, R)
+        CK_FOR_GROUP_SIZE(job.R, CK_SPLIT_OUTPUTS)
+#undef CK_SPLIT_OUTPUTS
+    }
+}
+#else
+int ck_attention_decode_split_applies(ck_pool *pool, const ck_attention_args *p) {
+    (void)pool;
+    (void)p;
+    return 0;
+}
+void ck_attention_decode_split(ck_pool *pool, const ck_attention_args *p) {
+    (void)pool;
+    (void)p;
 }
 #endif

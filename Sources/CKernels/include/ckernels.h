@@ -341,6 +341,12 @@ void ck_attention_units(const ck_attention_args *args, int u0, int u1, int slot)
 /// were grouped. For tests: the grouped kernel must match it bit for bit.
 void ck_attention_units_per_head(const ck_attention_args *args, int u0, int u1, int slot);
 void ck_attention(ck_pool *pool, const ck_attention_args *args);
+/// Whether ck_attention runs these args (one decoding token) split over the pool by keys and by
+/// lanes (attention_group.c): a KV head count the pool's threads cannot share evenly, at least
+/// 256 keys, and scratch for every head's scores and lane sums. For tests and benchmarks.
+int ck_attention_decode_split_applies(ck_pool *pool, const ck_attention_args *args);
+/// That split, bit for bit the unsplit kernel's outputs; only where it applies.
+void ck_attention_decode_split(ck_pool *pool, const ck_attention_args *args);
 /// Several sequences' attention (at most 16; more run one by one) in one pool task: a batched
 /// pass waits once per layer instead of once per sequence. They must share `scratch`.
 void ck_attention_many(ck_pool *pool, const ck_attention_args *args, int count);
