@@ -36,9 +36,14 @@ struct ck_pool {
     ck_worker *workers;
     ck_chunk_fn fn;
     void *ctx;
-    // Atomic (relaxed) because a worker still finishing generation g reads it while the caller
-    // already writes g+1's count; the claim's generation then refuses the stale chunk.
-    atomic_int n_chunks;
+    // Chunk counts of the current and the previous generation, in slot g & 1: a worker of
+    // generation g reads only g's. With one shared count, a worker that had read claim (g, n)
+    // (every chunk of g taken) could read g+1's larger count, which the caller writes before it
+    // publishes g+1's claim, and its CAS on (g, n) would still succeed: it would run chunk n with
+    // g+1's fn and ctx (perhaps half written) while g+1 later hands chunk n out again, and the
+    // extra `done` could let the caller return with a chunk still running. Found by TSan when
+    // decode attention began to run tasks of 9 and then 24 chunks back to back.
+    atomic_int n_chunks[2];
     _Atomic uint64_t claim;
     _Atomic uint32_t generation;  // futex word, mirrors the high half of claim
     _Atomic int done;
@@ -97,9 +102,9 @@ static int pool_work(ck_pool *pool, uint32_t g, int thread, uint64_t *chunk_ns) 
         uint64_t s = atomic_load_explicit(&pool->claim, memory_order_acquire);
         if ((uint32_t)(s >> 32) != g) return ran;
         const uint32_t i = (uint32_t)s;
-        // n_chunks cannot change while chunks of g remain unclaimed (the caller is still waiting);
-        // if it was already replaced, the CAS below fails on the generation.
-        if (i >= (uint32_t)atomic_load_explicit(&pool->n_chunks, memory_order_relaxed)) return ran;
+        // g's count (its slot is rewritten only for g + 2, after the claim has left g, so then
+        // the CAS below fails on the generation).
+        if (i >= (uint32_t)atomic_load_explicit(&pool->n_chunks[g & 1], memory_order_relaxed)) return ran;
         if (!atomic_compare_exchange_weak_explicit(&pool->claim, &s, s + 1, memory_order_acq_rel,
                                                    memory_order_acquire)) {
             continue;
@@ -157,7 +162,8 @@ ck_pool *ck_pool_create(int n_threads) {
     if (!pool) return NULL;
     pool->n = n_threads;
     atomic_init(&pool->claim, 0);
-    atomic_init(&pool->n_chunks, 0);
+    atomic_init(&pool->n_chunks[0], 0);
+    atomic_init(&pool->n_chunks[1], 0);
     atomic_init(&pool->generation, 0);
     atomic_init(&pool->done, 0);
     atomic_init(&pool->sleepers, 0);
@@ -197,9 +203,9 @@ void ck_pool_run_chunks(ck_pool *pool, ck_chunk_fn fn, void *ctx, int n_chunks) 
     }
     pool->fn = fn;
     pool->ctx = ctx;
-    atomic_store_explicit(&pool->n_chunks, n_chunks, memory_order_relaxed);
-    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     const uint32_t g = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool->n_chunks[g & 1], n_chunks, memory_order_relaxed);
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
     atomic_store(&pool->claim, (uint64_t)g << 32);  // seq_cst: publishes fn, ctx, n_chunks
     atomic_store(&pool->generation, g);
     if (atomic_load(&pool->sleepers) > 0) pool_wake_all(pool);
