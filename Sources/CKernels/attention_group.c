@@ -278,8 +278,8 @@ typedef struct {
 
 // Fewer keys than this run unsplit. From 256 keys on (inferd bench tg128@256, SmolLM2 on 2
 // threads) the split measured even with the grouped units, 179.7 against 179.6 tok/s, and after
-// 2,048 it was 23 % faster (95.0 against 77.5): with fewer keys there is less idle time to win
-// back than the two extra pool tasks per layer cost.
+// 2,048 it was 15 % faster (medians of 8 alternated runs, 93.0 against 80.9): with fewer keys
+// there is less idle time to win back than the two extra pool tasks per layer cost.
 #define CK_DECODE_SPLIT_MIN_KEYS 256
 
 static int decode_split_stride(const ck_attention_args *p) { return (p->pos0 + 1 + 15) & ~15; }
