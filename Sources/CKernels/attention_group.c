@@ -246,18 +246,26 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
     decode_outputs(p, out, acc, astride, vbase, scores, sstride, nk, R);
 }
 
-CK_FAST void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch) {
-    switch (p->n_head / p->n_kv_head) {
-    case 1: attention_group_body(p, t, g, scratch, 1); break;
-    case 2: attention_group_body(p, t, g, scratch, 2); break;
-    case 3: attention_group_body(p, t, g, scratch, 3); break;
-    case 4: attention_group_body(p, t, g, scratch, 4); break;
-    case 5: attention_group_body(p, t, g, scratch, 5); break;
-    case 6: attention_group_body(p, t, g, scratch, 6); break;
-    case 7: attention_group_body(p, t, g, scratch, 7); break;
-    case 8: attention_group_body(p, t, g, scratch, 8); break;
+// `call(R)` with R a compile-time constant 1..8, so each group size gets its own instantiation
+// (the per-head sums stay in registers).
+#define CK_FOR_GROUP_SIZE(R, call)                                                                                      \
+    switch (R) {                                                                                                        \
+    case 1: call(1); break;                                                                                             \
+    case 2: call(2); break;                                                                                             \
+    case 3: call(3); break;                                                                                             \
+    case 4: call(4); break;                                                                                             \
+    case 5: call(5); break;                                                                                             \
+    case 6: call(6); break;                                                                                             \
+    case 7: call(7); break;                                                                                             \
+    case 8: call(8); break;                                                                                             \
     }
+
+CK_FAST void ck_attention_group_fast(const ck_attention_args *p, int t, int g, float *scratch) {
+#define CK_GROUP_BODY(R) attention_group_body(p, t, g, scratch, R)
+    CK_FOR_GROUP_SIZE(p->n_head / p->n_kv_head, CK_GROUP_BODY)
+#undef CK_GROUP_BODY
 }
+
 // MARK: - One decoding token split over the pool
 
 // One token's grouped units are one per KV head, so with a KV head count the threads cannot
@@ -296,18 +304,6 @@ int ck_attention_decode_split_applies(ck_pool *pool, const ck_attention_args *p)
            p->pos0 + 1 >= CK_DECODE_SPLIT_MIN_KEYS &&
            decode_split_floats(p) <= (size_t)threads * (size_t)p->scratch_stride;
 }
-
-#define CK_FOR_GROUP_SIZE(R, call)                                                                                      \
-    switch (R) {                                                                                                        \
-    case 1: call(1); break;                                                                                             \
-    case 2: call(2); break;                                                                                             \
-    case 3: call(3); break;                                                                                             \
-    case 4: call(4); break;                                                                                             \
-    case 5: call(5); break;                                                                                             \
-    case 6: call(6); break;                                                                                             \
-    case 7: call(7); break;                                                                                             \
-    case 8: call(8); break;                                                                                             \
-    }
 
 CK_FAST static CK_INLINE void split_scores_body(const decode_split_job *job, int u, const int R) {
     const int g = u / job->key_slices, s = u % job->key_slices;
