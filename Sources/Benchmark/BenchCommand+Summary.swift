@@ -2,9 +2,9 @@ import Foundation
 
 /// The lines under the table that put its rows against each other: the prompt-length curve,
 /// the scaling from one thread count to the next, and each decode test's weight bandwidth
-/// against the memory probe.
+/// against the memory probe at its own thread count (`probes`, GB/s by threads).
 extension BenchCommand {
-    static func summaryLines(rows: [Report.Row], tests: [EngineBenchmark.Test], weightBytes: Int, memoryGBps: Double)
+    static func summaryLines(rows: [Report.Row], tests: [EngineBenchmark.Test], weightBytes: Int, probes: [Int: Double])
         -> [String]
     {
         var lines: [String] = []
@@ -41,9 +41,12 @@ extension BenchCommand {
             case .batchedGeneration(_, let s): steps = row.median / Double(s)
             }
             let gbps = steps * Double(weightBytes) / 1e9
-            lines.append(
-                "weight bandwidth, \(row.test) at \(row.threads) thread\(row.threads == 1 ? "" : "s"): "
-                    + String(format: "%.1f GB/s = %.0f%% of the probe", gbps, gbps / memoryGBps * 100))
+            let plural = row.threads == 1 ? "" : "s"
+            var line = "weight bandwidth, \(row.test) at \(row.threads) thread\(plural): " + String(format: "%.1f GB/s", gbps)
+            if let probe = probes[row.threads], probe > 0 {
+                line += String(format: " = %.0f%% of the %d-thread probe", gbps / probe * 100, row.threads)
+            }
+            lines.append(line)
         }
         return lines
     }

@@ -27,7 +27,10 @@ public enum BenchCommand {
         var parameters: Int
         var results: [Row]
         var decodeBandwidthGBps: Double?
+        /// The probe at the largest thread count.
         var memoryBandwidthGBps: Double
+        /// The probe at each thread count, keyed by it: each decode row is put against its own.
+        var memoryBandwidthByThreadsGBps: [String: Double]
         var http: HTTPBench.Result?
         var load: HTTPBench.LoadResult?
         enum CodingKeys: String, CodingKey {
@@ -35,6 +38,7 @@ public enum BenchCommand {
             case modelBytes = "model_bytes"
             case decodeBandwidthGBps = "decode_bandwidth_gbps"
             case memoryBandwidthGBps = "memory_bandwidth_gbps"
+            case memoryBandwidthByThreadsGBps = "memory_bandwidth_by_threads_gbps"
         }
     }
 
@@ -107,6 +111,9 @@ public enum BenchCommand {
             let parameters = file.tensors.values.reduce(0) { $0 + $1.elementCount }
             var rows: [Report.Row] = []
             var bestDecode: (tokensPerSecond: Double, threads: Int)?
+            // What t threads can read, probed right after t threads' samples: one core's decode
+            // is put against one core's reads, two against two (the scaling question).
+            var probes: [Int: Double] = [:]
             if !json && !tests.isEmpty { printHeader() }
             for t in threadCounts {
                 let model = try LlamaModel(gguf: file, threads: t, kvCacheType: kvCacheType)
@@ -125,8 +132,10 @@ public enum BenchCommand {
                         bestDecode = (r.median, t)
                     }
                 }
+                probes[t] = EngineBenchmark.memoryBandwidth(threads: t)
             }
-            let memory = EngineBenchmark.memoryBandwidth(threads: threadCounts.max() ?? 1)
+            let maxThreads = threadCounts.max() ?? 1
+            let memory = probes[maxThreads] ?? EngineBenchmark.memoryBandwidth(threads: maxThreads)
             let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(weightBytes) / 1e9 }
             var http: HTTPBench.Result?
             if options.flags.contains("http") {
@@ -142,23 +151,28 @@ public enum BenchCommand {
             if json {
                 let report = Report(
                     model: name, modelBytes: file.fileSize, parameters: parameters, results: rows,
-                    decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory, http: http, load: load)
+                    decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory,
+                    memoryBandwidthByThreadsGBps: Dictionary(uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),
+                    http: http, load: load)
                 print(InferdApp.json(report))
             } else {
                 print("")
                 print(
-                    String(
-                        format: "memory read bandwidth (probe, %d threads): %.1f GB/s", threadCounts.max() ?? 1, memory)
-                )
-                for line in summaryLines(rows: rows, tests: tests, weightBytes: weightBytes, memoryGBps: memory) {
+                    "memory read bandwidth (probe): "
+                        + probes.keys.sorted().map { t in
+                            String(format: "%d thread%@ %.1f GB/s", t, t == 1 ? "" : "s", probes[t]!)
+                        }.joined(separator: ", "))
+                for line in summaryLines(rows: rows, tests: tests, weightBytes: weightBytes, probes: probes) {
                     print(line)
                 }
                 if let d = decodeGBps, let best = bestDecode {
+                    let probe = probes[best.threads] ?? memory
                     print(
                         String(
                             format:
-                                "decode weight bandwidth (tg median %.1f tok/s at %d threads x %.1f MB/token): %.1f GB/s = %.0f%% of the probe",
-                            best.tokensPerSecond, best.threads, Double(weightBytes) / 1e6, d, d / memory * 100))
+                                "decode weight bandwidth (tg median %.1f tok/s at %d threads x %.1f MB/token): %.1f GB/s = %.0f%% of the probe at %d threads",
+                            best.tokensPerSecond, best.threads, Double(weightBytes) / 1e6, d, d / probe * 100,
+                            best.threads))
                 }
                 if let l = load {
                     print(

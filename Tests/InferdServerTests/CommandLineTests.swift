@@ -98,6 +98,7 @@ import Testing
             var results: [Row]
             var decode_bandwidth_gbps: Double
             var memory_bandwidth_gbps: Double
+            var memory_bandwidth_by_threads_gbps: [String: Double]
         }
         let report = try JSONDecoder().decode(Report.self, from: Data(r.stdout.utf8))
         #expect(
@@ -106,6 +107,10 @@ import Testing
             ])
         #expect(report.results.allSatisfy { $0.samples.count == 2 && $0.tokens_per_second > 0 })
         #expect(report.memory_bandwidth_gbps > 0.5 && report.decode_bandwidth_gbps > 0.1)
+        // One probe per thread count, the largest one's also as memory_bandwidth_gbps.
+        let probes = report.memory_bandwidth_by_threads_gbps
+        #expect(probes.keys.sorted() == ["1", "2"] && probes.values.allSatisfy { $0 > 0.5 })
+        #expect(probes["2"] == report.memory_bandwidth_gbps)
         for test in ["tg0x", "tg8x0", "tg8x17", "tg8x3x2"] {
             let bad = try await run(["bench", "--model", Self.model, "--tests", test])
             #expect(bad.status == 2 && bad.stderr.contains("unknown test"), "\(test): \(bad.stderr)")
