@@ -42,7 +42,8 @@ extension BenchCommand {
             }
             let gbps = steps * Double(weightBytes) / 1e9
             let plural = row.threads == 1 ? "" : "s"
-            var line = "weight bandwidth, \(row.test) at \(row.threads) thread\(plural): " + String(format: "%.1f GB/s", gbps)
+            var line =
+                "weight bandwidth, \(row.test) at \(row.threads) thread\(plural): " + String(format: "%.1f GB/s", gbps)
             if let probe = probes[row.threads], probe > 0 {
                 line += String(format: " = %.0f%% of the %d-thread probe", gbps / probe * 100, row.threads)
             }

@@ -152,7 +152,8 @@ public enum BenchCommand {
                 let report = Report(
                     model: name, modelBytes: file.fileSize, parameters: parameters, results: rows,
                     decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory,
-                    memoryBandwidthByThreadsGBps: Dictionary(uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),
+                    memoryBandwidthByThreadsGBps: Dictionary(
+                        uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),
                     http: http, load: load)
                 print(InferdApp.json(report))
             } else {
