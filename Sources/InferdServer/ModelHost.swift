@@ -31,7 +31,8 @@ public final class ModelHost: Sendable {
     /// `contextLimit` caps the model's context (nil: its own).
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16, logger: Logger,
+        contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, logger: Logger,
         onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
@@ -40,13 +41,14 @@ public final class ModelHost: Sendable {
             do {
                 let engine = try InferenceEngine(
                     path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit,
-                    chatTemplate: chatTemplate, kvCacheType: kvCacheType)
+                    chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB)
                 logger.info(
                     "model loaded",
                     [
                         "model": engine.modelName, "architecture": engine.architecture,
                         "weight_types": engine.weightTypes.joined(separator: ","),
                         "context_length": "\(engine.contextLength)", "kv_cache_type": "\(kvCacheType)",
+                        "prefix_cache_mib": "\(prefixCacheMiB)",
                         "duration_ms": "\(Int((ContinuousClock.now - start).milliseconds))",
                     ])
                 finish(.ready(engine))

@@ -102,7 +102,8 @@ enum ServeCommand {
             host.load(
                 path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
                 contextLimit: config.contextLength > 0 ? config.contextLength : nil,
-                chatTemplate: chatTemplate, kvCacheType: config.kvCacheType, logger: logger
+                chatTemplate: chatTemplate, kvCacheType: config.kvCacheType, prefixCacheMiB: config.prefixCacheMiB,
+                logger: logger
             ) { trigger.fire(.modelLoadFailed) }
         }
 

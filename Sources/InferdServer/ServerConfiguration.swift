@@ -57,6 +57,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxSessionTurns = 1000
     public var maxSessionQueue = 16
     public var kvCacheMiB = 1024
+    /// Memory for finished stateless requests' KV caches, from which new prompts that share
+    /// their prefixes start; 0 turns the prefix cache off.
+    public var prefixCacheMiB = InferenceEngine.defaultPrefixCacheMiB
     /// Generations the engine steps at once; the rest wait in one global queue.
     public var maxActiveSequences = 8
     /// Generations that may wait for a place; one more is refused with 503 `server_busy`.
@@ -190,6 +193,10 @@ extension ServerConfiguration {
         int(
             "kv_cache_mib", "Memory for all sessions' kept KV caches; past it the least recently used is dropped.",
             \.kvCacheMiB, min: 0),
+        int(
+            "prefix_cache_mib",
+            "Memory for finished requests' KV caches, from which prompts sharing their prefixes start (0: off).",
+            \.prefixCacheMiB, min: 0),
         int(
             "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
             \.responseMaxAgeDays, min: 1),

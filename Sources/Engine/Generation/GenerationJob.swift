@@ -46,6 +46,9 @@ final class GenerationJob: @unchecked Sendable {
     /// The tokens generated so far (empty until the job has started).
     var generated: ArraySlice<Int32> { history.isEmpty ? [] : history[request.promptTokens.count...] }
     var cachedTokens = 0
+    /// Where a stateless job starts from a finished one's prefix and leaves its own sequence
+    /// when it ends (the worker's; worker thread only).
+    var prefixCache: PrefixCache?
     var stepsAfterCancel = 0
     var startedAt = ContinuousClock.now
     var promptDoneAt: ContinuousClock.Instant?
@@ -199,11 +202,26 @@ final class GenerationJob: @unchecked Sendable {
             cachedTokens = min(shared, prompt.count - 1)
             existing.truncate(to: cachedTokens)
             sequence = existing
+        } else if request.sequence == nil,
+            let found = prefixCache?.longestPrefix(of: prompt, limit: prompt.count - 1),
+            let copy = predictor.makeSequence(capacity: needed, copying: found.count, of: found.sequence)
+        {
+            // The same rule as above: the last prompt token is always computed.
+            cachedTokens = found.count
+            sequence = copy
         } else {
             request.sequence?.truncate(to: 0)
             sequence = predictor.makeSequence(capacity: needed)
         }
         phase = .prompt(next: cachedTokens)
+    }
+
+    /// At the end of a stateless job, its sequence goes to the prefix cache (a session's stays
+    /// the session's). Worker thread, after the job's last step.
+    func handOverSequence() {
+        guard isDone, request.sequence == nil, let prefixCache, let kept = sequence else { return }
+        sequence = nil
+        prefixCache.keep(kept)
     }
 
     private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {

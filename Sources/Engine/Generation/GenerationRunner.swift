@@ -16,10 +16,12 @@ public final class GenerationRunner: Sendable {
     public init(
         predictor: any TokenPredictor, endOfGeneration: Set<Int32>,
         makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder,
-        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()
+        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), prefixCacheBytes: Int = 0
     ) {
         self.predictor = predictor
-        self.worker = GenerationWorker(predictor: predictor, policy: admission, metrics: metrics)
+        self.worker = GenerationWorker(
+            predictor: predictor, policy: admission, metrics: metrics,
+            prefixCacheTokens: prefixCacheBytes / max(1, predictor.bytesPerSequenceToken))
         self.makeDecoder = makeDecoder
         self.endOfGeneration = endOfGeneration
     }

@@ -29,12 +29,16 @@ final class GenerationWorker: @unchecked Sendable {
     /// nothing once they have grown to the largest batch.
     private var members: [GenerationJob] = []
     private var inputs: [PredictionInput] = []
+    /// Finished stateless generations' KV caches for the prompts that share their prefixes
+    /// (worker thread only; nil when its budget is 0).
+    let prefixCache: PrefixCache?
 
     init(
         predictor: any TokenPredictor, policy: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        name: String = "inferd-generation"
+        prefixCacheTokens: Int = 0, name: String = "inferd-generation"
     ) {
         self.predictor = predictor
+        self.prefixCache = prefixCacheTokens > 0 ? PrefixCache(budgetTokens: prefixCacheTokens) : nil
         self.admission = AdmissionQueue(policy: policy)
         self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)
@@ -54,6 +58,7 @@ final class GenerationWorker: @unchecked Sendable {
     /// Gives the job a place, queues it, or refuses it (`serverBusy`, `shuttingDown`) before
     /// anything is computed. A job cancelled before it got here ends at once, computing nothing.
     func submit(_ job: GenerationJob) throws(GenerationError) {
+        job.prefixCache = prefixCache  // before the lock hands the job to the worker thread
         condition.lock()
         if stopping {
             condition.unlock()
@@ -208,6 +213,7 @@ final class GenerationWorker: @unchecked Sendable {
             stepRound(active)
             let done = active.filter(\.isDone)
             active.removeAll { $0.isDone }
+            for job in done { job.handOverSequence() }
 
             condition.lock()
             admission.stepped(active.lazy.map(\.admissionID))

@@ -24,6 +24,7 @@ public final class InferenceEngine: Sendable {
     let constraintCache = Locked<[String: GrammarConstraint]>([:])
 
     public var contextLength: Int { model.config.contextLength }
+    public static let defaultPrefixCacheMiB = 16
     /// `general.architecture` (one of `Architecture.supported`).
     public var architecture: String { model.config.architecture.name }
     /// The storage types of the file's tensors, sorted by name ("F32", "Q4_K", …).
@@ -33,9 +34,12 @@ public final class InferenceEngine: Sendable {
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
     /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
     /// `gemma`, `qwen`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
+    /// `prefixCacheMiB` is the memory kept for finished requests' KV caches, from which new
+    /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off).
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16
+        contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -62,7 +66,8 @@ public final class InferenceEngine: Sendable {
         let runner = GenerationRunner(
             predictor: model,
             endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
-            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics)
+            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics,
+            prefixCacheBytes: prefixCacheMiB << 20)
         let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
             try await runner.generate(request, onEvent: onEvent)
         }

@@ -8,6 +8,23 @@ extension LlamaModel: TokenPredictor {
         makeCache(capacity: min(capacity, config.contextLength))
     }
 
+    /// A copy of another sequence's first tokens, where that changes no later result: when every
+    /// row's arithmetic is the same whichever piece of a prompt it is computed in. Rows of a
+    /// reused prefix were computed in another request's pieces and the rest of the prompt goes
+    /// on from a different cut, so models whose kernels follow llama.cpp's micro-batch (flash
+    /// attention tiles, Q4_K's four-row and Q6_K's tiled orders) get no copies.
+    public func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence)
+        -> (any PredictorSequence)?
+    {
+        guard rowsIndependentOfCut, let source = source as? KVCache, count <= source.count else { return nil }
+        let cache = makeCache(capacity: min(capacity, config.contextLength))
+        guard count <= cache.capacity, source.type == cache.type else { return nil }
+        cache.copyPrefix(count, of: source)
+        return cache
+    }
+
+    public var bytesPerSequenceToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
+
     public func predict(
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws {

@@ -14,6 +14,13 @@ public protocol TokenPredictor: AnyObject, Sendable {
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws
     func predict(batch: [PredictionInput]) throws
+    /// A new sequence of `capacity` tokens holding the first `count` tokens of `source`, to go
+    /// on from there, or nil when the predictor cannot give one whose next results are exactly
+    /// those of computing all the tokens afresh (the prefix cache's condition; see
+    /// `PrefixCache`).
+    func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence) -> (any PredictorSequence)?
+    /// Memory one token takes in a sequence (the prefix cache's budget is counted in it).
+    var bytesPerSequenceToken: Int { get }
     /// Most tokens and sequences one batched prediction should hold; the generation worker
     /// fills its rounds up to these (defaults below).
     var maxTokensPerPass: Int { get }
@@ -37,6 +44,12 @@ extension TokenPredictor {
     /// By default a 64-token prompt chunk plus one token for each of 16 other sequences.
     public var maxTokensPerPass: Int { 80 }
     public var maxSequencesPerPass: Int { 16 }
+
+    /// By default no copies: every sequence starts empty.
+    public func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence)
+        -> (any PredictorSequence)?
+    { nil }
+    public var bytesPerSequenceToken: Int { 1 }
 
     /// Several sequences at once. Predictors that can share work between sequences (one pass
     /// over the weights for all of them) override this; the default runs them one by one.

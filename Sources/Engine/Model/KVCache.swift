@@ -69,6 +69,25 @@ public final class KVCache: @unchecked Sendable {
 
     func append(_ newTokens: ArraySlice<Int32>) { tokens.append(contentsOf: newTokens) }
 
+    /// Bytes one token takes in the cache: its keys and values in every layer.
+    public var bytesPerToken: Int { 2 * layers * bytesPerPosition }
+
+    /// Copies the first `count` tokens' keys and values of `source` (same shape and type) into
+    /// this empty cache, layer by layer.
+    func copyPrefix(_ count: Int, of source: KVCache) {
+        precondition(
+            tokens.isEmpty && count <= source.count && count <= capacity && type == source.type
+                && layers == source.layers && kvDim == source.kvDim, "KV cache: prefix copy between unlike caches")
+        let bytes = count * bytesPerPosition
+        for layer in 0..<layers {
+            let to = layer * capacity * bytesPerPosition
+            let from = layer * source.capacity * bytesPerPosition
+            memcpy(keys + to, source.keys + from, bytes)
+            memcpy(values + to, source.values + from, bytes)
+        }
+        tokens.append(contentsOf: source.tokens[0..<count])
+    }
+
     /// Bytes of the cache's storage resident in memory right now (mincore over its mapping);
     /// nil where the system cannot say.
     func residentBytes() -> Int? {

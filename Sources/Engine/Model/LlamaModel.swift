@@ -233,6 +233,15 @@ public final class LlamaModel: @unchecked Sendable {
     /// Bytes of keys and values one token of a sequence holds, over all layers.
     public var kvBytesPerToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
 
+    /// True when no row's arithmetic depends on the micro-batch it is computed in: no flash
+    /// attention rows and no weight type with llama.cpp's batch-dependent orders (the K-quants).
+    var rowsIndependentOfCut: Bool {
+        guard !config.architecture.flashAttentionRows else { return false }
+        let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
+        let matrices = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0] } } + [output]
+        return !matrices.contains { kQuants.contains($0.type) }
+    }
+
     public func makeCache(capacity: Int) -> KVCache {
         KVCache(
             layers: config.blockCount, kvDim: config.kvDim,

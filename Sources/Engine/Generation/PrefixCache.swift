@@ -1,0 +1,51 @@
+/// The KV caches of finished stateless generations, kept so that a new prompt that starts the
+/// same way (the chat template's system message, a shared instruction, a conversation resent
+/// with one more turn) computes only what follows the longest prefix it shares with one.
+///
+/// Reuse is exact or not at all: the predictor copies a prefix only when that changes no later
+/// result (`TokenPredictor.makeSequence(capacity:copying:of:)`), so a request's answer stays
+/// the same whatever ran before it. Kept caches are the finished jobs' own (no copy when
+/// kept); a new request gets a copy of the prefix, so many can start from one entry at once.
+/// The least recently used go first once the tokens held pass the budget.
+///
+/// Owned by the engine's worker thread; nothing else touches it.
+final class PrefixCache {
+    /// Tokens all entries may hold together.
+    let budgetTokens: Int
+    /// Shortest prefix worth reusing.
+    let minimumTokens: Int
+    /// Least recently used first.
+    private(set) var entries: [any PredictorSequence] = []
+    private var heldTokens = 0
+
+    init(budgetTokens: Int, minimumTokens: Int = 4) {
+        self.budgetTokens = budgetTokens
+        self.minimumTokens = minimumTokens
+    }
+
+    var tokenCount: Int { heldTokens }
+
+    /// Keeps a finished generation's sequence (its tokens' keys and values stay valid).
+    func keep(_ sequence: any PredictorSequence) {
+        guard sequence.count >= minimumTokens, sequence.count <= budgetTokens else { return }
+        entries.append(sequence)
+        heldTokens += sequence.count
+        while heldTokens > budgetTokens, !entries.isEmpty {
+            heldTokens -= entries.removeFirst().count
+        }
+    }
+
+    /// The entry sharing the longest prefix with `prompt`, and that prefix's length (at most
+    /// `limit`), or nil below `minimumTokens`. The entry becomes the most recently used.
+    func longestPrefix(of prompt: [Int32], limit: Int) -> (sequence: any PredictorSequence, count: Int)? {
+        var best: (index: Int, count: Int)?
+        for (index, entry) in entries.enumerated() {
+            let shared = min(zip(entry.tokens, prompt).prefix { $0 == $1 }.count, limit)
+            if shared >= minimumTokens, shared >= (best?.count ?? 0) { best = (index, shared) }
+        }
+        guard let best else { return nil }
+        let entry = entries.remove(at: best.index)
+        entries.append(entry)
+        return (entry, best.count)
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+
+@testable import Engine
+
+/// The prefix cache: a new prompt starts from the longest prefix it shares with a finished
+/// request's KV cache, and only where that changes no result.
+@Suite(.serialized)
+struct PrefixCacheTests {
+    private func sequence(_ tokens: [Int32]) -> ScriptedPredictor.Sequence {
+        let s = ScriptedPredictor.Sequence(capacity: 64)
+        s.tokens = tokens
+        return s
+    }
+
+    @Test func picksTheLongestSharedPrefixAndEvictsTheLeastRecentlyUsed() {
+        let cache = PrefixCache(budgetTokens: 20, minimumTokens: 3)
+        let a = sequence([1, 2, 3, 4, 5, 6, 7, 8])
+        let b = sequence([1, 2, 3, 9, 9, 9])
+        cache.keep(a)
+        cache.keep(b)
+        cache.keep(sequence([1, 2]))  // below the minimum: not kept
+        #expect(cache.entries.count == 2 && cache.tokenCount == 14)
+
+        let found = cache.longestPrefix(of: [1, 2, 3, 4, 5, 0], limit: 5)
+        #expect(found?.sequence === a && found?.count == 5)
+        // The limit (the prompt's last token is always computed) caps the shared length.
+        #expect(cache.longestPrefix(of: [1, 2, 3, 4, 5, 6, 7, 8], limit: 7)?.count == 7)
+        #expect(cache.longestPrefix(of: [1, 2, 7], limit: 2) == nil)
+        #expect(cache.longestPrefix(of: [5, 5, 5, 5], limit: 3) == nil)
+
+        // a was used last, so b goes first when a new entry passes the budget of 20 tokens.
+        cache.keep(sequence([7, 7, 7, 7, 7, 7, 7]))
+        #expect(cache.entries.count == 2 && cache.tokenCount == 15)
+        #expect(cache.longestPrefix(of: [1, 2, 3, 9, 9, 0], limit: 5)?.sequence === a)
+        // Larger than the whole budget: never kept.
+        cache.keep(sequence(Array(repeating: 1, count: 21)))
+        #expect(cache.tokenCount == 15)
+    }
+
+    /// SmolLM2 (Q4_1 and Q8_0, no flash attention rows): logits after a copied prefix are the
+    /// fresh computation's, bit for bit, whatever the prefix length and wherever the rest is cut.
+    @Test func aCopiedPrefixGivesTheFreshLogitsBitForBit() throws {
+        let gguf = try GGUFFile(path: try TestFixtures.requireModel())
+        let model = try LlamaModel(gguf: gguf, threads: 2)
+        #expect(model.rowsIndependentOfCut)
+        let cases = try #require(TestFixtures.reference("greedy.json")["cases"] as? [[String: Any]])
+        let ids = try cases.map { c in
+            try #require(c["prompt_ids"] as? [Int]).map { Int32($0) }
+                + (try #require(c["generated_ids"] as? [Int])).map { Int32($0) }
+        }
+        let source = ids[0] + ids[1]  // longer than one 64-token chunk
+        let vocabulary = model.config.vocabularySize
+        let sourceCache = model.makeCache(capacity: source.count)
+        var scratch = [Float](repeating: 0, count: vocabulary)
+        try scratch.withUnsafeMutableBufferPointer {
+            try model.forward(tokens: source[...], cache: sourceCache, logits: $0)
+        }
+
+        for shared in [1, 23, 64, 70] {
+            let prompt = Array(source.prefix(shared)) + ids[2]
+            var fresh = [Float](repeating: 0, count: vocabulary)
+            try fresh.withUnsafeMutableBufferPointer {
+                try model.forward(tokens: prompt[...], cache: model.makeCache(capacity: prompt.count), logits: $0)
+            }
+            let copy = try #require(
+                model.makeSequence(capacity: prompt.count, copying: shared, of: sourceCache) as? KVCache)
+            #expect(copy.tokens == Array(source.prefix(shared)))
+            var reused = [Float](repeating: 0, count: vocabulary)
+            try reused.withUnsafeMutableBufferPointer {
+                try model.forward(tokens: prompt[shared...], cache: copy, logits: $0)
+            }
+            let differing = zip(fresh, reused).filter { $0.bitPattern != $1.bitPattern }.count
+            #expect(differing == 0, "prefix \(shared): \(differing) of \(vocabulary) logits differ")
+        }
+        // The source is left as it was.
+        #expect(sourceCache.tokens == source)
+    }
+
+    /// Models whose rows follow llama.cpp's micro-batch (K-quant matrices with their batch
+    /// orders, Gemma 3's flash attention rows) get no copy.
+    @Test func noCopiesWhereTheCutCanChangeTheArithmetic() throws {
+        let path = try WideTinyModel().write()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let tiny = try LlamaModel(gguf: try GGUFFile(path: path), threads: 1)
+        #expect(!tiny.rowsIndependentOfCut)
+        let source = tiny.makeCache(capacity: 8)
+        var logits = [Float](repeating: 0, count: tiny.config.vocabularySize)
+        try logits.withUnsafeMutableBufferPointer {
+            try tiny.forward(tokens: [1, 2, 3, 4, 5], cache: source, logits: $0)
+        }
+        #expect(tiny.makeSequence(capacity: 8, copying: 4, of: source) == nil)
+    }
+
+    /// What the guard prevents, on Gemma 3: a 70-token prompt takes flash attention's tiled
+    /// arithmetic (64+ rows); after a copied 66-token prefix its last 4 rows would take the
+    /// row-by-row one, and the logits change.
+    @Test func onGemmaACopiedPrefixWouldChangeTheLogits() throws {
+        let model = try GemmaReferenceTests.model()
+        #expect(!model.rowsIndependentOfCut)
+        let prompt: [Int32] = [2] + (1..<70).map { Int32(1000 + $0 * 37) }
+        let vocabulary = model.config.vocabularySize
+        let source = model.makeCache(capacity: prompt.count)
+        var fresh = [Float](repeating: 0, count: vocabulary)
+        try fresh.withUnsafeMutableBufferPointer { try model.forward(tokens: prompt[...], cache: source, logits: $0) }
+        #expect(model.makeSequence(capacity: prompt.count, copying: 66, of: source) == nil)
+        let copy = model.makeCache(capacity: prompt.count)
+        copy.copyPrefix(66, of: source)
+        var reused = [Float](repeating: 0, count: vocabulary)
+        try reused.withUnsafeMutableBufferPointer { try model.forward(tokens: prompt[66...], cache: copy, logits: $0) }
+        #expect(zip(fresh, reused).contains { $0.bitPattern != $1.bitPattern })
+    }
+
+    /// Through the runner: the second request starts after the prefix it shares with the first
+    /// (reported as cached tokens) and answers exactly what a runner without the cache answers.
+    @Test func aStatelessRequestStartsFromAFinishedOnesPrefix() async throws {
+        let gguf = try GGUFFile(path: try TestFixtures.requireModel())
+        let model = try LlamaModel(gguf: gguf, threads: 2)
+        let tokenizer = try Tokenizer(gguf: gguf)
+        func runner(prefixCacheBytes: Int) -> GenerationRunner {
+            GenerationRunner(
+                predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
+                makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, prefixCacheBytes: prefixCacheBytes)
+        }
+        let cases = try #require(TestFixtures.reference("greedy.json")["cases"] as? [[String: Any]])
+        let first = try #require(cases[0]["prompt_ids"] as? [Int]).map { Int32($0) }
+        let other = try #require(cases[1]["prompt_ids"] as? [Int]).map { Int32($0) }
+        let second = Array(first.prefix(first.count - 2)) + other.suffix(5)
+        let request = { (tokens: [Int32]) in GenerationRequest(promptTokens: tokens, maxTokens: 24, sampling: .greedy) }
+
+        let cached = runner(prefixCacheBytes: 16 << 20)
+        defer { cached.shutdown() }
+        let a = try await cached.generate(request(first))
+        #expect(a.usage.cachedTokens == 0)
+        let b = try await cached.generate(request(second))
+        #expect(b.usage.cachedTokens == first.count - 2)
+
+        let plain = runner(prefixCacheBytes: 0)
+        defer { plain.shutdown() }
+        let fresh = try await plain.generate(request(second))
+        #expect(fresh.usage.cachedTokens == 0)
+        #expect(b.tokens == fresh.tokens && b.content == fresh.content)
+        // The same prompt again reuses all but its last token.
+        let again = try await cached.generate(request(second))
+        #expect(again.usage.cachedTokens == second.count - 1 && again.tokens == fresh.tokens)
+    }
+}
