@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 import Testing
 
 @testable import Engine
@@ -117,10 +118,12 @@ struct PrefixCacheTests {
         let gguf = try GGUFFile(path: try TestFixtures.requireModel())
         let model = try LlamaModel(gguf: gguf, threads: 2)
         let tokenizer = try Tokenizer(gguf: gguf)
+        let metrics = Metrics()
         func runner(prefixCacheBytes: Int) -> GenerationRunner {
             GenerationRunner(
                 predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
-                makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, prefixCacheBytes: prefixCacheBytes)
+                makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, metrics: metrics,
+                prefixCacheBytes: prefixCacheBytes)
         }
         let cases = try #require(TestFixtures.reference("greedy.json")["cases"] as? [[String: Any]])
         let first = try #require(cases[0]["prompt_ids"] as? [Int]).map { Int32($0) }
@@ -143,5 +146,11 @@ struct PrefixCacheTests {
         // The same prompt again reuses all but its last token.
         let again = try await cached.generate(request(second))
         #expect(again.usage.cachedTokens == second.count - 1 && again.tokens == fresh.tokens)
+        // Two requests started from kept prefixes; the cache holds the three finished ones'
+        // tokens (the runner without a cache keeps none).
+        #expect(metrics.value("inferd_prefix_cache_hits_total") == 2)
+        #expect(metrics.value("inferd_prefix_cache_reused_tokens_total") == Double(first.count - 2 + second.count - 1))
+        let held = (first.count + a.tokens.count - 1) + 2 * (second.count + b.tokens.count - 1)
+        #expect(metrics.value("inferd_prefix_cache_tokens") == Double(held))
     }
 }

@@ -209,6 +209,7 @@ final class GenerationJob: @unchecked Sendable {
             // The same rule as above: the last prompt token is always computed.
             cachedTokens = found.count
             sequence = copy
+            prefixCache?.reused(found.count)
         } else {
             request.sequence?.truncate(to: 0)
             sequence = predictor.makeSequence(capacity: needed)

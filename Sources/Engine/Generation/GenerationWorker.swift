@@ -38,7 +38,7 @@ final class GenerationWorker: @unchecked Sendable {
         prefixCacheTokens: Int = 0, name: String = "inferd-generation"
     ) {
         self.predictor = predictor
-        self.prefixCache = prefixCacheTokens > 0 ? PrefixCache(budgetTokens: prefixCacheTokens) : nil
+        self.prefixCache = prefixCacheTokens > 0 ? PrefixCache(budgetTokens: prefixCacheTokens, metrics: metrics) : nil
         self.admission = AdmissionQueue(policy: policy)
         self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)

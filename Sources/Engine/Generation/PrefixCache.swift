@@ -1,3 +1,5 @@
+import Telemetry
+
 /// The KV caches of finished stateless generations, kept so that a new prompt that starts the
 /// same way (the chat template's system message, a shared instruction, a conversation resent
 /// with one more turn) computes only what follows the longest prefix it shares with one.
@@ -8,7 +10,7 @@
 /// kept); a new request gets a copy of the prefix, so many can start from one entry at once.
 /// The least recently used go first once the tokens held pass the budget.
 ///
-/// Owned by the engine's worker thread; nothing else touches it.
+/// Owned by the engine's worker thread; nothing else touches it (its metrics are thread-safe).
 final class PrefixCache {
     /// Tokens all entries may hold together.
     let budgetTokens: Int
@@ -17,10 +19,27 @@ final class PrefixCache {
     /// Least recently used first.
     private(set) var entries: [any PredictorSequence] = []
     private var heldTokens = 0
+    private let held: Gauge
+    private let hits: Counter
+    private let reusedTokens: Counter
 
-    init(budgetTokens: Int, minimumTokens: Int = 4) {
+    init(budgetTokens: Int, minimumTokens: Int = 4, metrics: Metrics = Metrics()) {
         self.budgetTokens = budgetTokens
         self.minimumTokens = minimumTokens
+        held = metrics.gauge(
+            "inferd_prefix_cache_tokens",
+            help: "Tokens of finished requests' KV caches kept for prompts sharing their prefixes.")
+        hits = metrics.counter(
+            "inferd_prefix_cache_hits_total", help: "Requests that started from a kept prefix instead of position 0.")
+        reusedTokens = metrics.counter(
+            "inferd_prefix_cache_reused_tokens_total",
+            help: "Prompt tokens copied from kept prefixes instead of computed.")
+    }
+
+    /// A request started from `count` tokens of a kept prefix.
+    func reused(_ count: Int) {
+        hits.increment()
+        reusedTokens.increment(by: Double(count))
     }
 
     var tokenCount: Int { heldTokens }
@@ -33,6 +52,7 @@ final class PrefixCache {
         while heldTokens > budgetTokens, !entries.isEmpty {
             heldTokens -= entries.removeFirst().count
         }
+        held.set(Double(heldTokens))
     }
 
     /// The entry sharing the longest prefix with `prompt`, and that prefix's length (at most
