@@ -25,6 +25,8 @@ One JSON line on stdout with every figure (milliseconds, tokens per second, MiB)
 """
 import argparse, http.client, json, statistics, threading, time
 
+from loadtools import proc_stats
+
 TOPICS = ["a lighthouse", "a lost key", "a mountain village", "a clockmaker", "the first snow",
           "a river barge", "an old library", "a night train"]
 
@@ -105,9 +107,7 @@ def concurrent(port, streams=8, pid=None):
     figures = {"aggregate_tok_s": sum(o[2] for o in out) / wall, "ttft_median_ms": statistics.median(ttfts),
                "ttft_max_ms": ttfts[-1]}
     if pid:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                figures["rss_mib"] = int(line.split()[1]) / 1024
+        figures["rss_mib"] = proc_stats(pid)["rss_mb"]  # VmRSS in KiB / 1024
     return figures
 
 

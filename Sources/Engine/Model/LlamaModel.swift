@@ -69,6 +69,10 @@ public final class LlamaModel: @unchecked Sendable {
     /// Interleaved copies of the weight matrices (nil when the CPU does not use them).
     private let interleavedWeights: UnsafeMutableRawBufferPointer?
     let pool: ComputePool
+    /// True when no row's arithmetic depends on the micro-batch it is computed in: no flash
+    /// attention rows and no weight type with llama.cpp's batch-dependent orders (the K-quants).
+    /// Decided once from the file's types (the prefix cache asks at every request).
+    let rowsIndependentOfCut: Bool
     let lock = NSLock()
 
     // Scratch, [maxPassTokens × width] row-major.
@@ -173,6 +177,9 @@ public final class LlamaModel: @unchecked Sendable {
             ? WeightInterleaver.interleave(layers: &layers, output: &output) : nil
         self.layers = layers
         self.output = output
+        let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
+        let types = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0].type } } + [output.type]
+        rowsIndependentOfCut = !arch.flashAttentionRows && !types.contains { kQuants.contains($0) }
         self.threads = max(1, threads)
         pool = ComputePool(threads: self.threads)
 
@@ -232,15 +239,6 @@ public final class LlamaModel: @unchecked Sendable {
 
     /// Bytes of keys and values one token of a sequence holds, over all layers.
     public var kvBytesPerToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
-
-    /// True when no row's arithmetic depends on the micro-batch it is computed in: no flash
-    /// attention rows and no weight type with llama.cpp's batch-dependent orders (the K-quants).
-    var rowsIndependentOfCut: Bool {
-        guard !config.architecture.flashAttentionRows else { return false }
-        let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
-        let matrices = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0] } } + [output]
-        return !matrices.contains { kQuants.contains($0.type) }
-    }
 
     public func makeCache(capacity: Int) -> KVCache {
         KVCache(
