@@ -96,7 +96,7 @@ struct PrefixCacheTests {
     /// What the guard prevents, on Gemma 3: a 70-token prompt takes flash attention's tiled
     /// arithmetic (64+ rows); after a copied 66-token prefix its last 4 rows would take the
     /// row-by-row one, and the logits change.
-    @Test func onGemmaACopiedPrefixWouldChangeTheLogits() throws {
+    @Test func onGemmaACopiedPrefixWouldChangeTheLogits() async throws {
         let model = try GemmaReferenceTests.model()
         #expect(!model.rowsIndependentOfCut)
         let prompt: [Int32] = [2] + (1..<70).map { Int32(1000 + $0 * 37) }
@@ -110,6 +110,15 @@ struct PrefixCacheTests {
         var reused = [Float](repeating: 0, count: vocabulary)
         try reused.withUnsafeMutableBufferPointer { try model.forward(tokens: prompt[66...], cache: copy, logits: $0) }
         #expect(zip(fresh, reused).contains { $0.bitPattern != $1.bitPattern })
+        // So a runner over it keeps no finished caches: none could ever be reused.
+        let metrics = Metrics()
+        let runner = GenerationRunner(
+            predictor: model, endOfGeneration: [], makeDecoder: { ByteDecoder() }, metrics: metrics,
+            prefixCacheBytes: 16 << 20)
+        defer { runner.shutdown() }
+        _ = try await runner.generate(GenerationRequest(promptTokens: prompt, maxTokens: 2, sampling: .greedy))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(metrics.value("inferd_prefix_cache_tokens") == nil)
     }
 
     /// Through the runner: the second request starts after the prefix it shares with the first

@@ -19,9 +19,12 @@ public final class GenerationRunner: Sendable {
         admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), prefixCacheBytes: Int = 0
     ) {
         self.predictor = predictor
+        // A predictor that can never copy a prefix gets no prefix cache: its finished sequences
+        // would only hold memory.
+        let prefixCacheTokens =
+            predictor.copiesPrefixesExactly ? prefixCacheBytes / max(1, predictor.bytesPerSequenceToken) : 0
         self.worker = GenerationWorker(
-            predictor: predictor, policy: admission, metrics: metrics,
-            prefixCacheTokens: prefixCacheBytes / max(1, predictor.bytesPerSequenceToken))
+            predictor: predictor, policy: admission, metrics: metrics, prefixCacheTokens: prefixCacheTokens)
         self.makeDecoder = makeDecoder
         self.endOfGeneration = endOfGeneration
     }

@@ -23,6 +23,8 @@ extension LlamaModel: TokenPredictor {
         return cache
     }
 
+    public var copiesPrefixesExactly: Bool { rowsIndependentOfCut }
+
     public var bytesPerSequenceToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
 
     public func predict(

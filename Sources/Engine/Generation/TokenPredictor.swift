@@ -19,6 +19,9 @@ public protocol TokenPredictor: AnyObject, Sendable {
     /// those of computing all the tokens afresh (the prefix cache's condition; see
     /// `PrefixCache`).
     func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence) -> (any PredictorSequence)?
+    /// True when `makeSequence(capacity:copying:of:)` can give copies at all; without it the
+    /// runner keeps no finished sequences (they could never be reused).
+    var copiesPrefixesExactly: Bool { get }
     /// Memory one token takes in a sequence (the prefix cache's budget is counted in it).
     var bytesPerSequenceToken: Int { get }
     /// Most tokens and sequences one batched prediction should hold; the generation worker
@@ -49,6 +52,7 @@ extension TokenPredictor {
     public func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence)
         -> (any PredictorSequence)?
     { nil }
+    public var copiesPrefixesExactly: Bool { false }
     public var bytesPerSequenceToken: Int { 1 }
 
     /// Several sequences at once. Predictors that can share work between sequences (one pass
