@@ -25,7 +25,7 @@ extension LlamaModel: TokenPredictor {
 
     public var copiesPrefixesExactly: Bool { rowsIndependentOfCut }
 
-    public var bytesPerSequenceToken: Int { 2 * config.blockCount * kvCacheType.bytesPerPosition(kvDim: config.kvDim) }
+    public var bytesPerSequenceToken: Int { kvBytesPerToken }
 
     public func predict(
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>

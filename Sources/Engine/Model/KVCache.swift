@@ -69,9 +69,6 @@ public final class KVCache: @unchecked Sendable {
 
     func append(_ newTokens: ArraySlice<Int32>) { tokens.append(contentsOf: newTokens) }
 
-    /// Bytes one token takes in the cache: its keys and values in every layer.
-    public var bytesPerToken: Int { 2 * layers * bytesPerPosition }
-
     /// Copies the first `count` tokens' keys and values of `source` (same shape and type) into
     /// this empty cache, layer by layer.
     func copyPrefix(_ count: Int, of source: KVCache) {
