@@ -5,7 +5,7 @@ over the same dequantized weights (PyPI `gguf` dequantizes them; numpy does the 
 
     python3 scripts/float64-forward.py MODEL.gguf REFERENCE.json [CASES]
 
-REFERENCE.json is one of ../shared/reference/gemma3/reference.json or tiny/tiny-*.json; for each
+REFERENCE.json is one of Tests/Fixtures/reference/gemma3/reference.json or tiny/tiny-*.json; for each
 of its `logits` cases (the first CASES, default all) it prints the largest |p(float64) - p(llama.cpp)|
 over llama.cpp's top 10. Not used by the tests (they must not need Python); it backs the
 tolerances stated in ModelArchitectureTests and GemmaReferenceTests. Gemma 3's 262,144 x 640

@@ -7,7 +7,7 @@
    --static-swift-stdlib --product inferd`, in its own scratch path `.build/image` so the test
    build's flags are left alone).
 2. Builds the runtime stage's root from the Dockerfile itself: its `FROM debian:<suite>-slim`
-   becomes `debootstrap --variant=minbase <suite>` from Debian's mirror (cached under
+   becomes `debootstrap --variant=minbase <suite>` from the Debian archive apt is configured with (cached under
    `.build/image-root/`, keyed by the suite and the RUN lines before the first COPY), then every
    instruction of the stage runs in order: RUN in a chroot with `/bin/sh -c` (so the image's own
    `apt-get install` line installs exactly its runtime packages), COPY (build-stage paths
@@ -27,7 +27,30 @@ import hashlib, http.client, json, os, shlex, shutil, signal, subprocess, sys, t
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".build", "image-root")
-MIRROR = os.environ.get("IMAGE_TEST_MIRROR", "http://deb.debian.org/debian")
+
+
+def configured_mirror():
+    """The Debian archive this machine's apt is configured with (deb822 `URIs:` or a one-line
+    `deb URI suite` entry whose path ends in /debian), so debootstrap fetches where apt does."""
+    paths = ["/etc/apt/sources.list"]
+    folder = "/etc/apt/sources.list.d"
+    if os.path.isdir(folder):
+        paths += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.endswith((".sources", ".list"))]
+    for path in paths:
+        try:
+            lines = open(path).read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            words = line.split("#", 1)[0].split()
+            uris = words[1:] if words[:1] == ["URIs:"] else words[1:2] if words[:1] == ["deb"] else []
+            for uri in uris:
+                if uri.rstrip("/").endswith("/debian"):
+                    return uri.rstrip("/")
+    sys.exit("image-test: no Debian archive found in apt's sources (set IMAGE_TEST_MIRROR)")
+
+
+MIRROR = os.environ.get("IMAGE_TEST_MIRROR") or configured_mirror()
 DOCKER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CD_AND_EXEC = 'cd "$0" && exec "$@"'  # sh -c: WORKDIR as $0, the command after it
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the llama.cpp that made ../shared/reference/gemma3 (commit 0c1e57098, vendored in the
+# Builds the llama.cpp that made Tests/Fixtures/reference/gemma3 (commit 0c1e57098, vendored in the
 # sdist of PyPI's llama-cpp-python 0.3.36) and scripts/llama-cpp-tensors.cpp against it, for
 # comparing inferd's pass with llama.cpp's tensor by tensor (README, "Models", exactness).
 # Not used by the tests. About 10 minutes on 2 cores.
@@ -11,11 +11,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -d llama_cpp_python-0.3.36 ]; then
-    # The simple index names the sdist's URL (pip download would try to build it).
-    url=$(curl -fsS https://pypi.org/simple/llama-cpp-python/ |
-        grep -o 'href="[^"]*llama_cpp_python-0.3.36.tar.gz[^"]*"' | head -1 | sed 's/^href="//; s/#.*//; s/"$//')
-    curl -fsSL -o sdist.tar.gz "$url"
-    tar xzf sdist.tar.gz
+    # pip fetches the sdist from the index it is configured with. Without build isolation and with
+    # scikit-build-core present, it reads the metadata without building the package.
+    python3 -m pip install -q scikit-build-core
+    python3 -m pip download -q --no-deps --no-binary :all: --no-build-isolation -d . llama-cpp-python==0.3.36
+    tar xzf llama_cpp_python-0.3.36.tar.gz
 fi
 command -v cmake >/dev/null && command -v ninja >/dev/null || python3 -m pip install -q cmake ninja
 src=$dir/llama_cpp_python-0.3.36/vendor/llama.cpp

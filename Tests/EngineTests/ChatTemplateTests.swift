@@ -4,7 +4,7 @@ import Testing
 @testable import Engine
 
 /// `ChatTemplate` running the model's own template (through the Jinja interpreter), checked against llama.cpp's prompts in
-/// `../shared/reference/greedy.json` (which carries the structured messages).
+/// `Tests/Fixtures/reference/greedy.json` (which carries the structured messages).
 @Suite struct ChatTemplateTests {
     static func modelTemplate() throws -> ChatTemplate {
         let source = try #require(try TokenizerTestSupport.modelChatTemplate())

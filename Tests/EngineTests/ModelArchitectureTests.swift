@@ -4,7 +4,7 @@ import Testing
 @testable import Engine
 
 /// The `qwen2`, `qwen3` and Llama 3 (`llama` with `rope_freqs`) layers against llama.cpp on the
-/// tiny random-weight models in `../shared/reference/tiny/` (no real weights of these families can
+/// tiny random-weight models in `Tests/Fixtures/reference/tiny/` (no real weights of these families can
 /// be fetched here). Random weights make near-ties likelier than in a trained model, so the
 /// next-token probabilities are the primary check; greedy runs must agree up to a near-tie.
 ///
@@ -17,7 +17,7 @@ import Testing
 @Suite(.serialized)
 struct ModelArchitectureTests {
     static func tinyModel(_ name: String) throws -> (LlamaModel, [String: Any]) {
-        let root = TestFixtures.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/reference/tiny")
+        let root = TestFixtures.referenceRoot.appendingPathComponent("tiny")
         let path = root.appendingPathComponent("\(name).gguf").path
         guard FileManager.default.fileExists(atPath: path) else { throw FixtureError("tiny model missing at \(path)") }
         let model = try LlamaModel(gguf: try GGUFFile(path: path), threads: 2)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Engine
 
-/// The real model against llama.cpp b4748's outputs on this CPU (`../shared/reference`).
+/// The real model against llama.cpp b4748's outputs on this CPU (`Tests/Fixtures/reference`).
 @Suite(.serialized)
 struct ModelGoldenTests {
     static func argmax(_ p: UnsafeMutableBufferPointer<Float>) -> Int {

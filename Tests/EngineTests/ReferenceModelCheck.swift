@@ -3,7 +3,7 @@ import Foundation
 @testable import Engine
 
 /// Runs a model on the prompt ids of a llama.cpp reference file (`greedy` and `logits` cases, as
-/// in `../shared/reference/gemma3/` and `tiny/`) and reports how its answers compare. The checks
+/// in `Tests/Fixtures/reference/gemma3/` and `tiny/`) and reports how its answers compare. The checks
 /// themselves (how many must match) are the tests' business.
 struct ReferenceModelCheck {
     struct GreedyOutcome {

@@ -17,9 +17,13 @@ enum TestFixtures {
         return modelPath
     }
 
-    /// A reference file from `../shared/reference/`, parsed as JSON.
+    /// llama.cpp's outputs and the tiny random-weight models (`Tests/Fixtures/reference/`, copied
+    /// from the project's shared reference data: `ORIGIN.md` there says where each came from).
+    static let referenceRoot: URL = packageRoot.appendingPathComponent("Tests/Fixtures/reference")
+
+    /// A reference file from `Tests/Fixtures/reference/`, parsed as JSON.
     static func reference(_ name: String) throws -> [String: Any] {
-        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/reference/\(name)")
+        let url = referenceRoot.appendingPathComponent(name)
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw FixtureError("reference file missing at \(url.path)")
         }

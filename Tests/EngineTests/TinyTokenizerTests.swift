@@ -4,7 +4,7 @@ import Testing
 @testable import Engine
 
 /// The `qwen2` and `llama-bpe` pre-tokenizers on the tiny GGUFs (SmolLM2's vocabulary) against
-/// llama.cpp's outputs in `../shared/reference/tiny/`.
+/// llama.cpp's outputs in `Tests/Fixtures/reference/tiny/`.
 @Suite struct TinyTokenizerTests {
     @Test(arguments: ["qwen2", "qwen3", "llama3"])
     func everyTokenizationMatchesLlamaCpp(name: String) throws {

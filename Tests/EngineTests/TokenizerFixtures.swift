@@ -20,10 +20,9 @@ enum TokenizerFixtures {
         try gemma.get()
     }
 
-    /// The tokenizer of `../shared/reference/tiny/tiny-<name>.gguf`.
+    /// The tokenizer of `Tests/Fixtures/reference/tiny/tiny-<name>.gguf`.
     static func tinyTokenizer(_ name: String) throws -> Tokenizer {
-        let url = TestFixtures.packageRoot.deletingLastPathComponent()
-            .appendingPathComponent("shared/reference/tiny/tiny-\(name).gguf")
+        let url = TestFixtures.referenceRoot.appendingPathComponent("tiny/tiny-\(name).gguf")
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw FixtureError("tiny model missing at \(url.path)")
         }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Engine
 
-/// The tokenizer against llama.cpp's output on the real model (`../shared/reference/tokenize.json`).
+/// The tokenizer against llama.cpp's output on the real model (`Tests/Fixtures/reference/tokenize.json`).
 @Suite struct TokenizerReferenceTests {
     @Test func loadsTheModelVocabulary() throws {
         let tokenizer = try TokenizerTestSupport.modelTokenizer()

@@ -50,8 +50,7 @@ import Testing
 
     @Test func byteLevelBPEFigures() throws {
         _ = try Self.report("smollm2 (BPE smollm, 49152 tokens)", path: try TestFixtures.requireModel())
-        let tiny = TestFixtures.packageRoot.deletingLastPathComponent()
-            .appendingPathComponent("shared/reference/tiny/tiny-llama3.gguf").path
+        let tiny = TestFixtures.referenceRoot.appendingPathComponent("tiny/tiny-llama3.gguf").path
         _ = try Self.report("tiny-llama3 (BPE llama-bpe, 49152 tokens)", path: tiny)
     }
 }

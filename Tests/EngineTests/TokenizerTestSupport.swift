@@ -20,7 +20,7 @@ enum TokenizerTestSupport {
         try loaded.get().1
     }
 
-    /// The `cases` array of a reference file in `../shared/reference/`.
+    /// The `cases` array of a reference file in `Tests/Fixtures/reference/`.
     static func referenceCases(_ file: String) throws -> [[String: Any]] {
         guard let cases = try TestFixtures.reference(file)["cases"] as? [[String: Any]], !cases.isEmpty else {
             throw FixtureError("reference file \(file) has no cases")

@@ -7,14 +7,12 @@ import Testing
 
 /// A model without a chat template still serves raw prompts; its chat routes answer 400
 /// `invalid_request` naming the `chat_template` setting. The model is a copy of
-/// `../shared/reference/tiny/tiny-llama3.gguf` (llama architecture, random weights, no
+/// `Tests/Fixtures/reference/tiny/tiny-llama3.gguf` (llama architecture, random weights, no
 /// `tokenizer.chat_template`) written with `GGUFWriter`, its pre-tokenizer named `gpt-2` so this
 /// branch's tokenizer loads it.
 @Suite struct ChatTemplateEndToEndTests {
     static let tinyPath: Result<String, any Error> = Result {
-        let source = TestPaths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/reference/tiny/tiny-llama3.gguf"
-        ).path
+        let source = TestPaths.referenceRoot.appendingPathComponent("tiny/tiny-llama3.gguf").path
         guard FileManager.default.fileExists(atPath: source) else {
             throw ClientError(description: "tiny model missing at \(source)")
         }

@@ -91,7 +91,7 @@ struct RunningServer {
     }
 }
 
-/// llama.cpp's greedy reference for the default model (`../shared/reference/greedy.json`).
+/// llama.cpp's greedy reference for the default model (`Tests/Fixtures/reference/greedy.json`).
 struct GreedyCase {
     var name: String
     var messages: [ChatMessage]
@@ -101,8 +101,7 @@ struct GreedyCase {
     var stopType: String
 
     static func all() throws -> [GreedyCase] {
-        let url = TestPaths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/reference/greedy.json")
+        let url = TestPaths.referenceRoot.appendingPathComponent("greedy.json")
         guard let data = FileManager.default.contents(atPath: url.path),
             let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
             let cases = root["cases"] as? [[String: Any]]

@@ -20,8 +20,7 @@ import Testing
     }
 
     static func greedyCase(_ name: String) throws -> (prompt: String, text: String, tokens: Int) {
-        let url = TestPaths.packageRoot.deletingLastPathComponent()
-            .appendingPathComponent("shared/reference/gemma3/reference.json")
+        let url = TestPaths.referenceRoot.appendingPathComponent("gemma3/reference.json")
         let data = try Data(contentsOf: url)
         let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let cases = try #require(root["greedy"] as? [[String: Any]])

@@ -202,4 +202,6 @@ import Testing
 enum TestPaths {
     static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// llama.cpp's outputs and the tiny models, kept in the repository (`ORIGIN.md` there).
+    static let referenceRoot: URL = packageRoot.appendingPathComponent("Tests/Fixtures/reference")
 }
