@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import HTTPServer
 import InferdServer
 
 /// `inferd bench`: llama-bench-style table of prompt and generation speed, decode's weight
@@ -155,7 +156,7 @@ public enum BenchCommand {
                     memoryBandwidthByThreadsGBps: Dictionary(
                         uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),
                     http: http, load: load)
-                print(InferdApp.json(report))
+                print(WireJSON.string(report))
             } else {
                 print("")
                 print(

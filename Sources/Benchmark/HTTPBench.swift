@@ -161,7 +161,7 @@ enum HTTPBench {
     /// `reader` varies the prompt's last words (same length in tokens) so that concurrent
     /// streams are different requests.
     static func requestBody(maxTokens: Int, ignoreEOS: Bool = false, reader: Int? = nil) -> String {
-        InferdApp.json(
+        WireJSON.string(
             BenchRequest(
                 prompt: reader.map { prompt + " Reader \($0)." } ?? prompt, stream: true,
                 options: .greedy(maxTokens: maxTokens, ignoreEos: ignoreEOS)))

@@ -5,8 +5,9 @@ import HTTPServer
 import Sessions
 import Telemetry
 
-/// The composition root: the routes of every API surface over one model, the shared
-/// `GenerationService` under them, sessions and authentication.
+/// The composition root: it builds the services (authentication, the generation service, session
+/// turns, the response archive) and one route type per API surface over them, and wires the
+/// routes into a router. It holds no route logic of its own.
 /// Owns no connections or Tasks: those belong to the HTTP layer, which cancels a request's
 /// Task when its client leaves, and that cancellation is all the engine ever sees of it.
 public final class InferdApp: Sendable {
@@ -14,19 +15,14 @@ public final class InferdApp: Sendable {
     public let host: ModelHost
     public let logger: Logger
     public let metrics: Metrics
-    /// The API keys (disabled when none are configured) and `/metrics`' own key, if any.
-    let keyring: APIKeyring
-    let metricsKeyring: APIKeyring?
     /// Conversation sessions; without one given, an in-memory store (nothing survives a restart).
     public let sessions: SessionManager
-    /// Validation, submission, metrics and error mapping shared by every route's generations.
+    let access: AccessControl
+    /// Limits, submission, metrics and error mapping shared by every generation.
     let generations: GenerationService
-    /// Stored Responses-API responses (in-memory unless one is given) and the ones generating now.
-    let responseStore: any ResponseStoring
-    let liveResponses = ResponseRegistry()
+    /// Stored Responses-API responses and the ones generating now.
+    let archive: ResponseArchive
     let startedAt = Date()
-    /// This replica's name (`replica_id`, else the host name), on every response and `started` event.
-    let replicaId: String
 
     public init(
         configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
@@ -36,42 +32,45 @@ public final class InferdApp: Sendable {
         self.host = host
         self.logger = logger
         self.metrics = metrics
-        replicaId = configuration.effectiveReplicaId
-        responseStore = responses ?? ResponseStore.inMemory()
+        let sessions =
+            sessions ?? StoreFactory.inMemorySessions(configuration: configuration, logger: logger, metrics: metrics)
+        self.sessions = sessions
+        access = AccessControl(configuration: configuration, logger: logger, metrics: metrics)
         generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
-        do {
-            (keyring, metricsKeyring) = try configuration.keyrings()
-        } catch {
-            // `serve` checks the keys before it gets here; if they still cannot be read, fail closed.
-            logger.error("API keys unreadable: refusing every authenticated request", ["error": "\(error)"])
-            (keyring, metricsKeyring) = (.refuseAll, .refuseAll)
-        }
-        self.sessions =
-            sessions
-            ?? Self.makeSessions(
-                configuration: configuration, store: TranscriptStore.inMemory(), logger: logger, metrics: metrics)
+        archive = ResponseArchive(
+            store: responses ?? ResponseStore.inMemory(), live: ResponseRegistry(), caches: sessions.environment.caches,
+            access: access, replicaId: configuration.effectiveReplicaId, maxAgeDays: configuration.responseMaxAgeDays,
+            maxStored: configuration.maxStoredResponses, logger: logger)
     }
 
     public func makeRouter() -> Router {
         let router = Router()
-        router.use { [self] request, next in try await authenticate(request, next: next) }
-        router.get("/health") { [self] request in await health(request) }
-        router.get("/metrics") { [self] _ in metricsText() }
-        router.post("/v1/generations") { [self] request in try await createGeneration(request) }
-        addResponsesRoutes(to: router)
-        registerSessionRoutes(router)
-        addOpenAIRoutes(to: router)
+        router.use { [access] request, next in try await access.authenticate(request, next: next) }
+        let replicaId = configuration.effectiveReplicaId
+        let turns = SessionTurns(
+            sessions: sessions, generations: generations, access: access, host: host,
+            maxTurns: configuration.maxSessionTurns)
+        let conversations = ConversationRoutes(
+            turns: turns, archive: archive, access: access, maxSessionsPerKey: configuration.maxSessionsPerKey)
+        OperationsRoutes(
+            host: host, sessions: sessions, generations: generations, metrics: metrics, startedAt: startedAt
+        ).register(router)
+        GenerationRoutes(generations: generations, host: host, replicaId: replicaId).register(router)
+        ResponsesRoutes(
+            generations: generations, archive: archive, conversations: conversations, access: access, host: host
+        ).register(router)
+        conversations.register(router)
+        SessionRoutes(
+            turns: turns, access: access, host: host, replicaId: replicaId,
+            maxSessionsPerKey: configuration.maxSessionsPerKey
+        ).register(router)
+        OpenAIRoutes(generations: generations, turns: turns, host: host, startedAt: startedAt).register(router)
         return router
     }
 
-    /// The generation backend, or 503 while the model is still loading (or failed to load).
-    func requireBackend() throws -> any GenerationBackend {
-        switch host.current {
-        case .ready(let backend): return backend
-        case .loading:
-            throw HTTPError.serviceUnavailable("the model is still loading; retry shortly", code: "model_loading")
-        case .failed(let why):
-            throw HTTPError.serviceUnavailable("the model failed to load: \(why)", code: "model_unavailable")
-        }
+    /// At shutdown, after the HTTP server has drained: stops the background responses still
+    /// running and records each as `failed` (`server_stopped`), as a restart would find them.
+    public func stopBackgroundResponses() async {
+        await archive.stopBackgroundResponses()
     }
 }

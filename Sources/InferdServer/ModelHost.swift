@@ -1,6 +1,7 @@
 import Backend
 import Engine
 import Foundation
+import HTTPServer
 import RemoteBackend
 import Synchronization
 import Telemetry
@@ -24,6 +25,17 @@ public final class ModelHost: Sendable {
     public var backend: (any GenerationBackend)? {
         if case .ready(let e) = current { return e }
         return nil
+    }
+
+    /// The backend, or 503 while the model is still loading (or failed to load).
+    func requireBackend() throws(HTTPError) -> any GenerationBackend {
+        switch current {
+        case .ready(let backend): return backend
+        case .loading:
+            throw .serviceUnavailable("the model is still loading; retry shortly", code: "model_loading")
+        case .failed(let why):
+            throw .serviceUnavailable("the model failed to load: \(why)", code: "model_unavailable")
+        }
     }
 
     /// Starts loading `path` in the background and returns at once. `admission` bounds the

@@ -52,24 +52,24 @@ enum ServeCommand {
         let metrics = Metrics()
         let sessions: SessionManager
         do {
-            sessions = try InferdApp.openSessions(configuration: config, logger: logger, metrics: metrics)
+            sessions = try StoreFactory.openSessions(configuration: config, logger: logger, metrics: metrics)
         } catch {
             // Never start over a database we cannot read or write: that would lose transcripts.
             logger.error(
-                "session store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
+                "session store unusable", ["store": StoreFactory.storeName(config), "error": "\(error)"])
             return 1
         }
         let responses: any ResponseStoring
         do {
-            responses = try InferdApp.openResponseStore(config)
+            responses = try StoreFactory.openResponseStore(config)
             logger.info(
                 "responses restored",
                 [
                     "count": "\(responses.count)", "interrupted": "\(responses.interruptedOnOpen.count)",
-                    "store": InferdApp.storeName(config),
+                    "store": StoreFactory.storeName(config),
                 ])
         } catch {
-            logger.error("response store unusable", ["store": InferdApp.storeName(config), "error": "\(error)"])
+            logger.error("response store unusable", ["store": StoreFactory.storeName(config), "error": "\(error)"])
             return 1
         }
         let chatTemplate: String?

@@ -17,14 +17,22 @@ extension Session {
         } catch {
             throw .chatTemplate(error)
         }
-        let context = model.contextLength
-        let length = prompt.tokenCount
-        let maxTokens = request.parameters.maxTokens ?? max(1, min(env.defaultMaxTokens, context - length))
-        guard length + maxTokens <= context else {
-            count("inferd_session_errors_total", ["code": "context_length_exceeded"])
-            throw .generation(.contextOverflow(promptTokens: length, maxTokens: maxTokens, contextLength: context))
+        // The transcript's whole prompt against the same limits as a stateless request's.
+        do throws(GenerationLimits.Violation) {
+            let maxTokens = try env.limits.budget(
+                promptTokens: prompt.tokenCount, requestedMaxTokens: request.parameters.maxTokens,
+                contextLength: model.contextLength)
+            return (prompt, maxTokens)
+        } catch {
+            switch error {
+            case .contextOverflow(let p, let m, let c):
+                count("inferd_session_errors_total", ["code": "context_length_exceeded"])
+                throw .generation(.contextOverflow(promptTokens: p, maxTokens: m, contextLength: c))
+            default:
+                // The route checked the request's own numbers before admitting it.
+                throw .generation(.invalidOption(name: "max_tokens", reason: "\(error)"))
+            }
         }
-        return (prompt, maxTokens)
     }
 
     /// Runs the active request's generation (inside the Task this actor owns) and records its end

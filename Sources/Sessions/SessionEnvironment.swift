@@ -1,3 +1,4 @@
+import Backend
 import Telemetry
 
 /// What every session of a server shares: the store, the KV-cache budget, limits, telemetry,
@@ -8,20 +9,20 @@ public struct SessionEnvironment: Sendable {
     public var caches: KVCacheBudget
     /// Most requests waiting in one session (`max_session_queue`).
     public var maxQueue: Int
-    /// max_tokens when a request gives none (capped by what fits).
-    public var defaultMaxTokens: Int
+    /// The completion budget's default and limits, the same value the stateless routes check against.
+    public var limits: GenerationLimits
     public var logger: Logger
     public var metrics: Metrics
     public var hooks: SessionHooks
 
     public init(
-        store: any SessionStore, caches: KVCacheBudget, maxQueue: Int, defaultMaxTokens: Int, logger: Logger,
+        store: any SessionStore, caches: KVCacheBudget, maxQueue: Int, limits: GenerationLimits, logger: Logger,
         metrics: Metrics, hooks: SessionHooks = SessionHooks()
     ) {
         self.store = store
         self.caches = caches
         self.maxQueue = maxQueue
-        self.defaultMaxTokens = defaultMaxTokens
+        self.limits = limits
         self.logger = logger
         self.metrics = metrics
         self.hooks = hooks

@@ -109,7 +109,7 @@ import Testing
             #expect(
                 response.status == 503 && response.errorCode == "server_busy" && response.header("Retry-After") != nil)
         }
-        #expect(s.app.responseStore.count == 0 && s.app.liveResponses.count == 0)
+        #expect(s.app.archive.store.count == 0 && s.app.archive.live.count == 0)
         #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 6)
 
         let metricsText = try await offPool { try s.client().request("GET", "/metrics").text }

@@ -161,22 +161,22 @@ import Testing
         let on = try RunningServer.start { $0.apiKeys = "\(Self.alpha),\(Self.beta)" }
         func request(as key: String?) -> HTTPRequest {
             let r = HTTPRequest(id: "r", method: .get, path: "/v1/sessions/x")
-            if let key, let identity = on.app.keyring.identify(key) {
-                r.context.set(InferdApp.AuthValue.owner, identity.owner)
+            if let key, let identity = on.app.access.keyring.identify(key) {
+                r.context.set(AccessControl.ContextKey.owner, identity.owner)
             }
             return r
         }
-        let owner = on.app.owner(of: request(as: Self.alpha))
+        let owner = on.app.access.owner(of: request(as: Self.alpha))
         #expect(owner != nil)
-        #expect(on.app.mayAccess(ownedBy: owner, request(as: Self.alpha)))
-        #expect(!on.app.mayAccess(ownedBy: owner, request(as: Self.beta)))
-        #expect(!on.app.mayAccess(ownedBy: nil, request(as: Self.alpha)))
+        #expect(on.app.access.mayAccess(ownedBy: owner, request(as: Self.alpha)))
+        #expect(!on.app.access.mayAccess(ownedBy: owner, request(as: Self.beta)))
+        #expect(!on.app.access.mayAccess(ownedBy: nil, request(as: Self.alpha)))
         await on.server.shutdown()
 
         try await RunningServer.with { off in
-            #expect(off.app.owner(of: HTTPRequest(id: "r", method: .get, path: "/")) == nil)
-            #expect(off.app.mayAccess(ownedBy: owner, HTTPRequest(id: "r", method: .get, path: "/")))
-            #expect(off.app.mayAccess(ownedBy: nil, HTTPRequest(id: "r", method: .get, path: "/")))
+            #expect(off.app.access.owner(of: HTTPRequest(id: "r", method: .get, path: "/")) == nil)
+            #expect(off.app.access.mayAccess(ownedBy: owner, HTTPRequest(id: "r", method: .get, path: "/")))
+            #expect(off.app.access.mayAccess(ownedBy: nil, HTTPRequest(id: "r", method: .get, path: "/")))
         }
     }
 }

@@ -231,7 +231,7 @@ import Testing
                 try Self.body(items, ["max_output_tokens": budget, "truncation": "auto", "background": true]))
             let id = try #require(r.json?["id"] as? String, "\(r.text)")
             #expect(r.json?["truncation"] as? String == "auto")
-            #expect(await eventually(timeout: .seconds(30)) { s.app.liveResponses.run(id)?.record.started ?? true })
+            #expect(await eventually(timeout: .seconds(30)) { s.app.archive.live.run(id)?.record.started ?? true })
             let cancelled = try await offPool { try s.client().postJSON("/v1/responses/\(id)/cancel", "") }
             let usage = try #require(cancelled.json?["usage"] as? [String: Any], "\(cancelled.text)")
             #expect(usage["input_tokens"] as? Int == lastTwo.tokenCount)
@@ -340,7 +340,43 @@ import Testing
             let all = try await Self.readStream(s, "/v1/responses/\(id)?stream=true")
             #expect(Self.deltas(all) == finalText)
             #expect(all.last?["type"] as? String == "response.cancelled")
-            #expect(s.app.liveResponses.count == 0)
+            #expect(s.app.archive.live.count == 0)
+        }
+    }
+
+    /// `background` with `stream`, as OpenAI answers it: the response's events from its start; a
+    /// client that drops that stream leaves the response running (the server owns it), and its
+    /// events can be read again by id.
+    @Test func backgroundWithStreamStreamsFromTheStartAndOutlivesItsStream() async throws {
+        try await RunningServer.with { s in
+            let body = try Self.body(
+                "Count from one to a thousand.",
+                ["background": true, "stream": true, "ignore_eos": true, "max_output_tokens": 40, "temperature": 0])
+            let text = try await offPool { () -> String in
+                let c = try s.client()
+                let (status, _) = try c.startStream("/v1/responses", body)
+                guard status == 200 else { throw ClientError(description: "status \(status)") }
+                var reader = SSEReader()
+                try c.readEvents(into: &reader) {
+                    $0.events.filter { $0.name == "response.output_text.delta" }.count >= 2
+                }
+                c.close()
+                return reader.text
+            }
+            let events = SSEReader(text: text).events.map { jsonObject($0.data) }
+            let created = try #require(events.first)
+            #expect(created["type"] as? String == "response.created" && created["sequence_number"] as? Int == 0)
+            let response = try #require(created["response"] as? [String: Any])
+            #expect(response["background"] as? Bool == true)
+            let id = try #require(response["id"] as? String)
+            // The dropped stream did not stop it: it runs to its budget.
+            #expect(await eventually(timeout: .seconds(60)) { s.app.archive.live.count == 0 })
+            let stored = try #require(try await Self.get(s, "/v1/responses/\(id)").json)
+            #expect(stored["status"] as? String == "incomplete", "\(stored)")
+            #expect(s.cancelledGenerations() == 0)
+            let all = try await Self.readStream(s, "/v1/responses/\(id)?stream=true")
+            #expect(Self.deltas(all) == Self.outputText(stored))
+            #expect(all.last?["type"] as? String == "response.incomplete")
         }
     }
 
@@ -349,9 +385,9 @@ import Testing
             let body = try Self.body(
                 "Count from one to a thousand.", ["background": true, "ignore_eos": true, "max_output_tokens": 4000])
             let id = try #require(try await Self.post(s, "/v1/responses", body).json?["id"] as? String)
-            #expect(await eventually(timeout: .seconds(30)) { s.app.liveResponses.run(id)?.record.started ?? true })
+            #expect(await eventually(timeout: .seconds(30)) { s.app.archive.live.run(id)?.record.started ?? true })
             await s.app.stopBackgroundResponses()
-            #expect(s.app.liveResponses.count == 0)
+            #expect(s.app.archive.live.count == 0)
             let stored = try #require(try await Self.get(s, "/v1/responses/\(id)").json)
             #expect(stored["status"] as? String == "failed")
             #expect((stored["error"] as? [String: Any])?["code"] as? String == "server_stopped")
@@ -376,7 +412,7 @@ import Testing
             }
             let cancelled = try #require(await s.cancelledGeneration(timeout: .seconds(10)))
             #expect(cancelled.stepsAfterCancel <= 1)
-            #expect(await eventually(timeout: .seconds(5)) { s.app.liveResponses.count == 0 })
+            #expect(await eventually(timeout: .seconds(5)) { s.app.archive.live.count == 0 })
             let stored = try await Self.get(s, "/v1/responses/\(id)")
             #expect(stored.json?["status"] as? String == "cancelled")
         }

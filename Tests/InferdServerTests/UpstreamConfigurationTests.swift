@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import HTTPServer
 import RemoteBackend
 import Testing
 
@@ -68,13 +69,13 @@ import Testing
     }
 
     @Test func upstreamErrorsMapToTheirStatuses() {
-        let busy = GenerationService.httpError(for: .upstreamUnavailable("429", retryAfterSeconds: 7))
+        let busy = HTTPError(GenerationError.upstreamUnavailable("429", retryAfterSeconds: 7))
         #expect(busy.status == 503 && busy.retryAfterSeconds == 7 && busy.code == "upstream_unavailable")
-        let rejected = GenerationService.httpError(for: .upstreamRejected(status: 422, message: "bad schema"))
+        let rejected = HTTPError(GenerationError.upstreamRejected(status: 422, message: "bad schema"))
         #expect(
             rejected.status == 422 && rejected.code == "upstream_rejected" && rejected.message.contains("bad schema"))
-        #expect(GenerationService.httpError(for: .upstreamRejected(status: 401, message: "key")).status == 502)
-        let failed = GenerationService.httpError(for: .upstreamFailed("stalled"))
+        #expect(HTTPError(GenerationError.upstreamRejected(status: 401, message: "key")).status == 502)
+        let failed = HTTPError(GenerationError.upstreamFailed("stalled"))
         #expect(failed.status == 502 && failed.code == "upstream_failed")
     }
 }

@@ -165,7 +165,8 @@ struct Harness {
         self.model = model
         self.backend = backend ?? model
         let env = SessionEnvironment(
-            store: store, caches: KVCacheBudget(budgetBytes: budgetBytes), maxQueue: maxQueue, defaultMaxTokens: 64,
+            store: store, caches: KVCacheBudget(budgetBytes: budgetBytes), maxQueue: maxQueue,
+            limits: GenerationLimits(defaultMaxTokens: 64),
             logger: logs.logger, metrics: Metrics(), hooks: hooks)
         manager = try SessionManager(environment: env, recentRequests: recentRequests)
     }

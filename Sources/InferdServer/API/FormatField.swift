@@ -5,7 +5,7 @@ import StructuredOutput
 
 /// A structured-output request as read from a body: native `options.format`, or OpenAI's
 /// `response_format` / `grammar`. The schema is re-read from the raw body in its key order when
-/// the constraint is made (`InferdApp.constraint`): the field readers' objects are unordered.
+/// the constraint is made (`FormatField.constraint`): the field readers' objects are unordered.
 struct FormatField: Sendable, Equatable, Codable {
     enum Kind: String, Sendable, Codable {
         case jsonSchema = "json_schema"

@@ -104,7 +104,7 @@ extension GenerationOptionsBody {
         do {
             try sampling.validate()
         } catch {
-            var e = GenerationService.httpError(for: error)
+            var e = HTTPError(error)
             if case .invalidOption(let name, _) = error { e.param = names.option(name) }
             throw e
         }

@@ -90,7 +90,7 @@ struct NativeFields: Sendable {
     /// `invalid_request` naming the field and listing the allowed ones.
     func choice<T: RawRepresentable & CaseIterable>(_ key: String) throws(HTTPError) -> T? where T.RawValue == String {
         guard let raw = try string(key) else { return nil }
-        return try InferdApp.choice(raw, fields.name(key), as: T.self)
+        return try WireChoice.parse(raw, fields.name(key), as: T.self)
     }
 
     /// A nested object of `allowed` fields.

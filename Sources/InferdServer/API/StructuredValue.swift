@@ -5,12 +5,11 @@ import StructuredOutput
 /// the answer ended where its grammar allows and parses as JSON; otherwise (cut by `max_tokens`,
 /// cancelled, timed out) the last partial value, never a repaired one.
 enum StructuredValue {
-    static func final(_ result: GenerationResult) -> (value: JSONValue?, partial: Bool) {
-        final(content: result.content, satisfied: result.constraintSatisfied)
+    static func final(_ outcome: GenerationOutcome) -> (value: JSONValue?, partial: Bool) {
+        final(content: outcome.content, satisfied: outcome.constraintSatisfied)
     }
 
-    /// The same from an answer's text and whether it ended where its grammar allows (a session
-    /// turn's outcome carries both).
+    /// The same from an answer's text and whether it ended where its grammar allows.
     static func final(content: String, satisfied: Bool?) -> (value: JSONValue?, partial: Bool) {
         if satisfied == true, let v = try? JSONParser.parse(content) {
             return (v, false)

@@ -1,4 +1,5 @@
 import Engine
+import Foundation
 import HTTPServer
 import StructuredOutput
 
@@ -95,5 +96,21 @@ struct GenerationBody: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case id, object, created, model, status, content, usage, timings, reason, value, partial
         case finishReason = "finish_reason"
+    }
+}
+
+extension GenerationBody {
+    static let noTimings = GenerationTimings(
+        promptMilliseconds: 0, generationMilliseconds: 0, promptTokensPerSecond: 0, generationTokensPerSecond: 0)
+
+    /// A finished (completed or cancelled) generation's answer; `reason` as the caller words it.
+    init(_ o: GenerationOutcome, id: String, model: String, reason: String?, structured: Bool) {
+        self.init(
+            id: id, created: Int(Date().timeIntervalSince1970), model: model, status: o.status.rawValue,
+            content: o.content, finishReason: (o.finishReason ?? .cancelled).rawValue, usage: UsageBody(o.usage),
+            timings: TimingsBody(o.timings ?? Self.noTimings), reason: reason)
+        if structured {
+            (value, partial) = StructuredValue.final(o)
+        }
     }
 }

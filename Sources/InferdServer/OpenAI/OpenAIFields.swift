@@ -63,7 +63,7 @@ package struct OpenAIFields: Sendable {
     where T.RawValue == String {
         guard let raw = try string(key) else { return nil }
         do {
-            return try InferdApp.choice(raw, name(key), as: T.self)
+            return try WireChoice.parse(raw, name(key), as: T.self)
         } catch {
             throw .invalid(error.message, param: name(key))
         }

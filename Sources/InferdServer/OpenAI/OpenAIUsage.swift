@@ -19,14 +19,6 @@ struct OpenAIUsage: Encodable, Sendable, Equatable {
         promptTokensDetails = PromptDetails(cachedTokens: u.cachedTokens)
     }
 
-    /// A session turn's usage; zero when the turn never reached the engine.
-    init(turn u: GenerationUsage?) {
-        promptTokens = u?.promptTokens ?? 0
-        completionTokens = u?.completionTokens ?? 0
-        totalTokens = promptTokens + completionTokens
-        promptTokensDetails = PromptDetails(cachedTokens: u?.cachedTokens ?? 0)
-    }
-
     enum CodingKeys: String, CodingKey {
         case promptTokens = "prompt_tokens"
         case completionTokens = "completion_tokens"

@@ -14,35 +14,26 @@ struct ResponseFinisher: Sendable {
         case failed(HTTPError)
     }
 
-    let app: InferdApp
+    let archive: ResponseArchive
     let run: ResponseRun
     let backend: any GenerationBackend
     let sequence: (any PredictorSequence)?
     let capacity: Int
     let requestID: String
 
+    /// Ends the response from its generation's outcome (a stateless generation or a conversation's
+    /// turn); `history` is the conversation's transcript now, nil for a stateless response (whose
+    /// history is its input and this answer).
     @discardableResult
-    func finish(_ result: Result<GenerationResult, HTTPError>, cancelledBy reason: String?) async -> ResponseRecord {
-        switch result {
-        case .success(let r):
-            await finish(.finished(text: r.content, reason: r.finishReason, usage: r.usage), cancelledBy: reason)
-        case .failure(let e):
-            await finish(.failed(e), cancelledBy: reason)
-        }
-    }
-
-    /// A conversation's turn, as the session recorded it; `history` is its transcript now.
-    @discardableResult
-    func finish(turn outcome: TurnOutcome, history: [HistoryMessage]) async -> ResponseRecord {
-        let usage = outcome.usage ?? GenerationUsage(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
+    func finish(_ outcome: GenerationOutcome, history: [HistoryMessage]? = nil) async -> ResponseRecord {
         let ending: Ending
         switch outcome.status {
         case .completed:
-            ending = .finished(text: outcome.content, reason: outcome.finishReason ?? .stop, usage: usage)
+            ending = .finished(text: outcome.content, reason: outcome.finishReason ?? .stop, usage: outcome.usage)
         case .cancelled:
-            ending = .finished(text: outcome.content, reason: .cancelled, usage: usage)
+            ending = .finished(text: outcome.content, reason: .cancelled, usage: outcome.usage)
         case .failed:
-            ending = .failed(InferdApp.httpError(for: outcome.error ?? .generation(.computeFailed("unknown"))))
+            ending = .failed(outcome.error ?? .internalError())
         }
         return await finish(ending, cancelledBy: outcome.reason?.rawValue, history: history)
     }
@@ -51,14 +42,14 @@ struct ResponseFinisher: Sendable {
     func finish(_ ending: Ending, cancelledBy reason: String?, history: [HistoryMessage]? = nil) async -> ResponseRecord
     {
         var ending = ending
-        if run.record.response.background, app.liveResponses.isStopping {
+        if run.record.response.background, archive.live.isStopping {
             // Stopped by the server's shutdown, not by its owner: failed, as after a crash, and never re-run.
             switch ending {
             case .finished(_, .cancelled, _), .failed:
                 ending = .failed(
                     HTTPError(
-                        status: 503, message: InferdApp.interruptedMessage, type: "server_error",
-                        code: InferdApp.interruptedCode))
+                        status: 503, message: ResponseArchive.interruptedMessage, type: "server_error",
+                        code: ResponseArchive.interruptedCode))
             default:
                 break
             }
@@ -102,13 +93,13 @@ struct ResponseFinisher: Sendable {
         } else {
             stored.history.append(HistoryMessage(role: "assistant", content: record.text))
         }
-        await app.persist(stored)
-        app.releaseCache(
+        await archive.persist(stored)
+        archive.releaseCache(
             sequence, capacity: capacity, responseID: record.response.id, keep: keep && record.response.store,
             backend: backend)
-        app.liveResponses.remove(run.id)
+        archive.live.remove(run.id)
         if record.response.status == "cancelled" {
-            app.logger.info(
+            archive.logger.info(
                 "response cancelled", ["response_id": run.id, "request_id": requestID, "reason": reason ?? "cancelled"])
         }
         return record

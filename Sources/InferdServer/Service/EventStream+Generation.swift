@@ -28,6 +28,21 @@ extension EventStream {
         }
     }
 
+    /// A whole generation on the native wire (`/v1/generations` and session turns alike): its
+    /// events as they come, then exactly one of `completed` or `cancelled` with the surface's own
+    /// `final` body, or `error` (`timeout` when it waited past its `timeout_seconds`).
+    func write(
+        _ generation: AdmittedGeneration, replica: String, structured: Bool,
+        final: (GenerationOutcome) -> any Encodable
+    ) async {
+        let outcome = await generation.run { [self] event in send(event, replica: replica, structured: structured) }
+        switch outcome.status {
+        case .completed: send(.completed, final(outcome))
+        case .cancelled: send(.cancelled, final(outcome))
+        case .failed: sendError(outcome.error ?? .internalError())
+        }
+    }
+
     /// The `error` event: the stream ends without a result.
     func sendError(_ error: HTTPError) {
         send(

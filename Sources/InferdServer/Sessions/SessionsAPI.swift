@@ -131,15 +131,15 @@ struct SessionTurnBody: Encodable, Sendable {
     var value: JSONValue?
     var partial: Bool?
 
-    init(_ o: TurnOutcome, structured: Bool = false) {
-        id = o.requestID
-        requestId = o.requestID
-        sessionId = o.sessionID
+    init(_ o: GenerationOutcome, requestID: String, sessionID: String, structured: Bool = false) {
+        id = requestID
+        requestId = requestID
+        sessionId = sessionID
         status = o.status.rawValue
         content = o.content
         finishReason = o.finishReason?.rawValue
         reason = o.reason?.rawValue
-        usage = o.usage.map(UsageBody.init) ?? UsageBody(promptTokens: 0, completionTokens: 0, cachedTokens: 0)
+        usage = UsageBody(o.usage)
         if structured {
             (value, partial) = StructuredValue.final(content: o.content, satisfied: o.constraintSatisfied)
         }
@@ -209,6 +209,8 @@ extension GenerationOptionsBody {
             repeatLastN: repeatLastN ?? b.repeatLastN, presencePenalty: presencePenalty ?? b.presencePenalty,
             frequencyPenalty: frequencyPenalty ?? b.frequencyPenalty, seed: seed ?? b.seed,
             maxTokens: maxTokens ?? b.maxTokens,
-            stop: stop ?? b.stop, ignoreEos: ignoreEos ?? b.ignoreEos)
+            stop: stop ?? b.stop, ignoreEos: ignoreEos ?? b.ignoreEos,
+            // A session's defaults never hold a format (refused when it is created): the turn's own stands.
+            format: format ?? b.format)
     }
 }

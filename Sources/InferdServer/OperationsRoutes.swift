@@ -2,8 +2,23 @@ import Backend
 import Engine
 import Foundation
 import HTTPServer
+import Sessions
+import Telemetry
 
-extension InferdApp {
+/// `GET /health` (always open: a load balancer's and the container's health check) and
+/// `GET /metrics` (Prometheus text).
+struct OperationsRoutes: Sendable {
+    let host: ModelHost
+    let sessions: SessionManager
+    let generations: GenerationService
+    let metrics: Metrics
+    let startedAt: Date
+
+    func register(_ router: Router) {
+        router.get("/health") { request in await health(request) }
+        router.get("/metrics") { _ in metricsText() }
+    }
+
     struct HealthBody: Encodable {
         var status: String
         var model: String?

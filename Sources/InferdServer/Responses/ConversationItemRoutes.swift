@@ -1,5 +1,3 @@
-import Backend
-import Engine
 import Foundation
 import HTTPServer
 import Sessions
@@ -14,12 +12,26 @@ import Sessions
 /// response. It waits for a running response as a turn would (a conversation's `on_busy` is
 /// `queue`; a session made with `reject` refuses it with 409), is written in one transaction, and
 /// a deletion cuts the kept KV cache back to before the deleted item.
-extension InferdApp {
+struct ConversationItemRoutes: Sendable {
+    let conversations: ConversationRoutes
+
     /// At most this many items per `POST …/items`, as OpenAI allows.
     static let maxItemsPerCreate = 20
 
+    func register(_ router: Router) {
+        let openAI = OpenAIRoutes.openAI
+        router.get("/v1/conversations/{id}/items", openAI { request in try await list(request) })
+        router.post("/v1/conversations/{id}/items", openAI { request in try await add(request) })
+        router.get("/v1/conversations/{id}/items/{item_id}", openAI { request in try await get(request) })
+        router.delete("/v1/conversations/{id}/items/{item_id}", openAI { request in try await delete(request) })
+    }
+
+    func session(_ request: HTTPRequest) async throws(OpenAIError) -> Session {
+        try await conversations.require(request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    }
+
     /// One transcript entry as a conversation item; nil for a deleted one.
-    static func conversationItem(_ e: TranscriptEntry, sessionID: String) -> ResponseItem? {
+    static func item(_ e: TranscriptEntry, sessionID: String) -> ResponseItem? {
         let id = itemID(sessionID: sessionID, position: e.position)
         switch e.kind {
         case .deleted:
@@ -60,15 +72,20 @@ extension InferdApp {
     }
 
     /// A session's transcript as conversation items, in order.
-    func conversationItems(of session: Session) async -> [ResponseItem] {
-        await session.snapshot(backend: nil).entries.compactMap { Self.conversationItem($0, sessionID: session.id) }
+    static func items(of session: Session) async -> [ResponseItem] {
+        await session.snapshot(backend: nil).entries.compactMap { Self.item($0, sessionID: session.id) }
+    }
+
+    static func itemNotFound(_ itemID: String) -> OpenAIError {
+        OpenAIError(
+            status: 404, message: "No item found with id '\(itemID)'.", type: "invalid_request_error",
+            param: "item_id", code: "item_not_found")
     }
 
     /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
     /// `order=asc`, as OpenAI's default).
-    func conversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await session(request)
         var query: ListQuery
         do {
             query = try ListQuery(request.query.filter { $0.key != "include" })
@@ -76,7 +93,7 @@ extension InferdApp {
             throw OpenAIError(error)
         }
         if request.query["order"] == nil { query.order = .desc }
-        let items = await conversationItems(of: session)
+        let items = await Self.items(of: session)
         let page: (items: [ResponseItem], hasMore: Bool)
         do {
             page = try query.page(of: items, id: \.id)
@@ -86,29 +103,21 @@ extension InferdApp {
         return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
     }
 
-    func conversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    func get(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await session(request)
         let itemID = request.pathParameters["item_id"] ?? ""
-        guard let item = await conversationItems(of: session).first(where: { $0.id == itemID }) else {
+        guard let item = await Self.items(of: session).first(where: { $0.id == itemID }) else {
             throw Self.itemNotFound(itemID)
         }
         return .json(item)
-    }
-
-    static func itemNotFound(_ itemID: String) -> OpenAIError {
-        OpenAIError(
-            status: 404, message: "No item found with id '\(itemID)'.", type: "invalid_request_error",
-            param: "item_id", code: "item_not_found")
     }
 
     /// `POST /v1/conversations/{id}/items`: `items` (1 to 20 message items, roles user,
     /// assistant, system or developer, text content) appended in order; answers the list of the
     /// items created. `include` (a query parameter) names extra output inferd does not produce:
     /// refused unless empty.
-    func addConversationItems(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    func add(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await session(request)
         // `include` or `include[]` (how clients spell a list in a query), possibly percent-encoded.
         if let include = request.query.first(where: { ($0.key.removingPercentEncoding ?? $0.key).hasPrefix("include") }
         ),
@@ -117,7 +126,7 @@ extension InferdApp {
             throw OpenAIError.unsupported(
                 "include: inferd's message items have no additional fields to include", param: "include")
         }
-        let f = try openAIFields(request)
+        let f = try OpenAIRoutes.fields(request)
         if let unknown = f.values.keys.sorted().first(where: { $0 != "items" }) {
             throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
         }
@@ -135,43 +144,41 @@ extension InferdApp {
             messages.append(TranscriptEdit.Message(role: message.role, text: message.text))
         }
         let held = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt || $0.kind.itemRole != nil }
-        guard held.count + messages.count <= configuration.maxSessionTurns else {
+        let maxTurns = conversations.turns.maxTurns
+        guard held.count + messages.count <= maxTurns else {
             throw OpenAIError(
                 status: 409,
                 message:
-                    "conversation holds \(held.count) messages and turns; with \(messages.count) more it would pass \(configuration.maxSessionTurns), the most this server keeps",
+                    "conversation holds \(held.count) messages and turns; with \(messages.count) more it would pass \(maxTurns), the most this server keeps",
                 type: "invalid_request_error", param: "items", code: "session_full")
         }
-        let outcome = try await runEdit(.append(messages), on: session, request: request)
-        let created = outcome.addedEntries.compactMap { Self.conversationItem($0, sessionID: session.id) }
+        let outcome = try await edit(.append(messages), on: session, request: request)
+        let created = outcome.addedEntries.compactMap { Self.item($0, sessionID: session.id) }
         return .json(ListPage(data: created, hasMore: false, id: \.id))
     }
 
     /// `DELETE /v1/conversations/{id}/items/{item_id}`: answers the conversation.
-    func deleteConversationItem(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await requireConversation(
-            request.pathParameters["id"] ?? "", request, param: "conversation_id")
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await session(request)
         let itemID = request.pathParameters["item_id"] ?? ""
         guard let position = Self.itemPosition(itemID, sessionID: session.id) else { throw Self.itemNotFound(itemID) }
         do {
-            _ = try await runEdit(.delete(position: position), on: session, request: request)
+            _ = try await edit(.delete(position: position), on: session, request: request)
         } catch let e as OpenAIError where e.code == "entry_not_found" {
             throw Self.itemNotFound(itemID)
         }
-        return .json(await conversationObject(session))
+        return .json(await conversations.object(session))
     }
 
-    /// Admits an edit to the session's queue and runs it there; a client that leaves while it
-    /// waits takes it out of the queue (nothing is applied).
-    func runEdit(_ edit: TranscriptEdit, on session: Session, request: HTTPRequest) async throws -> TurnOutcome {
-        let backend = try requireBackend()
-        let turn = TurnRequest.editing(edit, id: request.id, onBusy: session.onBusy)
+    /// Runs an edit through the session's queue; a client that leaves while it waits takes it out
+    /// of the queue (nothing is applied).
+    func edit(_ edit: TranscriptEdit, on session: Session, request: HTTPRequest) async throws -> TurnOutcome {
+        let outcome: TurnOutcome
         do {
-            try await sessions.admit(turn, to: session, backend: backend)
-        } catch {
+            outcome = try await conversations.turns.edit(edit, on: session, request: request)
+        } catch let error as SessionError {
             throw Self.editError(error)
         }
-        let outcome = await session.run(turn.id, observer: { _ in }, cancelReason: sessionCancelReason(request.context))
         switch outcome.status {
         case .completed: return outcome
         case .cancelled:
@@ -189,7 +196,7 @@ extension InferdApp {
                 status: 404, message: "\(error)", type: "invalid_request_error", param: "item_id",
                 code: "entry_not_found")
         }
-        var e = OpenAIError(httpError(for: error))
+        var e = OpenAIError(HTTPError(error))
         if ["session_busy", "session_queue_full", "session_not_found"].contains(e.code) { e.param = "conversation_id" }
         return e
     }

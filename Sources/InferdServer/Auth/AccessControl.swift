@@ -1,13 +1,36 @@
 import Foundation
 import HTTPServer
+import Telemetry
 
-/// API-key authentication: a router middleware, so it covers every route (and unmatched paths)
-/// without the HTTP layer knowing about keys. `/health` is always open.
-extension InferdApp {
+/// API-key authentication and ownership. `authenticate` is a router middleware, so it covers every
+/// route (and unmatched paths) without the HTTP layer knowing about keys; `/health` is always
+/// open. The routes ask `owner(of:)` what to record on what a request creates and
+/// `mayAccess(ownedBy:_:)` whether a request may see it.
+struct AccessControl: Sendable {
     /// Request-scoped values the middleware sets on `RequestContext`.
-    enum AuthValue {
+    enum ContextKey {
         static let keyID = "api_key_id"
         static let owner = "api_key_owner"
+    }
+
+    /// The API keys (disabled when none are configured) and `/metrics`' own key, if any.
+    let keyring: APIKeyring
+    let metricsKeyring: APIKeyring?
+    let metricsAuth: MetricsAuth
+    let logger: Logger
+    let metrics: Metrics
+
+    init(configuration: ServerConfiguration, logger: Logger, metrics: Metrics) {
+        do {
+            (keyring, metricsKeyring) = try configuration.keyrings()
+        } catch {
+            // `serve` checks the keys before it gets here; if they still cannot be read, fail closed.
+            logger.error("API keys unreadable: refusing every authenticated request", ["error": "\(error)"])
+            (keyring, metricsKeyring) = (.refuseAll, .refuseAll)
+        }
+        metricsAuth = configuration.metricsAuth
+        self.logger = logger
+        self.metrics = metrics
     }
 
     func authenticate(_ request: HTTPRequest, next: Handler) async throws -> HTTPResponse {
@@ -24,8 +47,8 @@ extension InferdApp {
             return refuse(
                 request, "the API key is not valid", code: "invalid_api_key", keyID: APIKeyring.keyID(token))
         }
-        request.context.set(AuthValue.keyID, identity.id, logged: true)
-        request.context.set(AuthValue.owner, identity.owner)
+        request.context.set(ContextKey.keyID, identity.id, logged: true)
+        request.context.set(ContextKey.owner, identity.owner)
         return try await next(request)
     }
 
@@ -36,7 +59,7 @@ extension InferdApp {
         case "/health": return nil
         case "/metrics":
             if let metricsKeyring { return metricsKeyring }
-            return configuration.metricsAuth == .open ? nil : keyring
+            return metricsAuth == .open ? nil : keyring
         default: return keyring
         }
     }
@@ -64,7 +87,7 @@ extension InferdApp {
 
     /// The owner to record on something this request creates (a session): the full SHA-256 of
     /// its key in hex, or nil when authentication is off.
-    func owner(of request: HTTPRequest) -> String? { request.context.value(AuthValue.owner) }
+    func owner(of request: HTTPRequest) -> String? { request.context.value(ContextKey.owner) }
 
     /// Whether `request` may see something recorded with `owner`. With authentication off,
     /// everything is visible. With it on, only what the same key created: things created while

@@ -1,0 +1,92 @@
+import Engine
+import Foundation
+import HTTPServer
+
+/// How a chat or text completion is answered once admitted, stateless or a session's turn alike:
+/// one JSON body, or OpenAI's stream. One writer per wire format, so both paths send the same
+/// chunks and end the same way.
+struct OpenAIAnswer: Sendable {
+    let kind: OpenAICompletionBody.Kind
+    let id: String
+    let created: Int
+    let model: String
+    let includeUsage: Bool
+
+    init(kind: OpenAICompletionBody.Kind, id: String, model: String, includeUsage: Bool) {
+        self.kind = kind
+        self.id = id
+        self.created = Int(Date().timeIntervalSince1970)
+        self.model = model
+        self.includeUsage = includeUsage
+    }
+
+    /// Runs the generation and answers once; a cancelled or failed one is an error.
+    func json(_ generation: AdmittedGeneration) async throws(OpenAIError) -> HTTPResponse {
+        let outcome = await generation.run()
+        if let error = Self.error(ending: outcome) { throw error }
+        return .json(
+            OpenAICompletionBody(
+                kind: kind, id: id, created: created, model: model, content: outcome.content,
+                finishReason: outcome.wireFinishReason, usage: OpenAIUsage(outcome.usage)))
+    }
+
+    /// The SSE side, in OpenAI's convention: bare `data:` lines, a role chunk first (chat), then
+    /// one chunk per new piece of text, then a chunk with `finish_reason`, the usage chunk when
+    /// asked for, then `data: [DONE]`. Every chunk is sent with `send(data:)`, which never drops or
+    /// reorders: deltas, unlike snapshots, cannot be conflated. A failure, a cancel, a shutdown or
+    /// a `timeout_seconds` that passes while the request still waits ends the stream with an
+    /// `error` object and no `[DONE]`; after a disconnect nothing more is written. Queue positions
+    /// are not sent: OpenAI's clients know no such chunk.
+    func stream(_ generation: AdmittedGeneration, to stream: EventStream) async {
+        let template = OpenAIStreamChunk(
+            kind: kind, id: id, created: created, model: model, includeUsageField: includeUsage)
+        let tracker = OpenAIDeltaTracker()
+        if kind == .chat {
+            var first = template
+            first.role = "assistant"
+            first.content = ""
+            stream.send(data: WireJSON.string(first))
+        }
+        let outcome = await generation.run { event in
+            guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
+            var chunk = template
+            chunk.content = piece
+            stream.send(data: WireJSON.string(chunk))
+        }
+        if let error = Self.error(ending: outcome) {
+            stream.send(data: WireJSON.string(OpenAIStreamError(error: error)))
+            return
+        }
+        // Text held back as a possible stop string is released with the result, not a snapshot.
+        if let rest = tracker.delta(for: outcome.content) {
+            var chunk = template
+            chunk.content = rest
+            stream.send(data: WireJSON.string(chunk))
+        }
+        var finish = template
+        finish.finishReason = outcome.wireFinishReason
+        stream.send(data: WireJSON.string(finish))
+        if includeUsage {
+            var usage = template
+            usage.hasChoice = false
+            usage.usage = OpenAIUsage(outcome.usage)
+            stream.send(data: WireJSON.string(usage))
+        }
+        stream.send(data: "[DONE]")
+    }
+
+    /// The error a generation that did not complete answers with; nil when it completed.
+    static func error(ending outcome: GenerationOutcome) -> OpenAIError? {
+        switch outcome.status {
+        case .completed:
+            return nil
+        case .cancelled:
+            return OpenAIError(
+                status: 503,
+                message: "the request was cancelled (\(outcome.reasonName)) before the answer was complete",
+                type: "server_error", code: "cancelled")
+        case .failed:
+            return OpenAIError(outcome.error ?? .internalError())
+        }
+    }
+}

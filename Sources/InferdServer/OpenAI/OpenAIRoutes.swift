@@ -1,0 +1,185 @@
+import Backend
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+
+/// The OpenAI-compatible face of the server: `/v1/models`, `/v1/chat/completions` (with inferd's
+/// `session_id` extension) and `/v1/completions`. Same generation service, request Tasks,
+/// cancellation, validation and metrics as the native API; only the wire format differs.
+struct OpenAIRoutes: Sendable {
+    let generations: GenerationService
+    let turns: SessionTurns
+    let host: ModelHost
+    let startedAt: Date
+
+    func register(_ router: Router) {
+        router.get("/v1/models", Self.openAI { _ in try models() })
+        router.get("/v1/models/{model}", Self.openAI { request in try model(request) })
+        router.post("/v1/chat/completions", Self.openAI { request in try await chatCompletions(request) })
+        router.post("/v1/completions", Self.openAI { request in try await completions(request) })
+    }
+
+    /// Runs an OpenAI handler, answering every error in OpenAI's shape.
+    static func openAI(_ handler: @escaping Handler) -> Handler {
+        { request in
+            do {
+                return try await handler(request)
+            } catch let e as OpenAIError {
+                return e.response
+            } catch let e as HTTPError {
+                return OpenAIError(e).response
+            }
+        }
+    }
+
+    /// The names a request may use for the served model: its name, and the GGUF file's base name.
+    static func checkModel(_ name: String, _ backend: any GenerationBackend) throws(OpenAIError) {
+        guard backend.modelAliases.contains(name) else { throw .modelNotFound(name, served: backend.modelName) }
+    }
+
+    /// The body as a JSON object; malformed JSON is 400 `invalid_request_error` (code `invalid_json`).
+    static func fields(_ request: HTTPRequest) throws -> OpenAIFields {
+        do {
+            return OpenAIFields(try OpenAIJSON.object(of: request))
+        } catch let e as HTTPError where e.code == "invalid_value" {
+            throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
+        }
+    }
+
+    func modelEntry(_ backend: any GenerationBackend) -> OpenAIModelList.Model {
+        .init(
+            id: backend.modelName, created: Int(startedAt.timeIntervalSince1970), contextLength: backend.contextLength,
+            architecture: backend.architecture, weightTypes: backend.weightTypes)
+    }
+
+    func models() throws -> HTTPResponse {
+        .json(OpenAIModelList(data: [modelEntry(try host.requireBackend())]))
+    }
+
+    func model(_ request: HTTPRequest) throws -> HTTPResponse {
+        let backend = try host.requireBackend()
+        try Self.checkModel(request.pathParameters["model"]?.removingPercentEncoding ?? "", backend)
+        return .json(modelEntry(backend))
+    }
+
+    /// `POST /v1/chat/completions`.
+    func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
+        let backend = try host.requireBackend()
+        let chat = try OpenAIChatRequest(try Self.fields(request))
+        try Self.checkModel(chat.parameters.model, backend)
+        let answer = OpenAIAnswer(
+            kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
+            includeUsage: chat.parameters.includeUsage)
+        let generation: AdmittedGeneration
+        if let sessionID = chat.sessionID {
+            generation = try await sessionTurn(
+                chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
+        } else {
+            let prompt = try generations.prepare(backend, .conversation(instructions: nil, messages: chat.messages))
+            generation = try admit(
+                prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
+                request: request, arrival: arrival)
+        }
+        return try await respond(generation, answer, stream: chat.parameters.stream)
+    }
+
+    /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
+    /// caller can write its own template) or token ids; no chat template is applied.
+    func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
+        let backend = try host.requireBackend()
+        let completion = try OpenAICompletionRequest(try Self.fields(request))
+        try Self.checkModel(completion.parameters.model, backend)
+        let prompt: PreparedPrompt
+        switch completion.prompt {
+        case .text(let text):
+            prompt = try generations.prepare(backend, .text(text))
+        case .tokens(let ids):
+            let vocabulary = backend.vocabularySize
+            if let bad = ids.first(where: { Int($0) >= vocabulary }) {
+                throw OpenAIError.invalid(
+                    "prompt token id \(bad) is outside the vocabulary of \(vocabulary) tokens", param: "prompt")
+            }
+            prompt = try generations.prepare(backend, .tokens(ids))
+        }
+        guard prompt.tokenCount > 0 else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
+        let generation = try admit(
+            prompt: prompt, completion.parameters, route: "completions", promptParam: "prompt", backend: backend,
+            request: request, arrival: arrival)
+        let answer = OpenAIAnswer(
+            kind: .text, id: "cmpl-\(request.id)", model: backend.modelName,
+            includeUsage: completion.parameters.includeUsage)
+        return try await respond(generation, answer, stream: completion.parameters.stream)
+    }
+
+    /// The native validation (`makeRequest`), with its errors naming OpenAI's parameters, then
+    /// the submission (before any stream starts, so a full queue is still a plain 503).
+    func admit(
+        prompt: PreparedPrompt, _ p: OpenAIGenerationParameters, route: String, promptParam: String,
+        backend: any GenerationBackend, request: HTTPRequest, arrival: ContinuousClock.Instant
+    ) throws(OpenAIError) -> AdmittedGeneration {
+        do {
+            var generation = try generations.makeRequest(
+                prompt: prompt, options: p.options, backend: backend, label: request.id,
+                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam), body: request.body)
+            generation.priority = p.admission.priority
+            generation.deadline = p.admission.deadline(from: arrival)
+            let context = request.context
+            return try generations.admit(
+                generation, backend: backend, requestID: request.id, route: route, arrival: arrival,
+                reason: { context.cancellationReason })
+        } catch {
+            throw OpenAIError(error)
+        }
+    }
+
+    /// The `session_id` extension: the request's last user message becomes a new turn of a
+    /// server-side session. Admission, the `on_busy` policy, the KV cache, the transcript and
+    /// cancellation are the native session endpoint's (`SessionTurns`); only the answer is in
+    /// OpenAI's shape. Earlier messages of the request are ignored: the transcript is the history.
+    func sessionTurn(
+        _ chat: OpenAIChatRequest, sessionID: String, backend: any GenerationBackend, request: HTTPRequest,
+        arrival: ContinuousClock.Instant
+    ) async throws(OpenAIError) -> AdmittedGeneration {
+        let session: Session
+        do {
+            session = try await turns.require(id: sessionID, request)
+        } catch {
+            throw OpenAIError(
+                status: error.status, message: error.message, type: "invalid_request_error", param: "session_id",
+                code: error.code)
+        }
+        guard let prompt = chat.lastUserMessage else {
+            throw .invalid("with session_id, messages must contain a user message", param: "messages")
+        }
+        guard !prompt.isEmpty else {
+            throw .invalid("with session_id, the last user message must not be empty", param: "messages")
+        }
+        let turn: TurnRequest
+        do {
+            turn = try await turns.admit(
+                to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
+                admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
+                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"),
+                body: request.body)
+        } catch {
+            var e = OpenAIError(error)
+            switch error.code {
+            case "session_busy", "session_queue_full": e.param = chat.onBusy == nil ? "session_id" : "on_busy"
+            case "session_not_found": e.param = "session_id"
+            default: break
+            }
+            throw e
+        }
+        return turns.generation(
+            turn, of: session, route: "chat_completions", arrival: arrival,
+            reason: SessionTurns.cancelReason(request.context))
+    }
+
+    func respond(_ generation: AdmittedGeneration, _ answer: OpenAIAnswer, stream: Bool) async throws -> HTTPResponse {
+        guard stream else { return try await answer.json(generation) }
+        return .eventStream { stream in await answer.stream(generation, to: stream) }
+    }
+}

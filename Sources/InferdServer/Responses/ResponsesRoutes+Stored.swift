@@ -1,0 +1,140 @@
+import Foundation
+import HTTPServer
+import Sessions
+
+/// Stored responses: retrieve (or resume its stream), delete, list its input items, cancel a
+/// background one. A response is visible only to the API key that created it; to any other it
+/// answers exactly as an unknown id (404), so its existence is not revealed.
+extension ResponsesRoutes {
+    /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` (from the
+    /// first without it), live ones following while it still runs.
+    func get(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        if let unknown = request.query.keys.sorted().first(where: {
+            !["stream", "starting_after", "include", "include_obfuscation"].contains($0)
+        }) {
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+        }
+        if let include = request.query["include"], !include.isEmpty {
+            throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
+        }
+        let stream: Bool
+        switch request.query["stream"] {
+        case nil, "false": stream = false
+        case "true": stream = true
+        case let other?: throw OpenAIError.invalid("stream must be true or false, got '\(other)'", param: "stream")
+        }
+        var after = -1
+        if let raw = request.query["starting_after"] {
+            guard stream else {
+                throw OpenAIError.invalid("starting_after applies only with stream=true", param: "starting_after")
+            }
+            guard let n = Int(raw), n >= 0 else {
+                throw OpenAIError.invalid(
+                    "starting_after must be a sequence number (0 or more), got '\(raw)'", param: "starting_after")
+            }
+            after = n
+        }
+        let (record, live) = try await archive.current(id, request)
+        guard stream else { return .json(record.response) }
+        let start = after
+        if live == nil, !record.response.isFinished {
+            // Running on another replica (shared store): its events are derived from the stored
+            // record once it has ended there (a stream resumed elsewhere catches up in one go).
+            return .eventStream { [archive] stream in
+                guard let final = try? await archive.awaitStoredEnd(id, request, timeout: nil),
+                    final.response.isFinished
+                else { return }
+                let run = ResponseRun(final)
+                let token = run.subscribe(after: start) { e in stream.send(event: e.type, data: WireJSON.string(e)) }
+                run.unsubscribe(token)
+            }
+        }
+        let run = live ?? ResponseRun(record)
+        return .eventStream { stream in await ResponseArchive.follow(run, after: start, to: stream) }
+    }
+
+    /// `DELETE /v1/responses/{id}`: a finished response only (cancel a running one first).
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        let (record, _) = try await archive.current(id, request)
+        if !record.response.isFinished {
+            throw OpenAIError(
+                status: 409, message: "response \(id) is still \(record.response.status); cancel it first",
+                type: "invalid_request_error", param: "response_id", code: "response_in_progress")
+        }
+        do {
+            try await archive.store.delete(id)
+        } catch {
+            throw OpenAIError(HTTPError(error))
+        }
+        archive.caches.drop(ResponseArchive.cacheOwner(id))
+        return .json(DeletedResponse(id: id))
+    }
+
+    /// `GET /v1/responses/{id}/input_items`: the response's input items, paged as OpenAI's lists
+    /// (`after`, `limit`, `order`, newest first unless `order=asc`).
+    func inputItems(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        var query: ListQuery
+        do {
+            query = try ListQuery(request.query.filter { $0.key != "include" })
+        } catch {
+            throw OpenAIError(error)
+        }
+        if request.query["order"] == nil { query.order = .desc }
+        if let include = request.query["include"], !include.isEmpty {
+            throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
+        }
+        let (record, _) = try await archive.current(id, request)
+        let page: (items: [ResponseItem], hasMore: Bool)
+        do {
+            page = try query.page(of: record.input, id: \.id)
+        } catch {
+            throw OpenAIError(error)
+        }
+        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
+    }
+
+    /// `POST /v1/responses/{id}/cancel`: stops a background response and answers once it has
+    /// stopped (its stored status `cancelled`, its text the last snapshot). Idempotent: a finished
+    /// one is returned unchanged. A foreground response belongs to its connection: 400.
+    func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        let (record, _) = try await archive.current(id, request)
+        guard record.response.background else {
+            throw OpenAIError.invalid(
+                "only background responses can be cancelled; a foreground response stops when its client disconnects",
+                param: "response_id", code: "not_background")
+        }
+        if let task = archive.live.task(id) {
+            task.cancel()
+            await task.value
+        } else if !record.response.isFinished, archive.store.isShared {
+            // It runs on another replica: ask it through the store (it polls the flag), then
+            // answer once it has stopped there, as a local cancel does.
+            do {
+                _ = try await archive.store.requestCancel(id)
+            } catch {
+                throw OpenAIError(HTTPError(error))
+            }
+            let final = try await archive.awaitStoredEnd(id, request, timeout: Self.remoteCancelTimeout)
+            guard final.response.isFinished else {
+                throw OpenAIError(
+                    status: 504,
+                    message:
+                        "response \(id) runs on another replica, which has not confirmed the cancel yet; the request stands, retry to see its state",
+                    type: "server_error", param: "response_id", code: "cancel_pending")
+            }
+            return .json(final.response)
+        }
+        return .json(try await archive.current(id, request).0.response)
+    }
+}
+
+/// The answer to `DELETE /v1/responses/{id}`.
+struct DeletedResponse: Encodable, Sendable {
+    var id: String
+    var object = "response"
+    var deleted = true
+}

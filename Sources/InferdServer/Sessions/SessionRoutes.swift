@@ -1,0 +1,151 @@
+import Backend
+import Cancellation
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+
+/// The native session API: stateful conversations with one request at a time per session, snapshot
+/// streaming, cancel-then-await, kept KV caches and durable transcripts (see docs/sessions.md).
+/// The semantics live in the `Sessions` module and `SessionTurns`; this maps them to HTTP and JSON.
+struct SessionRoutes: Sendable {
+    let turns: SessionTurns
+    let access: AccessControl
+    let host: ModelHost
+    let replicaId: String
+    /// Sessions one API key may hold (`max_sessions_per_key`).
+    let maxSessionsPerKey: Int
+
+    var sessions: SessionManager { turns.sessions }
+
+    func register(_ router: Router) {
+        router.post("/v1/sessions") { request in try await create(request) }
+        router.get("/v1/sessions") { request in try await list(request) }
+        router.get("/v1/sessions/{id}") { request in try await get(request) }
+        router.delete("/v1/sessions/{id}") { request in try await delete(request) }
+        router.post("/v1/sessions/{id}/responses") { request in try await respond(request) }
+        router.post("/v1/sessions/{id}/cancel") { request in try await cancelInSession(request) }
+        router.post("/v1/requests/{request_id}/cancel") { request in try await cancelRequest(request) }
+    }
+
+    func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let body = try CreateSessionBody(request)
+        let onBusy = body.onBusy ?? .queue
+        if let o = body.options { _ = try turns.parameters(o) }
+        let options = body.options.map { WireJSON.string($0) }
+        let owner = access.owner(of: request)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw HTTPError(error)
+        }
+        guard sessions.count(ownedBy: owner) < maxSessionsPerKey else {
+            throw HTTPError.tooManyRequests(
+                "this API key already has \(maxSessionsPerKey) sessions, the most allowed; delete one first",
+                code: "session_limit")
+        }
+        let session: Session
+        do {
+            session = try await sessions.create(
+                instructions: body.instructions, onBusy: onBusy, options: options, owner: owner)
+        } catch {
+            throw HTTPError(error)
+        }
+        return .json(SessionBody(await session.snapshot(backend: host.backend)), status: 201)
+    }
+
+    /// One page of the caller's sessions (of every session when authentication is off), oldest
+    /// first unless `order=desc`; see `ListQuery`.
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try ListQuery(request.query)
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw HTTPError(error)
+        }
+        let visible = sessions.all.filter { access.mayAccess(ownedBy: $0.owner, request) }
+        let page = try query.page(of: visible, id: \.id)
+        var data: [SessionBody] = []
+        for s in page.items { data.append(SessionBody(await s.snapshot(backend: nil), withTranscript: false)) }
+        return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
+    }
+
+    func get(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireSession(request)
+        return .json(SessionBody(await session.snapshot(backend: host.backend)))
+    }
+
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try await requireSession(request).id
+        do {
+            guard try await sessions.delete(id) else { throw HTTPError(SessionError.sessionNotFound(id)) }
+        } catch let error as StoreError {
+            throw HTTPError(error)
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    /// `POST /v1/sessions/{id}/responses`: one turn, answered as JSON or as a native stream.
+    func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let arrival = ContinuousClock.now
+        let backend = try host.requireBackend()
+        let session = try await requireSession(request)
+        let body = try SessionTurnRequestBody(request)
+        let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
+        let turn = try await turns.admit(
+            to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
+            admission: admission, arrival: arrival, options: body.options, backend: backend, body: request.body)
+        // A JSON answer's snapshots carry its value so far, as the stateless route's do.
+        let structured = body.options?.format.map { $0.kind != .grammar } ?? false
+        let generation = turns.generation(
+            turn, of: session, route: "sessions", arrival: arrival,
+            reason: SessionTurns.cancelReason(request.context))
+        let sessionID = session.id
+        if body.stream == true {
+            return .eventStream { [replicaId] stream in
+                await stream.write(generation, replica: replicaId, structured: structured) { outcome in
+                    SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured)
+                }
+            }
+        }
+        let outcome = await generation.run()
+        if outcome.status == .failed { throw outcome.error ?? .internalError() }
+        return .json(SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured))
+    }
+
+    func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireSession(request)
+        let body = try SessionCancelBody(request)
+        try await turns.refuseIfRunningElsewhere(session, requestID: body.requestId)
+        if let rid = body.requestId {
+            guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
+                throw HTTPError(SessionError.requestNotFound(rid))
+            }
+            return .json(CancellationBody(result))
+        }
+        let results = await session.cancelAll(reason: .cancelRequest)
+        return .json(SessionCancellationListBody(sessionId: session.id, data: results.map(CancellationBody.init)))
+    }
+
+    func cancelRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let rid = request.pathParameters["request_id"] ?? ""
+        let found: Session?
+        do {
+            found = try await sessions.find(forRequest: rid)
+        } catch {
+            throw HTTPError(error)
+        }
+        guard let session = found, access.mayAccess(ownedBy: session.owner, request) else {
+            throw HTTPError(SessionError.requestNotFound(rid))
+        }
+        try await turns.refuseIfRunningElsewhere(session, requestID: rid)
+        guard let result = await session.cancel(requestID: rid, reason: .cancelRequest) else {
+            throw HTTPError(SessionError.requestNotFound(rid))
+        }
+        return .json(CancellationBody(result))
+    }
+
+    func requireSession(_ request: HTTPRequest) async throws(HTTPError) -> Session {
+        try await turns.require(id: request.pathParameters["id"] ?? "", request)
+    }
+}

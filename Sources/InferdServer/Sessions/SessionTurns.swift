@@ -1,0 +1,148 @@
+import Backend
+import Cancellation
+import Engine
+import Foundation
+import HTTPServer
+import Sessions
+
+/// What every surface that runs a turn in a session shares (the native session routes, OpenAI's
+/// `session_id` extension, a response in a conversation): finding the session as a request may see
+/// it, checking and admitting a turn under the same rules, and running it through the
+/// `GenerationService`. The semantics live in the `Sessions` module; this maps them to requests.
+struct SessionTurns: Sendable {
+    let sessions: SessionManager
+    let generations: GenerationService
+    let access: AccessControl
+    let host: ModelHost
+    /// Turns a session keeps at most (`max_session_turns`).
+    let maxTurns: Int
+
+    /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
+    /// Another key's session answers exactly as a missing one: its existence is not revealed.
+    func require(id: String, _ request: HTTPRequest) async throws(HTTPError) -> Session {
+        let found: Session?
+        do {
+            found = try await sessions.find(id)
+        } catch {
+            throw HTTPError(error)
+        }
+        guard let session = found, access.mayAccess(ownedBy: session.owner, request) else {
+            throw HTTPError(SessionError.sessionNotFound(id))
+        }
+        return session
+    }
+
+    /// Checks and admits one turn: the session's options under the request's, its `on_busy` unless
+    /// the request names one, the request's numbers against the server's limits (the context
+    /// budget, which depends on the transcript, is checked when the turn runs). A full engine queue
+    /// is 503 `server_busy` here, before any stream starts; the turn is submitted to the engine
+    /// only when the session's own queue reaches it.
+    func admit(
+        to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
+        admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
+        backend: any GenerationBackend, names: FieldNames = .native, body: [UInt8] = []
+    ) async throws(HTTPError) -> TurnRequest {
+        guard !prompt.isEmpty else {
+            throw .badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
+        }
+        let base = session.options.flatMap {
+            try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
+        }
+        let merged = (options ?? GenerationOptionsBody()).over(base)
+        let parameters = try parameters(merged, names: names, constrainFor: backend, body: body)
+        let promptTokens = try generations.prepare(
+            backend, .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: prompt)])
+        ).tokenCount
+        do {
+            try generations.limits.check(
+                promptTokens: promptTokens, requestedMaxTokens: merged.maxTokens,
+                contextLength: backend.contextLength)
+        } catch {
+            throw HTTPError(error, names: names)
+        }
+        let turns = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt }.count
+        guard turns < maxTurns else {
+            throw .conflict(
+                "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
+                code: "session_full")
+        }
+        let turn = TurnRequest(
+            id: id, prompt: prompt, onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
+            priority: admission.priority, parameters: parameters, deadline: admission.deadline(from: arrival))
+        do {
+            try backend.checkCapacity()
+        } catch {
+            throw generations.recordFailure(error, requestID: id)
+        }
+        do {
+            try await sessions.admit(turn, to: session, backend: backend)
+        } catch {
+            var e = HTTPError(error)
+            if case .generation(.contextOverflow) = error { e.param = names.prompt }
+            throw e
+        }
+        return turn
+    }
+
+    /// An admitted turn, to be run by the route (in its request's Task, or a Task the server owns
+    /// for a background response) through the generation service.
+    func generation(
+        _ turn: TurnRequest, of session: Session, route: String, arrival: ContinuousClock.Instant,
+        reason: @escaping @Sendable () -> CancellationReason
+    ) -> AdmittedGeneration {
+        generations.turn(turn.id, of: session, route: route, priority: turn.priority, arrival: arrival, reason: reason)
+    }
+
+    /// Why a turn stops when its request's Task is cancelled: the HTTP layer's reason (a client
+    /// disconnect, a shutdown), else an explicit cancel request.
+    static func cancelReason(_ context: RequestContext) -> @Sendable () -> CancellationReason {
+        { context.cancellationReason ?? .cancelRequest }
+    }
+
+    /// Sampling, stop strings, max_tokens and the structured-output constraint, checked. `format`
+    /// needs the backend it is compiled for and the raw body (its schema is re-read there in its key
+    /// order); without a backend (a session's default options, kept as JSON whose keys are sorted)
+    /// it is refused.
+    func parameters(
+        _ o: GenerationOptionsBody, names: FieldNames = .native, constrainFor backend: (any GenerationBackend)? = nil,
+        body: [UInt8] = []
+    ) throws(HTTPError) -> TurnParameters {
+        let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
+        var constraint: (any GenerationConstraint)?
+        if let f = o.format {
+            guard let backend else {
+                throw .badRequest(
+                    "\(f.param): a session's default options cannot hold a format; give it in each turn's options",
+                    code: "unsupported", param: f.param)
+            }
+            constraint = try f.constraint(backend: backend, body: body)
+        }
+        do {
+            try generations.limits.check(
+                promptTokens: 0, requestedMaxTokens: o.maxTokens, contextLength: host.backend?.contextLength ?? Int.max)
+        } catch {
+            throw HTTPError(error, names: names)
+        }
+        return TurnParameters(
+            maxTokens: o.maxTokens, sampling: sampling, stop: stop, ignoreEndOfGeneration: o.ignoreEos ?? false,
+            constraint: constraint)
+    }
+
+    /// Admits an edit to the session's queue and runs it there; a client that leaves while it
+    /// waits takes it out of the queue (nothing is applied).
+    func edit(_ edit: TranscriptEdit, on session: Session, request: HTTPRequest) async throws -> TurnOutcome {
+        let backend = try host.requireBackend()
+        let turn = TurnRequest.editing(edit, id: request.id, onBusy: session.onBusy)
+        try await sessions.admit(turn, to: session, backend: backend)
+        return await session.run(turn.id, observer: { _ in }, cancelReason: Self.cancelReason(request.context))
+    }
+
+    /// With a store shared by several servers, a turn running on another one cannot be stopped
+    /// from here: 409 `running_on_another_server` says where to send the cancel.
+    func refuseIfRunningElsewhere(_ session: Session, requestID: String?) async throws(HTTPError) {
+        guard sessions.environment.store.isShared, await session.runsElsewhere(requestID) else { return }
+        throw .conflict(
+            "\(requestID.map { "request \($0)" } ?? "a turn of session \(session.id)") runs on another server; send the cancel to the server that runs it (route by session id)",
+            code: "running_on_another_server")
+    }
+}
