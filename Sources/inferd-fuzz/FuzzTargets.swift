@@ -56,17 +56,17 @@ enum FuzzTarget: String, CaseIterable {
         case 0: _ = try? GenerationRequestBody(request)
         case 1: _ = try? request.decodeJSON(GenerationOptionsBody.self)
         case 2:
-            guard let fields = try? OpenAIJSON.object(of: request) else { return }
-            _ = try? OpenAIChatRequest(OpenAIFields(fields))
+            guard let fields = try? OpenAIJSON.fields(of: request) else { return }
+            _ = try? OpenAIChatRequest(fields)
         case 3:
-            guard let fields = try? OpenAIJSON.object(of: request) else { return }
-            _ = try? OpenAICompletionRequest(OpenAIFields(fields))
+            guard let fields = try? OpenAIJSON.fields(of: request) else { return }
+            _ = try? OpenAICompletionRequest(fields)
         case 4: _ = try? CreateSessionBody(request)
         case 5: _ = try? SessionTurnRequestBody(request)
         case 6: _ = try? SessionCancelBody(request)
         default:
-            guard let fields = try? OpenAIJSON.object(of: request) else { return }
-            _ = try? ResponsesRequest(OpenAIFields(fields))
+            guard let fields = try? OpenAIJSON.fields(of: request) else { return }
+            _ = try? ResponsesRequest(fields)
         }
     }
 

@@ -22,6 +22,24 @@ import Testing
         }
     }
 
+    /// A schema keeps the body's key order (its properties are generated in that order), read
+    /// from the body's one parse, whichever surface carries it; a key given twice counts last.
+    @Test func aSchemaKeepsTheBodysKeyOrderFromItsOneParse() throws {
+        let schema = #"{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}"#
+        let native = try GenerationRequestBody(
+            request(#"{"prompt":"x","options":{"format":{"type":"json_schema","schema":\#(schema)}}}"#))
+        let openAI = try OpenAIChatRequest(
+            try OpenAIJSON.fields(
+                of: request(
+                    #"{"model":"m","messages":[{"role":"user","content":"x"}],"#
+                        + #""response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"a":1},"#
+                        + #""schema":\#(schema)}}}"#)))
+        for format in [native.options?.format, openAI.parameters.options.format] {
+            let properties = try #require(format?.schema?["properties"]?.objectMembers)
+            #expect(properties.map(\.key) == ["zeta", "alpha"])
+        }
+    }
+
     @Test func valuesKeepTheirTypesAndMatchFoundationsDecoder() throws {
         let body = #"""
             {"model":"m","n":3,"neg":-9223372036854775808,"big":9223372036854775808,"t":0.5,"w":2.0,"e":1e2,

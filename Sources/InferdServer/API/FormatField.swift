@@ -4,8 +4,8 @@ import HTTPServer
 import StructuredOutput
 
 /// A structured-output request as read from a body: native `options.format`, or OpenAI's
-/// `response_format` / `grammar`. The schema is re-read from the raw body in its key order when
-/// the constraint is made (`FormatField.constraint`): the field readers' objects are unordered.
+/// `response_format` / `grammar`. The schema is kept as the body wrote it, keys in their order
+/// (`OpenAIFields.orderedValue`, from the body's one parse): properties are generated in that order.
 struct FormatField: Sendable, Equatable, Codable {
     enum Kind: String, Sendable, Codable {
         case jsonSchema = "json_schema"
@@ -14,10 +14,8 @@ struct FormatField: Sendable, Equatable, Codable {
     }
 
     var kind: Kind
-    var schema: OpenAIJSON?
+    var schema: JSONValue?
     var grammar: String?
-    /// Where the schema is in the body (`["options", "format", "schema"]`), for the ordered re-read.
-    var schemaPath: [String] = []
     /// The field's name in errors (`options.format`, `response_format`, `grammar`).
     var param: String = "format"
 
@@ -33,15 +31,14 @@ struct FormatField: Sendable, Equatable, Codable {
             return nil
         }
         let param = f.fields.name("format")
-        let path = param.split(separator: ".").map(String.init)
         let type = try o.requiredString("type")
         switch type {
         case "json_schema":
-            guard let schema = o.fields["schema"] else {
+            guard let schema = o.fields.orderedValue("schema"), o.fields["schema"] != nil else {
                 throw .badRequest("missing field '\(param).schema'", code: "invalid_request", param: "\(param).schema")
             }
             return FormatField(
-                kind: .jsonSchema, schema: schema, schemaPath: path + ["schema"], param: "\(param).schema")
+                kind: .jsonSchema, schema: schema, param: "\(param).schema")
         case "json_object":
             return FormatField(kind: .jsonObject, param: param)
         case "grammar":
@@ -70,14 +67,13 @@ struct FormatField: Sendable, Equatable, Codable {
                 }
                 _ = try js.string("name")
                 _ = try js.bool("strict")
-                guard let schema = js["schema"] else {
+                guard let schema = js.orderedValue("schema"), js["schema"] != nil else {
                     throw .invalid(
                         "response_format.json_schema.schema is required", param: "response_format.json_schema.schema",
                         code: "missing_required_parameter")
                 }
                 out = FormatField(
-                    kind: .jsonSchema, schema: schema, schemaPath: ["response_format", "json_schema", "schema"],
-                    param: "response_format.json_schema.schema")
+                    kind: .jsonSchema, schema: schema, param: "response_format.json_schema.schema")
             default:
                 throw .invalid(
                     "response_format.type must be text, json_object or json_schema, got '\(type)'",
@@ -93,38 +89,19 @@ struct FormatField: Sendable, Equatable, Codable {
         return out
     }
 
-    /// The format, its schema in the body's key order when the body can be re-read.
-    func structuredFormat(body: [UInt8]) throws(HTTPError) -> StructuredFormat {
+    /// The format for the structured-output compiler.
+    var structuredFormat: StructuredFormat {
         switch kind {
-        case .jsonObject: return .jsonObject
-        case .grammar: return .grammar(grammar ?? "")
-        case .jsonSchema:
-            if let ordered = try? JSONParser.parse(String(decoding: body, as: UTF8.self)) {
-                var node: JSONValue? = ordered
-                for key in schemaPath { node = node?[key] }
-                if let node { return .jsonSchema(node) }
-            }
-            return .jsonSchema(Self.jsonValue(schema ?? .null))
-        }
-    }
-
-    /// An unordered value as a `JSONValue` (keys sorted): the fallback when the body is not at hand.
-    static func jsonValue(_ v: OpenAIJSON) -> JSONValue {
-        switch v {
-        case .null: .null
-        case .bool(let b): .bool(b)
-        case .int(let i): .number(String(i), Double(i))
-        case .double(let d): .number("\(d)", d)
-        case .string(let s): .string(s)
-        case .array(let a): .array(a.map(jsonValue))
-        case .object(let o): .object(o.keys.sorted().map { JSONValue.Member($0, jsonValue(o[$0]!)) })
+        case .jsonObject: .jsonObject
+        case .grammar: .grammar(grammar ?? "")
+        case .jsonSchema: .jsonSchema(schema ?? .null)
         }
     }
 
     /// The constraint for `backend`: a 400 naming the location when the schema or grammar is
     /// invalid or unsupported, or when the backend cannot constrain its output.
-    func constraint(backend: any GenerationBackend, body: [UInt8]) throws(HTTPError) -> any GenerationConstraint {
-        let format = try structuredFormat(body: body)
+    func constraint(backend: any GenerationBackend) throws(HTTPError) -> any GenerationConstraint {
+        let format = structuredFormat
         let compiled: CompiledGrammar
         do {
             compiled = try format.compiledGrammar()

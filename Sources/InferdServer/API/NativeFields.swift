@@ -24,13 +24,13 @@ struct NativeFields: Sendable {
     /// (it then reads as `{}`).
     static func body(of request: HTTPRequest, allowed: Set<String>, optional: Bool = false) throws -> NativeFields {
         if optional && request.body.isEmpty { return try NativeFields(OpenAIFields([:]), allowed: allowed) }
-        let object: [String: OpenAIJSON]
+        let fields: OpenAIFields
         do {
-            object = try OpenAIJSON.object(of: request)
+            fields = try OpenAIJSON.fields(of: request)
         } catch let e as HTTPError where e.code == "invalid_value" {
             throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_request")
         }
-        return try NativeFields(OpenAIFields(object), allowed: allowed)
+        return try NativeFields(fields, allowed: allowed)
     }
 
     /// Runs one of `OpenAIFields`' typed reads, answering its type error as `invalid_value`.

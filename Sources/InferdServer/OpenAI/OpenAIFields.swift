@@ -1,13 +1,26 @@
+import StructuredOutput
+
 /// A JSON object read one typed field at a time. Null counts as absent, as in OpenAI's API;
 /// a value of the wrong type is a 400 naming the parameter (`messages[1].content`).
 package struct OpenAIFields: Sendable {
     let values: [String: OpenAIJSON]
     /// The path of this object in the request, for error messages (empty at the top level).
     let path: String
+    /// The same object as the body wrote it, keys in their order (a JSON Schema's `properties`
+    /// are generated in that order): read from the body's one parse, nil when it was made otherwise.
+    let ordered: JSONValue?
 
-    package init(_ values: [String: OpenAIJSON], path: String = "") {
+    package init(_ values: [String: OpenAIJSON], path: String = "", ordered: JSONValue? = nil) {
         self.values = values
         self.path = path
+        self.ordered = ordered
+    }
+
+    /// A member as written, in key order; from the unordered value (keys sorted) without the original.
+    func orderedValue(_ key: String) -> JSONValue? {
+        // A key given twice: the last one counts, as in `values`.
+        if let members = ordered?.objectMembers { return members.last { $0.key == key }?.value }
+        return self[key].map(JSONValue.init)
     }
 
     func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
@@ -72,7 +85,7 @@ package struct OpenAIFields: Sendable {
     func object(_ key: String) throws(OpenAIError) -> OpenAIFields? {
         guard let v = self[key] else { return nil }
         guard case .object(let o) = v else { throw typeError(key, "an object", v) }
-        return OpenAIFields(o, path: name(key))
+        return OpenAIFields(o, path: name(key), ordered: ordered == nil ? nil : orderedValue(key))
     }
 
     /// `stop`: a string or a list of strings.

@@ -30,6 +30,12 @@ extension OpenAIJSON {
     /// `invalid_json` naming the byte where the JSON is malformed; 400 `invalid_value` when it
     /// is JSON but not an object (each route words that one itself).
     package static func object(of request: HTTPRequest) throws -> [String: OpenAIJSON] {
+        try fields(of: request).values
+    }
+
+    /// The same, as fields to read, keeping the body's key order for what needs it: the body is
+    /// parsed once.
+    package static func fields(of request: HTTPRequest) throws -> OpenAIFields {
         let body = try request.checkedJSONBody()
         let value: JSONValue
         do {
@@ -40,6 +46,21 @@ extension OpenAIJSON {
         guard case .object(let object) = OpenAIJSON(value) else {
             throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_value")
         }
-        return object
+        return OpenAIFields(object, ordered: value)
+    }
+}
+
+extension JSONValue {
+    /// An unordered value as a `JSONValue`, object keys sorted: where the body's own order is not at hand.
+    init(_ v: OpenAIJSON) {
+        switch v {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .int(let i): self = .number(String(i), Double(i))
+        case .double(let d): self = .number("\(d)", d)
+        case .string(let s): self = .string(s)
+        case .array(let a): self = .array(a.map(JSONValue.init))
+        case .object(let o): self = .object(o.keys.sorted().map { JSONValue.Member($0, JSONValue(o[$0]!)) })
+        }
     }
 }

@@ -41,7 +41,7 @@ struct OpenAIRoutes: Sendable {
     /// The body as a JSON object; malformed JSON is 400 `invalid_request_error` (code `invalid_json`).
     static func fields(_ request: HTTPRequest) throws -> OpenAIFields {
         do {
-            return OpenAIFields(try OpenAIJSON.object(of: request))
+            return try OpenAIJSON.fields(of: request)
         } catch let e as HTTPError where e.code == "invalid_value" {
             throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
         }
@@ -123,7 +123,7 @@ struct OpenAIRoutes: Sendable {
         do {
             var generation = try generations.makeRequest(
                 prompt: prompt, options: p.options, backend: backend, label: request.id,
-                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam), body: request.body)
+                names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
             generation.priority = p.admission.priority
             generation.deadline = p.admission.deadline(from: arrival)
             let context = request.context
@@ -162,8 +162,7 @@ struct OpenAIRoutes: Sendable {
             turn = try await turns.admit(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
-                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"),
-                body: request.body)
+                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
         } catch {
             var e = OpenAIError(error)
             switch error.code {

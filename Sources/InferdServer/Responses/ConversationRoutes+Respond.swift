@@ -32,7 +32,7 @@ extension ConversationRoutes {
             turn = try await turns.admit(
                 to: session, id: request.id, prompt: body.input[0].text, onBusy: nil, onCancel: nil,
                 admission: body.admission, arrival: arrival, options: body.options, backend: backend,
-                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"), body: request.body)
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
         } catch {
             var e = OpenAIError(error)
             if ["session_busy", "session_queue_full", "session_not_found"].contains(error.code) {

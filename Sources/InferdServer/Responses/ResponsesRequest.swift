@@ -209,13 +209,12 @@ package struct ResponsesRequest: Sendable {
             _ = try format.string("name")
             _ = try format.bool("strict")
             _ = try format.string("description")
-            guard let schema = format["schema"] else {
+            guard let schema = format.orderedValue("schema"), format["schema"] != nil else {
                 throw .invalid(
                     "text.format.schema is required", param: "text.format.schema", code: "missing_required_parameter")
             }
             return FormatField(
-                kind: .jsonSchema, schema: schema, schemaPath: ["text", "format", "schema"],
-                param: "text.format.schema")
+                kind: .jsonSchema, schema: schema, param: "text.format.schema")
         default:
             throw .invalid(
                 "text.format.type must be text, json_object or json_schema, got '\(type)'", param: "text.format.type")

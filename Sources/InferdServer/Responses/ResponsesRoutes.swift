@@ -101,7 +101,7 @@ struct ResponsesRoutes: Sendable {
         do {
             generation = try generations.makeRequest(
                 prompt: prompt, options: body.options, backend: backend, label: request.id,
-                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"), body: request.body)
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
         } catch {
             throw OpenAIError(error)
         }

@@ -39,7 +39,7 @@ final class GenerationService: Sendable {
     /// error names its field as `names` spells it for the caller's wire format.
     func makeRequest(
         prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
-        names: FieldNames = .native, body: [UInt8] = []
+        names: FieldNames = .native
     ) throws(HTTPError) -> BackendRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
@@ -52,8 +52,7 @@ final class GenerationService: Sendable {
         }
         var request = BackendRequest(prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
         request.ignoreEndOfGeneration = o.ignoreEos ?? false
-        // `body` lets the schema be re-read in its key order (the option readers' objects are unordered).
-        request.constraint = try o.format?.constraint(backend: backend, body: body)
+        request.constraint = try o.format?.constraint(backend: backend)
         return request
     }
 

@@ -94,7 +94,7 @@ struct SessionRoutes: Sendable {
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let turn = try await turns.admit(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
-            admission: admission, arrival: arrival, options: body.options, backend: backend, body: request.body)
+            admission: admission, arrival: arrival, options: body.options, backend: backend)
         // A JSON answer's snapshots carry its value so far, as the stateless route's do.
         let structured = body.options?.format.map { $0.kind != .grammar } ?? false
         let generation = turns.generation(

@@ -40,7 +40,7 @@ struct SessionTurns: Sendable {
     func admit(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        backend: any GenerationBackend, names: FieldNames = .native, body: [UInt8] = []
+        backend: any GenerationBackend, names: FieldNames = .native
     ) async throws(HTTPError) -> TurnRequest {
         guard !prompt.isEmpty else {
             throw .badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
@@ -49,7 +49,7 @@ struct SessionTurns: Sendable {
             try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
         }
         let merged = (options ?? GenerationOptionsBody()).over(base)
-        let parameters = try parameters(merged, names: names, constrainFor: backend, body: body)
+        let parameters = try parameters(merged, names: names, constrainFor: backend)
         let promptTokens = try generations.prepare(
             backend, .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: prompt)])
         ).tokenCount
@@ -100,12 +100,10 @@ struct SessionTurns: Sendable {
     }
 
     /// Sampling, stop strings, max_tokens and the structured-output constraint, checked. `format`
-    /// needs the backend it is compiled for and the raw body (its schema is re-read there in its key
-    /// order); without a backend (a session's default options, kept as JSON whose keys are sorted)
-    /// it is refused.
+    /// needs the backend it is compiled for; without one (a session's default options, kept as
+    /// JSON whose keys are sorted) it is refused.
     func parameters(
-        _ o: GenerationOptionsBody, names: FieldNames = .native, constrainFor backend: (any GenerationBackend)? = nil,
-        body: [UInt8] = []
+        _ o: GenerationOptionsBody, names: FieldNames = .native, constrainFor backend: (any GenerationBackend)? = nil
     ) throws(HTTPError) -> TurnParameters {
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
         var constraint: (any GenerationConstraint)?
@@ -115,7 +113,7 @@ struct SessionTurns: Sendable {
                     "\(f.param): a session's default options cannot hold a format; give it in each turn's options",
                     code: "unsupported", param: f.param)
             }
-            constraint = try f.constraint(backend: backend, body: body)
+            constraint = try f.constraint(backend: backend)
         }
         do {
             try generations.limits.check(
