@@ -1,6 +1,7 @@
 import Cancellation
 import Engine
 import HTTPServer
+import Sessions
 
 /// How a generation ended, whichever way it ran (a stateless request or a session's turn): what
 /// every route answers from and what `GenerationService` counts and logs, once per generation.
@@ -38,6 +39,23 @@ struct GenerationOutcome: Sendable {
         constraintSatisfied = result.constraintSatisfied
         sharedFrom = result.sharedFrom
         self.reason = status == .cancelled ? reason() : nil
+    }
+
+    /// A session's turn as the session recorded it.
+    init(_ turn: TurnOutcome) {
+        switch turn.status {
+        case .completed: status = .completed
+        case .cancelled: status = .cancelled
+        case .failed: status = .failed
+        }
+        content = turn.content
+        finishReason = turn.status == .failed ? nil : turn.finishReason
+        usage = turn.usage ?? usage
+        timings = turn.timings
+        stepsAfterCancel = turn.stepsAfterCancel
+        constraintSatisfied = turn.constraintSatisfied
+        reason = turn.reason
+        if turn.status == .failed { error = HTTPError(turn.error ?? .generation(.computeFailed("unknown"))) }
     }
 
     init(failure: HTTPError) {

@@ -107,26 +107,11 @@ final class GenerationService: Sendable {
                     observer(event)
                 }, cancelReason: reason)
             latency.finish(promptMilliseconds: turn.timings?.promptMilliseconds)
-            var outcome = GenerationOutcome(failure: HTTPError(turn.error ?? .generation(.computeFailed("unknown"))))
-            if turn.status != .failed {
-                outcome.status = turn.status == .completed ? .completed : .cancelled
-                outcome.error = nil
-                outcome.finishReason = turn.finishReason
-                outcome.reason = turn.reason
-            }
-            outcome.content = turn.content
-            outcome.usage = turn.usage ?? outcome.usage
-            outcome.timings = turn.timings
-            outcome.stepsAfterCancel = turn.stepsAfterCancel
-            outcome.constraintSatisfied = turn.constraintSatisfied
-            if case .failed = outcome.status {
-                if case .generation(let e)? = turn.error {
-                    _ = recordFailure(e, requestID: turnID)
-                } else {
-                    countFailure(requestID: turnID, error: "\(turn.error.map { "\($0)" } ?? "unknown")")
-                }
-            } else {
-                record(outcome, requestID: turnID)
+            let outcome = GenerationOutcome(turn)
+            switch (outcome.status, turn.error) {
+            case (.failed, .generation(let e)?): _ = recordFailure(e, requestID: turnID)
+            case (.failed, let e): countFailure(requestID: turnID, error: e.map { "\($0)" } ?? "unknown")
+            default: record(outcome, requestID: turnID)
             }
             return outcome
         }
