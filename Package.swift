@@ -49,8 +49,11 @@ let package = Package(
         .target(name: "Cancellation"),
         // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Cancellation", "Telemetry"]),
+        // What a generation is spoken of in: events, results, errors, usage, sampling options,
+        // messages, finish reasons, grammars. Value types and small protocols; no machinery.
+        .target(name: "GenerationVocabulary"),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
-        .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
+        .target(name: "Engine", dependencies: ["CKernels", "GenerationVocabulary", "Telemetry"]),
         // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
         // Knows nothing of HTTP or JSON wire formats.
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
