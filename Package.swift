@@ -49,21 +49,26 @@ let package = Package(
         .target(name: "Cancellation"),
         // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Cancellation", "Telemetry"]),
+        // What a generation is spoken of in: events, results, errors, usage, sampling options,
+        // messages, finish reasons, grammars. Value types and small protocols; no machinery.
+        .target(name: "GenerationVocabulary"),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
-        .target(name: "Engine", dependencies: ["CKernels", "Telemetry"]),
+        .target(name: "Engine", dependencies: ["CKernels", "GenerationVocabulary", "Telemetry"]),
         // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
         // Knows nothing of HTTP or JSON wire formats.
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
-        .target(name: "Backend", dependencies: ["Engine"]),
+        .target(name: "Backend", dependencies: ["Engine", "GenerationVocabulary"]),
         // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
         // server, another inferd) over libcurl, streaming its deltas back as snapshots.
-        .target(name: "RemoteBackend", dependencies: ["Backend", "CCurl", "Engine", "Telemetry"]),
-        // Structured output front ends (JSON Schema, JSON mode, GBNF) compiling to the Engine's
-        // grammars. Knows JSON Schema; the Engine does not.
-        .target(name: "StructuredOutput", dependencies: ["Engine"]),
         .target(
-            name: "Sessions", dependencies: ["Backend", "Cancellation", "Engine", "CSQLite", "CLibPQ", "Telemetry"]),
+            name: "RemoteBackend", dependencies: ["Backend", "CCurl", "Engine", "GenerationVocabulary", "Telemetry"]),
+        // Structured output front ends (JSON Schema, JSON mode, GBNF) compiling to the grammar IR
+        // (and, through the Engine, to the matcher's form). Knows JSON Schema; the Engine does not.
+        .target(name: "StructuredOutput", dependencies: ["Engine", "GenerationVocabulary"]),
+        .target(
+            name: "Sessions",
+            dependencies: ["Backend", "Cancellation", "GenerationVocabulary", "CSQLite", "CLibPQ", "Telemetry"]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",

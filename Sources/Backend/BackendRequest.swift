@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// One generation as every route and session asks a backend for it: a prepared prompt (a
 /// conversation, text or token ids), how to sample, when to stop, its place and deadline.

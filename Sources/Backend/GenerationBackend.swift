@@ -1,4 +1,5 @@
 import Engine
+import GenerationVocabulary
 
 /// What answers a generation, seen from above the engine: a conversation (instructions and
 /// messages) or a raw prompt goes in, with options and limits, and events and a result come

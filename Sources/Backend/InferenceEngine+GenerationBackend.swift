@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import GenerationVocabulary
 
 /// The local backend: the engine in this process, its chat template and single-flight.
 extension InferenceEngine: GenerationBackend {

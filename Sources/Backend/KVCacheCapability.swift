@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// The optional capability of a backend to keep a sequence's KV cache between turns, so a
 /// session's next turn computes only what is new.

@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// A generation handed to a backend that its requester will await: already holding a place or
 /// waiting for one, or one it may share with identical requests in flight (joined or started

@@ -1,5 +1,3 @@
-import Engine
-
 /// A prompt as a backend will run it: what the caller sent, and its length in the backend's
 /// tokens, known before anything runs, so the context budget is checked before a stream starts.
 /// The backend that prepared it is the one that runs it.

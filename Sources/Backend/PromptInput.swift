@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// What a generation answers: a conversation, rendered by the backend's chat template, or a raw
 /// prompt, run as given (control tokens spelled in it are parsed, as llama.cpp's completion

@@ -1,6 +1,6 @@
 import Backend
-import Engine
 import Foundation
+import GenerationVocabulary
 
 /// One generation's exchange with the upstream: the request body, the stream's events, the
 /// result, and how each way it can end is told to the caller.

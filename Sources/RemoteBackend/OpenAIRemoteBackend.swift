@@ -1,6 +1,7 @@
 import Backend
 import Engine
 import Foundation
+import GenerationVocabulary
 import Telemetry
 
 /// A generation backend that runs nothing itself: it sends each generation to an

@@ -1,5 +1,5 @@
-import Engine
 import Foundation
+import GenerationVocabulary
 
 /// Reads an OpenAI-style SSE stream (`data: {chunk}` events, `data: [DONE]` at the end) of a chat
 /// or text completion, line by line, into the accumulated answer, its finish reason and usage.

@@ -1,6 +1,6 @@
 import Backend
-import Engine
 import Foundation
+import GenerationVocabulary
 import Telemetry
 
 /// Single-flight over a remote engine: identical deterministic generations in flight share one

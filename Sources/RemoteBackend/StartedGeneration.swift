@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// A generation started at submit (`OpenAIRemoteBackend.startNow`), held by the closure of its
 /// `PendingGeneration`: when the last holder lets go before the generation ends (a requester

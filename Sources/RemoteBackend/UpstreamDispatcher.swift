@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 import Telemetry
 
 /// Drives an `UpstreamScheduler` for the remote backend: a generation enters (runs at once,

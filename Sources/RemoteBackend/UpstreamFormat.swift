@@ -1,5 +1,6 @@
 import Engine
 import Foundation
+import GenerationVocabulary
 
 /// Structured output over a remote engine: the format is sent upstream (`response_format`, or
 /// llama.cpp's `grammar` extension) instead of constraining tokens here, since the tokens are

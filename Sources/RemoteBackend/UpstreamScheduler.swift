@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// Which upstream runs each generation and which generations wait, as pure state: every change
 /// returns what the driver must do, so the rules are tested without sockets or threads.

@@ -1,5 +1,3 @@
-import Engine
-
 /// What a new request does when its session is already answering (`on_busy`).
 public enum BusyPolicy: String, Sendable, CaseIterable {
     /// Wait in order behind what runs (bounded by the session's queue limit).

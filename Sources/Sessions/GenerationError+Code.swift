@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 extension GenerationError {
     /// The one wire code of each engine error: the HTTP answers (`GenerationService.httpError(for:)`) and

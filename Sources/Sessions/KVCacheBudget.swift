@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 import Telemetry
 
 /// Keeps idle sessions' KV caches under one memory budget, dropping the least recently used

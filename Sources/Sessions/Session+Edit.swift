@@ -1,5 +1,5 @@
 import Backend
-import Engine
+import GenerationVocabulary
 
 /// Transcript edits by hand (OpenAI's conversation items). An edit is a request of the
 /// session's queue: it runs only in the active slot, so never while a turn generates, and with a

@@ -1,6 +1,6 @@
 import Backend
 import Cancellation
-import Engine
+import GenerationVocabulary
 
 extension Session {
     /// The conversation the model sees, in transcript order. A turn counts when its response

@@ -1,6 +1,6 @@
 import Backend
-import Engine
 import Foundation
+import GenerationVocabulary
 
 extension Session {
     /// The prompt and the completion budget of a request against the transcript as it is now.

@@ -1,7 +1,7 @@
 import Backend
 import Cancellation
-import Engine
 import Foundation
+import GenerationVocabulary
 
 /// One conversation: its transcript, its queue and its KV cache. Requests to one session never
 /// overlap. Actor isolation alone would not ensure that (another call runs while one is

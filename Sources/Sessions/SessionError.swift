@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// Errors of the session API, each with what the caller needs to act on it.
 public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {

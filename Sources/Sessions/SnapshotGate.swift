@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 import Telemetry
 
 /// Forwards a turn's snapshots until the session records a stop, and remembers the last one

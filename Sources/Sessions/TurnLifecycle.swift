@@ -1,5 +1,5 @@
 import Cancellation
-import Engine
+import GenerationVocabulary
 
 /// The life of one request in a session, as pure state:
 /// waiting → admitted (its turn came) → generating → stopping → finished.

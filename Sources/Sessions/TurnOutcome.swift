@@ -1,5 +1,5 @@
 import Cancellation
-import Engine
+import GenerationVocabulary
 
 /// How a request ended, exactly as the transcript records it.
 public struct TurnOutcome: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// How much to generate and how to sample, already validated by the caller.
 public struct TurnParameters: Sendable {

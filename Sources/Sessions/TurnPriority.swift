@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// A request's class, in the session's own queue (a background request starts only when no
 /// interactive one waits) and then in the engine's queue, which applies the same order and may

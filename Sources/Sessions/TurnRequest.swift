@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// One request to a session, as the session sees it.
 public struct TurnRequest: Sendable {

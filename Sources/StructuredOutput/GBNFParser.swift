@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// A parser for GBNF, the grammar notation llama.cpp's server takes in `grammar`:
 /// `name ::= alternatives` rules (`root` is the start), `"literals"` with `\n \r \t \\ \" \xHH

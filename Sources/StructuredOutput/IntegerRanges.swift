@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// Grammars for the decimal spellings (JSON's: no leading zeros, no `+`) of the integers in a
 /// range, built digit by digit.

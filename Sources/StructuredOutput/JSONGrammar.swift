@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// The JSON building blocks every structured grammar uses, as named rules.
 ///

@@ -1,5 +1,5 @@
-import Engine
 import Foundation
+import GenerationVocabulary
 
 /// `$ref`: resolving local pointers, and the recursion depth bound.
 ///

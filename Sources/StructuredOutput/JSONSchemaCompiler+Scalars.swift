@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 extension JSONSchemaCompiler {
     /// A character inside a JSON string (escapes included).

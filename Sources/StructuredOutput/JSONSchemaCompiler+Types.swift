@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 extension JSONSchemaCompiler {
     func nonNegativeInt(_ schema: JSONValue, _ key: String, path: String) throws(StructuredOutputError) -> Int? {

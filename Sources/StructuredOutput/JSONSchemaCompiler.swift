@@ -1,5 +1,5 @@
-import Engine
 import Foundation
+import GenerationVocabulary
 
 /// Compiles a JSON Schema to a grammar whose matches are exactly JSON texts that validate
 /// (within the documented subset; see the README's keyword table). A keyword it does not

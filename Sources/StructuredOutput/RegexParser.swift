@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// The regular-expression subset `pattern` supports, compiled to the JSON-string contents
 /// whose decoded text matches: literals, `.`, classes `[a-z]`/`[^…]`, `\d \w \s \D \W \S`,

@@ -1,4 +1,4 @@
-import Engine
+import GenerationVocabulary
 
 /// The contents (between the quotes) of strings in the supported `format`s. All are plain
 /// ASCII, so no JSON escape is ever needed inside them.

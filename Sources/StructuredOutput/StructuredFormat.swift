@@ -1,4 +1,5 @@
 import Engine
+import GenerationVocabulary
 
 /// What shape an answer must have: the three front ends, each compiling to a `Grammar`.
 public enum StructuredFormat: Sendable, Hashable {

@@ -11,11 +11,3 @@ public protocol LogitsProcessor: AnyObject {
     /// The output so far is complete: ending here satisfies the constraint.
     var canEnd: Bool { get }
 }
-
-/// What a `GenerationRequest` carries: a recipe for a fresh `LogitsProcessor` per generation.
-/// `identity` says which outputs it allows: two constraints with equal identities allow the same
-/// outputs (it is part of the single-flight key).
-public protocol GenerationConstraint: Sendable {
-    var identity: String { get }
-    func makeProcessor() -> any LogitsProcessor
-}

@@ -5,7 +5,7 @@ public enum UTF8Ranges {
     static let maxScalar: UInt32 = 0x10FFFF
 
     /// The scalars not in `ranges` (surrogates left out either way).
-    static func complement(_ ranges: [ClosedRange<UInt32>]) -> [ClosedRange<UInt32>] {
+    package static func complement(_ ranges: [ClosedRange<UInt32>]) -> [ClosedRange<UInt32>] {
         var out: [ClosedRange<UInt32>] = []
         var next: UInt32 = 0
         for r in normalized(ranges) {
@@ -18,7 +18,7 @@ public enum UTF8Ranges {
     }
 
     /// Sorted, merged, clipped to the scalar range.
-    static func normalized(_ ranges: [ClosedRange<UInt32>]) -> [ClosedRange<UInt32>] {
+    package static func normalized(_ ranges: [ClosedRange<UInt32>]) -> [ClosedRange<UInt32>] {
         let sorted = ranges.filter { $0.lowerBound <= maxScalar }
             .map { $0.lowerBound...min($0.upperBound, maxScalar) }
             .sorted { $0.lowerBound < $1.lowerBound }
@@ -34,7 +34,7 @@ public enum UTF8Ranges {
     }
 
     /// The byte sequences for the scalars in `ranges`.
-    static func sequences(_ ranges: [ClosedRange<UInt32>]) -> [[ClosedRange<UInt8>]] {
+    package static func sequences(_ ranges: [ClosedRange<UInt32>]) -> [[ClosedRange<UInt8>]] {
         var out: [[ClosedRange<UInt8>]] = []
         for r in normalized(ranges) {
             // Surrogates are not scalars: cut them out.

@@ -33,35 +33,3 @@ public indirect enum GrammarExpression: Sendable, Hashable {
         .characters(s.unicodeScalars.map { $0.value...$0.value }, negated: false)
     }
 }
-
-/// A grammar: named rules and the one the whole output must match.
-public struct Grammar: Sendable, Hashable {
-    public var rules: [String: GrammarExpression]
-    public var root: String
-    /// The output is JSON whose objects must not repeat a key: enforced beside the grammar
-    /// (`JSONKeyTracker`), since no context-free grammar can.
-    public var distinctObjectKeys = false
-
-    public init(root: String = "root", rules: [String: GrammarExpression] = [:]) {
-        self.root = root
-        self.rules = rules
-    }
-}
-
-/// Why a grammar cannot be compiled.
-public enum GrammarError: Error, Sendable, Equatable, CustomStringConvertible {
-    case undefinedRule(String)
-    /// A rule that can reach itself without consuming a byte: the matcher would never stop expanding it.
-    case leftRecursion(String)
-    case invalidRepetition(String)
-    case tooLarge(String)
-
-    public var description: String {
-        switch self {
-        case .undefinedRule(let name): "rule '\(name)' is used but not defined"
-        case .leftRecursion(let name): "rule '\(name)' is left-recursive (it can reach itself before any byte)"
-        case .invalidRepetition(let detail): "invalid repetition: \(detail)"
-        case .tooLarge(let detail): "grammar too large: \(detail)"
-        }
-    }
-}
