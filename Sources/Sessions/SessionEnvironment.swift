@@ -1,4 +1,5 @@
 import Telemetry
+import Timekeeping
 
 /// What every session of a server shares: the store, the KV-cache budget, limits, telemetry,
 /// and the hooks tests use to make races deterministic.
@@ -13,6 +14,9 @@ public struct SessionEnvironment: Sendable {
     public var logger: Logger
     public var metrics: Metrics
     public var hooks: SessionHooks
+    /// Decides when a waiting turn's deadline has passed, in the session's queue or while it
+    /// waits for the shared store's lease (the system's time; tests pass a manual one).
+    public var clock: any TimeSource = .system
 
     public init(
         store: any SessionStore, caches: KVCacheBudget, maxQueue: Int, defaultMaxTokens: Int, logger: Logger,
