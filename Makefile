@@ -25,44 +25,20 @@ serve: deps model build
 	$(BIN) serve --model $(MODEL) $(ARGS)
 
 # Tests run against an optimized build: numeric code in a debug build is tens of times slower.
-# The session suites run in a second pass: they drive the shared model hard and open sockets,
-# files and processes, which would skew the process-wide fd counts and timing checks of the
-# other suites if both ran in parallel in one process.
-# After the Swift suites, the OpenAI compatibility suite drives the built server with the
-# official `openai` Python client (venv in .build/compat-venv, created once from PyPI).
-# The engine's numeric suites run first and alone: their synchronous compute occupies Swift's
-# cooperative threads, which would starve the request Tasks of the server suites beside them.
-# The remote-backend suite counts the process's open sockets to prove a transfer leaves none, so
-# it runs in a pass of its own, where no other suite opens one meanwhile.
-SESSION_SUITES := SessionsTests|SessionsEndToEndTests|SessionsRestartTests
-ENGINE_SUITES := EngineTests\.
-REMOTE_SUITES := RemoteBackendTests\.
-# Structured output's end-to-end suite cuts an answer with a deadline that must fall between its
-# first token and its end; beside the other suites' generations on 2 cores, the first token can
-# miss it, so the suite runs in a pass of its own (as the engine's timing-sensitive suites do).
-# The schema corpus suite compiles and walks 37 schemas on cooperative threads and decodes with a
-# model of its own for minutes: beside the server suites it starved their request Tasks (a
-# single-flight joiner arrived after its leader had ended), so it runs alone too: each suite of
-# ALONE_SUITES in a pass of its own. The HTTP server's socket suite checks that a request longer
-# than the connection timeout survives because its connection is suspended; beside the server
-# suites on a loaded 2-core machine that check failed twice in a row. The cause was the test
-# client's own 5 s receive timeout running out during the stream's 3.5 s of silence (reported as
-# a close); the client now waits longer and says which it was. The suite's other checks also
-# measure seconds of idleness, so it still runs alone. The remote proxy's health suite checks that
-# a cancel or a replace reaches the upstream inferd within 50 ms (the issue's bound, read from the
-# upstream's log, so it includes the upstream's own stop at its next step): on a 2-core machine
-# without AVX-512 (3x slower decode steps) beside the server suites it measured 83 ms, alone it
-# passes, so it runs alone as well.
-ALONE_SUITES := StructuredOutputEndToEndTests SchemaCorpusTests HTTPServerSocketTests RemoteProxyHealthTests
-ALONE_SKIP := $(subst $(eval) ,|,$(strip $(ALONE_SUITES)))
+# Two `swift test` runs: every suite but PostgreSQL's, then PostgreSQL's under a throwaway server
+# (see postgres-test). Where time is a test's subject (deadlines, heartbeats, the drain), the test
+# decides it through a manual time source (TestSupport/ManualTimeSource), so a loaded machine does
+# not change the outcome. Suites run one at a time (--no-parallel): a suite's synchronous compute
+# (the engine's numeric checks, the schema corpus) holds Swift's cooperative threads, and a server
+# suite beside it in the same process gets no thread for its request Tasks (measured: beside
+# EngineTests, the socket suite's stream went 30 s without a byte). After the Swift suites: the
+# scripted cluster, the image and the OpenAI compatibility suite (the built server driven by the
+# official `openai` Python client; venv in .build/compat-venv, created once from PyPI).
+SWIFT_TEST_FLAGS ?= --no-parallel
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
-	swift test $(SWIFT_FLAGS) --filter '$(ENGINE_SUITES)'
-	swift test $(SWIFT_FLAGS) --skip '$(ENGINE_SUITES)|$(SESSION_SUITES)|$(REMOTE_SUITES)|$(ALONE_SKIP)'
-	for suite in $(ALONE_SUITES); do swift test $(SWIFT_FLAGS) --filter "$$suite" || exit 1; done
-	swift test $(SWIFT_FLAGS) --filter '$(SESSION_SUITES)'
-	swift test $(SWIFT_FLAGS) --filter '$(REMOTE_SUITES)'
-	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'
+	swift test $(SWIFT_FLAGS) $(SWIFT_TEST_FLAGS) --skip '$(POSTGRES_SUITES)'
+	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) $(SWIFT_TEST_FLAGS) --filter '$(POSTGRES_SUITES)'
 	python3 scripts/cluster-test.py $(BIN) $(MODEL)
 	python3 scripts/image-test.py
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)

@@ -47,13 +47,15 @@ let package = Package(
         .target(name: "Telemetry"),
         // Why a request's owner stopped it: the one cancellation vocabulary every layer shares.
         .target(name: "Cancellation"),
+        // The one source of time for timing decisions (system clock; tests pass a manual one).
+        .target(name: "Timekeeping"),
         // HTTP/SSE over libmicrohttpd. Knows nothing of models or sessions.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Cancellation", "Telemetry"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Cancellation", "Telemetry", "Timekeeping"]),
         // What a generation is spoken of in: events, results, errors, usage, sampling options,
         // messages, finish reasons, grammars. Value types and small protocols; no machinery.
         .target(name: "GenerationVocabulary"),
         // GGUF, tokenizer, forward pass, sampler, generation. Knows nothing of HTTP or JSON APIs.
-        .target(name: "Engine", dependencies: ["CKernels", "GenerationVocabulary", "Telemetry"]),
+        .target(name: "Engine", dependencies: ["CKernels", "GenerationVocabulary", "Telemetry", "Timekeeping"]),
         // Conversation sessions: queueing actors, kept KV caches, durable transcripts.
         // Knows nothing of HTTP or JSON wire formats.
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
@@ -68,7 +70,9 @@ let package = Package(
         .target(name: "StructuredOutput", dependencies: ["Engine", "GenerationVocabulary"]),
         .target(
             name: "Sessions",
-            dependencies: ["Backend", "Cancellation", "GenerationVocabulary", "CSQLite", "CLibPQ", "Telemetry"]),
+            dependencies: [
+                "Backend", "Cancellation", "GenerationVocabulary", "CSQLite", "CLibPQ", "Telemetry", "Timekeeping",
+            ]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
@@ -86,16 +90,23 @@ let package = Package(
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.
         .executableTarget(name: "inferd-fuzz", dependencies: ["InferdServer", "HTTPServer", "Engine"]),
         // Socket-level client and helpers for the suites that drive a real server.
-        .target(name: "TestSupport", dependencies: ["Backend", "Engine", "Telemetry"], path: "Tests/TestSupport"),
-        .testTarget(name: "HTTPServerTests", dependencies: ["Cancellation", "HTTPServer", "TestSupport"]),
+        .target(
+            name: "TestSupport", dependencies: ["Backend", "Engine", "Telemetry", "Timekeeping"],
+            path: "Tests/TestSupport"),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["Cancellation", "HTTPServer", "TestSupport", "Timekeeping"]),
         // Counts the heap allocations of chosen threads (replaces malloc in the test executable only).
         .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         // Fixtures/ holds data the tests read by path (chat templates and their expected prompts).
-        .testTarget(name: "EngineTests", dependencies: ["Engine", "CAllocationCounter"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "EngineTests", dependencies: ["Engine", "CAllocationCounter", "TestSupport", "Timekeeping"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "StructuredOutputTests", dependencies: ["StructuredOutput", "Engine"]),
         .testTarget(
             name: "SessionsTests",
-            dependencies: ["Backend", "Cancellation", "Sessions", "Engine", "Telemetry", "TestSupport"]),
+            dependencies: [
+                "Backend", "Cancellation", "Sessions", "Engine", "Telemetry", "TestSupport", "Timekeeping",
+            ]),
         .testTarget(
             name: "InferdServerTests",
             dependencies: [

@@ -2,6 +2,7 @@ import CMicroHTTPD
 import Cancellation
 import Foundation
 import Telemetry
+import Timekeeping
 
 /// A libmicrohttpd connection pointer that may cross threads; only used while the request lives.
 struct ConnectionHandle: @unchecked Sendable {
@@ -34,6 +35,8 @@ final class Exchange: Sendable {
     }
     private let routeInfo = Locked(Inbound())
     private let hooks: Hooks
+    /// What the stream's heartbeat measures silence by (the server's time source).
+    let clock: any TimeSource
 
     /// Side effects the server wants on some transitions (metrics), kept out of the state.
     struct Hooks: Sendable {
@@ -41,14 +44,18 @@ final class Exchange: Sendable {
         var eventsDropped: @Sendable (Int) -> Void = { _ in }
     }
 
-    init(requestID: String, method: HTTPMethod, path: String, connection: ConnectionHandle, hooks: Hooks) {
+    init(
+        requestID: String, method: HTTPMethod, path: String, connection: ConnectionHandle, hooks: Hooks,
+        clock: any TimeSource = .system
+    ) {
         self.requestID = requestID
         self.method = method
         self.path = path
         self.connection = connection
         self.startedAt = .now
         self.hooks = hooks
-        self.locked = Locked(Guarded(state: ExchangeState(now: .now)))
+        self.clock = clock
+        self.locked = Locked(Guarded(state: ExchangeState(now: clock.now)))
     }
 
     // MARK: body and routing (libmicrohttpd thread only)
@@ -167,7 +174,7 @@ final class Exchange: Sendable {
     func enqueue(_ change: (inout SSEQueue) -> Bool) {
         let (resume, dropped) = locked.withLock { l in
             let dropped = change(&l.state.sse)
-            return (l.state.outputQueued(now: .now), dropped)
+            return (l.state.outputQueued(now: clock.now), dropped)
         }
         if dropped { hooks.eventsDropped(1) }
         if resume { MHD_resume_connection(connection.raw) }

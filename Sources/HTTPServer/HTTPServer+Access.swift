@@ -55,7 +55,8 @@ extension HTTPServer {
             requestID: id, method: HTTPMethod(method), path: url, connection: ConnectionHandle(raw: connection),
             hooks: .init(
                 eventsSent: { [eventsSent] n in eventsSent.increment(by: Double(n)) },
-                eventsDropped: { [eventsDropped] n in eventsDropped.increment(by: Double(n)) }))
+                eventsDropped: { [eventsDropped] n in eventsDropped.increment(by: Double(n)) }),
+            clock: clock)
         exchange.headers = headers
         requestContext.pointee = Unmanaged.passRetained(exchange).toOpaque()
         state.withLock { $0.exchanges[ObjectIdentifier(exchange)] = Registered(exchange: exchange) }

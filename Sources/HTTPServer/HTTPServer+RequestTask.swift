@@ -1,5 +1,6 @@
 import Foundation
 import Telemetry
+import Timekeeping
 
 extension HTTPServer {
     /// The body of every request Task.
@@ -31,7 +32,7 @@ extension HTTPServer {
             let heartbeat = configuration.heartbeatSeconds
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await producer(stream) }
-                group.addTask { await Self.heartbeat(exchange, every: heartbeat) }
+                group.addTask { await Self.heartbeat(exchange, every: heartbeat, clock: exchange.clock) }
                 _ = await group.next()
                 group.cancelAll()
             }
@@ -59,22 +60,23 @@ extension HTTPServer {
         if let watch { watcher.unwatch(fd: watch.fd, token: watch.token) }
     }
 
-    /// Sends `: ping` whenever the stream has been silent for `seconds`; returns when cancelled.
-    static func heartbeat(_ exchange: Exchange, every seconds: Double) async {
+    /// Sends `: ping` whenever the stream has been silent for `seconds` by `clock`; returns when
+    /// cancelled.
+    static func heartbeat(_ exchange: Exchange, every seconds: Double, clock: any TimeSource) async {
         while !Task.isCancelled {
             guard seconds > 0 else {
                 try? await Task.sleep(for: .seconds(3600))
                 continue
             }
             let due = exchange.lastOutput + .seconds(seconds)
-            if ContinuousClock.now >= due {
+            if clock.now >= due {
                 exchange.enqueue {
                     $0.heartbeat()
                     return false
                 }
                 continue
             }
-            do { try await Task.sleep(until: due, clock: .continuous) } catch { return }
+            do { try await clock.sleep(until: due) } catch { return }
         }
     }
 }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Telemetry
+import Timekeeping
 
 /// HTTP/1.1 server over libmicrohttpd (internal polling thread + epoll + suspend/resume).
 ///
@@ -36,6 +37,9 @@ public final class HTTPServer: Sendable {
     let metrics: Metrics
     let state = Locked(State())
     let watcher = HangupWatcher()
+    /// Decides stream heartbeats and the shutdown drain's end (the system's time; tests pass a
+    /// manual one).
+    let clock: any TimeSource
 
     // Metrics this layer owns.
     let cancellationsHelp = "Request Tasks cancelled by their owner, by reason."
@@ -44,8 +48,12 @@ public final class HTTPServer: Sendable {
     let eventsSent: Counter
     let eventsDropped: Counter
 
-    public init(configuration: Configuration, router: Router, logger: Logger, metrics: Metrics) {
+    public init(
+        configuration: Configuration, router: Router, logger: Logger, metrics: Metrics,
+        clock: any TimeSource = .system
+    ) {
         self.configuration = configuration
+        self.clock = clock
         self.router = router
         self.logger = logger
         self.metrics = metrics
@@ -160,8 +168,9 @@ public final class HTTPServer: Sendable {
         // Cancelling the task that called shutdown() ends the drain early: in-flight requests are
         // cancelled at once (still with reason .shutdown) instead of after drainSeconds.
         await withTaskCancellationHandler {
-            let drainDeadline = ContinuousClock.now + .seconds(configuration.drainSeconds)
-            while runningTaskCount > 0 && ContinuousClock.now < drainDeadline && !Task.isCancelled {
+            // The count is polled in real time; whether the drain is over is the time source's.
+            let drainDeadline = clock.now + .seconds(configuration.drainSeconds)
+            while runningTaskCount > 0 && clock.now < drainDeadline && !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(10))
             }
         } onCancel: {

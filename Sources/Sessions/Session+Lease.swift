@@ -66,11 +66,12 @@ extension Session {
                 count("inferd_session_rejections_total", ["code": "session_busy"])
                 return .ended(endFailed(requestID, .busy(activeRequest: nil)))
             }
-            if let deadline = request.deadline, deadline <= .now {
+            if let deadline = request.deadline, deadline <= env.clock.now {
                 turns[requestID]!.lifecycle.refuse()
                 count("inferd_session_errors_total", ["code": "timeout"])
                 return .ended(endFailed(requestID, .generation(.queueTimeout)))
             }
+            // The store is polled in real time; whether the deadline has passed is the clock's.
             try? await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(50))
         }

@@ -138,7 +138,7 @@ public actor Session {
             notifyPositions()
             if let deadline = turns[requestID]!.request.deadline {
                 turns[requestID]!.expiry = Task {
-                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    try? await self.env.clock.sleep(until: deadline)
                     guard !Task.isCancelled else { return }
                     self.expireWaiting(requestID)
                 }

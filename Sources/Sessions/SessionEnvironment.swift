@@ -1,5 +1,6 @@
 import Backend
 import Telemetry
+import Timekeeping
 
 /// What every session of a server shares: the store, the KV-cache budget, limits, telemetry,
 /// and the hooks tests use to make races deterministic.
@@ -14,6 +15,9 @@ public struct SessionEnvironment: Sendable {
     public var logger: Logger
     public var metrics: Metrics
     public var hooks: SessionHooks
+    /// Decides when a waiting turn's deadline has passed, in the session's queue or while it
+    /// waits for the shared store's lease (the system's time; tests pass a manual one).
+    public var clock: any TimeSource = .system
 
     public init(
         store: any SessionStore, caches: KVCacheBudget, maxQueue: Int, limits: GenerationLimits, logger: Logger,

@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 import Telemetry
+import TestSupport
 import Testing
+import Timekeeping
 
 @testable import Engine
 
@@ -108,22 +110,49 @@ import Testing
         #expect(metrics.value("inferd_queue_length") == 0)
     }
 
-    @Test func aDeadlinePassedWhileWaitingIsAnErrorAndWhileRunningATimeout() async throws {
+    /// The test decides time: a deadline passes when the manual time source is advanced past it,
+    /// however long the machine takes to get there, and never before.
+    @Test(.timeLimit(.minutes(1))) func aDeadlinePassedWhileWaitingIsAnErrorAndWhileRunningATimeout() async throws {
         let p = Self.slowPredictor()
         let metrics = Metrics()
-        let runner = p.runner(admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 4), metrics: metrics)
+        let clock = ManualTimeSource()
+        let runner = p.runner(
+            admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 4), metrics: metrics, clock: clock)
         defer { runner.shutdown() }
-        let a = try runner.submit(Self.endless("a"))
+        let stepsOfA = Locked(0)
+        let a = try runner.submit(Self.endless("a")) { e in
+            if case .snapshot = e { stepsOfA.withLock { $0 += 1 } }
+        }
         var waiting = Self.endless("b")
-        waiting.deadline = .now + .milliseconds(30)
-        await #expect(throws: GenerationError.queueTimeout) { _ = try await runner.generate(waiting) }
+        waiting.deadline = clock.now + .seconds(30)
+        let positions = Locked<[Int]>([])
+        let b = try runner.submit(waiting) { e in
+            if case .queued(let position) = e { positions.withLock { $0.append(position) } }
+        }
+        #expect(await eventually { positions.withLock { $0 } == [1] })
+        // Real time passes while `a` runs, and `b` still waits: only its time source ends it.
+        #expect(await eventually { stepsOfA.withLock { $0 } > 20 })
+        #expect(metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == 0)
+        clock.advance(by: .seconds(29))
+        // Rounds after the advance applied the queue's deadlines as of the new time.
+        let seen = stepsOfA.withLock { $0 }
+        #expect(await eventually { stepsOfA.withLock { $0 } > seen + 5 })
+        #expect(metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == 0)
+        clock.advance(by: .seconds(1))
+        await #expect(throws: GenerationError.queueTimeout) { _ = try await b.result() }
         #expect(metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == 1)
         a.cancel()
         _ = try await a.result()
 
         var running = Self.endless("c")
-        running.deadline = .now + .milliseconds(60)
-        let r = try await runner.generate(running)
+        running.deadline = clock.now + .seconds(60)
+        let snapshots = Locked(0)
+        let c = try runner.submit(running) { e in
+            if case .snapshot = e { snapshots.withLock { $0 += 1 } }
+        }
+        #expect(await eventually { snapshots.withLock { $0 } >= 3 })
+        clock.advance(by: .seconds(60))
+        let r = try await c.result()
         #expect(r.finishReason == .timeout)
         #expect(r.usage.completionTokens < running.maxTokens)
         #expect(r.content == String(repeating: "z", count: r.content.count))

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Telemetry
+import Timekeeping
 
 @testable import Engine
 
@@ -82,10 +83,12 @@ struct ByteDecoder: IncrementalTextDecoder {
 }
 
 extension ScriptedPredictor {
-    func runner(admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics()) -> GenerationRunner {
+    func runner(
+        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), clock: any TimeSource = .system
+    ) -> GenerationRunner {
         GenerationRunner(
             predictor: self, endOfGeneration: [Self.endToken], makeDecoder: { ByteDecoder() }, admission: admission,
-            metrics: metrics)
+            metrics: metrics, clock: clock)
     }
 
     /// The most sequences whose first and last predict calls overlap: without parking, how

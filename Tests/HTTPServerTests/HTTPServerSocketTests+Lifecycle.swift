@@ -4,6 +4,7 @@ import Glibc
 import Telemetry
 import TestSupport
 import Testing
+import Timekeeping
 
 @testable import HTTPServer
 
@@ -89,20 +90,24 @@ extension HTTPServerSocketTests {
         }
     }
 
-    @Test func gracefulShutdownDrainsThenCancelsWithReasonShutdown() async throws {
+    /// The drain's end is the server's time source's: the test decides when `drainSeconds` have
+    /// passed, so the quick stream finishes inside the drain however slow the machine is.
+    @Test(.timeLimit(.minutes(1))) func gracefulShutdownDrainsThenCancelsWithReasonShutdown() async throws {
         let metrics = Metrics()
         let logs = LogCapture()
         let router = Router()
+        let clock = ManualTimeSource()
         standardRoutes(producers)(router)
         let server = HTTPServer(
-            configuration: .init(port: 0, drainSeconds: 1), router: router, logger: logs.logger, metrics: metrics)
+            configuration: .init(port: 0, drainSeconds: 1), router: router, logger: logs.logger, metrics: metrics,
+            clock: clock)
         try server.start()
         let port = server.boundPort
         let (quick, _, _) = try await offPool {
             try openStream(port: port, "interval_ms=50&count=6", requestID: "quick")
         }
         let (endless, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "endless") }
-        let started = ContinuousClock.now
+        let shutdownStarted = ContinuousClock.now
         let shutdown = Task { await server.shutdown() }
         func readAll(_ c: TestClient) async throws -> [SSEReader.Event] {
             try await offPool {
@@ -111,19 +116,24 @@ extension HTTPServerSocketTests {
                 return reader.events
             }
         }
-        async let quickEvents = readAll(quick)
         async let endlessEvents = readAll(endless)
-        let (q, e) = try await (quickEvents, endlessEvents)
+        let q = try await readAll(quick)
+        // The quick stream ended inside the drain; the endless one runs on, even once more real time
+        // than `drainSeconds` has passed: no time has passed by the server's time source.
+        #expect(await eventually { logs.matching("http server draining").count == 1 })
+        try await Task.sleep(until: shutdownStarted + .seconds(2), clock: .continuous)
+        #expect(producers["endless"]?.snapshot.cancelSeenAt == nil)
+        clock.advance(by: .milliseconds(990))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(producers["endless"]?.snapshot.cancelSeenAt == nil)
+        clock.advance(by: .milliseconds(10))
+        let e = try await endlessEvents
         await shutdown.value
-        let took = ContinuousClock.now - started
-        print("graceful shutdown took \(took)")
         #expect(q.last?.name == "done")
         #expect(producers["quick"]?.snapshot.finishedNormally == true)
         #expect(e.last?.name == "terminal")
         #expect(e.last?.data.contains("shutdown") == true)
         #expect(producers["endless"]?.snapshot.reason == .shutdown)
-        #expect(took >= .milliseconds(900))
-        #expect(took < .seconds(4))
         #expect(metrics.value("inferd_cancellations_total", labels: ["reason": "shutdown"]) == 1)
         #expect(logs.matching("request cancelled").contains { $0.contains("reason=shutdown") })
         // No longer listening.
@@ -224,22 +234,22 @@ extension HTTPServerSocketTests {
         }
     }
 
-    @Test func cancellingShutdownSkipsTheDrain() async throws {
+    /// No time passes by the server's time source, so only the cancel can end the drain (a drain
+    /// that waited for its time would hang here until the time limit).
+    @Test(.timeLimit(.minutes(1))) func cancellingShutdownSkipsTheDrain() async throws {
         let router = Router()
+        let logs = LogCapture()
         standardRoutes(producers)(router)
         let server = HTTPServer(
-            configuration: .init(port: 0, drainSeconds: 30), router: router, logger: LogCapture().logger,
-            metrics: Metrics())
+            configuration: .init(port: 0, drainSeconds: 30), router: router, logger: logs.logger, metrics: Metrics(),
+            clock: ManualTimeSource())
         try server.start()
         let port = server.boundPort
         let (client, _, _) = try await offPool { try openStream(port: port, "interval_ms=50", requestID: "drain-skip") }
-        let started = ContinuousClock.now
         let shutdown = Task { await server.shutdown() }
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await eventually { logs.matching("http server draining").count == 1 })
         shutdown.cancel()
         await shutdown.value
-        let took = ContinuousClock.now - started
-        #expect(took < .seconds(5))
         #expect(producers["drain-skip"]?.snapshot.reason == .shutdown)
         client.close()
     }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Telemetry
 import TestSupport
+import Timekeeping
 
 @testable import HTTPServer
 
@@ -72,6 +73,7 @@ func withServer<T>(
     _ configure: (inout HTTPServer.Configuration) -> Void = { _ in },
     routes: (Router) -> Void,
     logs: LogCapture = LogCapture(),
+    clock: any TimeSource = .system,
     _ body: (HTTPServer, Int, Metrics) async throws -> T
 ) async throws -> T {
     var config = HTTPServer.Configuration(port: 0, drainSeconds: 1)
@@ -79,7 +81,8 @@ func withServer<T>(
     let router = Router()
     routes(router)
     let metrics = Metrics()
-    let server = HTTPServer(configuration: config, router: router, logger: logs.logger, metrics: metrics)
+    let server = HTTPServer(
+        configuration: config, router: router, logger: logs.logger, metrics: metrics, clock: clock)
     try server.start()
     do {
         let result = try await body(server, server.boundPort, metrics)
@@ -128,6 +131,31 @@ func standardRoutes(_ producers: ProducerLog) -> (Router) -> Void {
             producers.add(req.id, producer)
             return .eventStream { stream in await producer.run(stream) }
         }
+    }
+}
+
+/// Holds a producer until the test opens it (`wait` returns at once once open).
+final class Gate: Sendable {
+    private let state = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { c in
+            let now = state.withLock { s in
+                if s.open { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { s in
+            s.open = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for c in waiters { c.resume() }
     }
 }
 

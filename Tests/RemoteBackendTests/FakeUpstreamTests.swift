@@ -51,14 +51,56 @@ extension RemoteEndToEnd {
             }
         }
 
-        /// Sockets this process holds open (libdispatch's own eventfd/timerfd come and go with its
-        /// threads, so only sockets, which a transfer opens, are counted).
-        static func openSockets() -> Int {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            return names.filter {
-                ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) ?? "").hasPrefix(
-                    "socket:")
-            }.count
+        /// TCP sockets this process holds open to `port` on the other end: the connections a
+        /// transfer to that upstream opens, and nothing another suite running beside this one opens
+        /// (its own servers and clients use other ports). A socket of this process is a
+        /// `socket:[inode]` in /proc/self/fd; /proc/net/tcp{,6} gives each inode's remote port.
+        static func openSockets(to port: Int) -> Int {
+            let inodes = ownSocketInodes()
+            return tcpTable().filter { inodes.contains($0.inode) && $0.remotePort == port }.count
+        }
+
+        /// Sockets of this process that no TCP table lists: a connection that failed (refused) and
+        /// was never closed. Others' sockets only pass through this state between `socket()` and
+        /// `connect()`, so a count that stays above its start is a leak.
+        static func unlistedSockets() -> Int {
+            var listed = Set(tcpTable().map(\.inode))
+            for table in ["/proc/net/udp", "/proc/net/udp6", "/proc/net/raw", "/proc/net/raw6"] {
+                listed.formUnion(rows(table).compactMap { $0.count > 9 ? String($0[9]) : nil })
+            }
+            for line in rows("/proc/net/unix") where line.count > 6 { listed.insert(String(line[6])) }
+            for line in rows("/proc/net/netlink") where line.count > 9 { listed.insert(String(line[9])) }
+            return ownSocketInodes().subtracting(listed).count
+        }
+
+        /// The inodes of this process's sockets (`socket:[inode]` in /proc/self/fd).
+        static func ownSocketInodes() -> Set<String> {
+            let fd = "/proc/self/fd/"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: fd)) ?? []
+            return Set(
+                names.compactMap { name -> String? in
+                    guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: fd + name),
+                        link.hasPrefix("socket:[")
+                    else { return nil }
+                    return String(link.dropFirst("socket:[".count).dropLast())
+                })
+        }
+
+        /// Every IPv4 and IPv6 TCP socket of the machine: its inode and remote port.
+        static func tcpTable() -> [(inode: String, remotePort: Int)] {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            (rows("/proc/net/tcp") + rows("/proc/net/tcp6")).compactMap { fields in
+                guard fields.count > 9,
+                    let port = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) })
+                else { return nil }
+                return (String(fields[9]), port)
+            }
+        }
+
+        /// A /proc/net table's rows (after its header), split into fields.
+        static func rows(_ path: String) -> [[Substring]] {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").dropFirst().map { $0.split(separator: " ") }
         }
 
         /// After a generation: no place held, the upstream saw every connection close, no socket kept.
@@ -66,14 +108,14 @@ extension RemoteEndToEnd {
             #expect(b.activeGenerations == 0)
             let closed = await eventually(timeout: .seconds(5)) { (try? upstream.stats().open) == 0 }
             #expect(closed, "the upstream still holds a connection")
-            let released = await eventually(timeout: .seconds(2)) { Self.openSockets() <= fds }
-            #expect(released, "sockets leaked: \(fds) before, now \(Self.openSockets())")
+            let released = await eventually(timeout: .seconds(2)) { Self.openSockets(to: upstream.port) <= fds }
+            #expect(released, "sockets leaked: \(fds) before, now \(Self.openSockets(to: upstream.port))")
         }
 
         @Test func aStreamBecomesStartedThenGrowingSnapshotsAndTheUpstreamsUsage() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("ok")])
             let events = Events()
             let result = try await run(b, request(b), events: events).get()
@@ -156,7 +198,7 @@ extension RemoteEndToEnd {
         }
 
         @Test func aRefusedConnectionIsUpstreamUnavailableWithRetryAfter() async throws {
-            let fds = Self.openSockets()
+            let fds = Self.unlistedSockets()
             // Port 1 on loopback: nothing listens, the connection is refused at once.
             let b = backend(["http://127.0.0.1:1/v1"])
             let result = await run(b, request(b))
@@ -166,7 +208,7 @@ extension RemoteEndToEnd {
             }
             #expect(retryAfter > 0)
             #expect(b.activeGenerations == 0)
-            #expect(await eventually { Self.openSockets() <= fds })
+            #expect(await eventually { Self.unlistedSockets() <= fds })
         }
 
         @Test func aRefusedConnectionTriesTheNextUpstreamOnce() async throws {
@@ -184,7 +226,7 @@ extension RemoteEndToEnd {
         @Test func aSlowFirstBytePastTheTimeoutFailsAndClosesTheConnection() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("slow")], firstByte: 0.5)
             let start = ContinuousClock.now
             let result = await run(b, request(b))
@@ -202,7 +244,7 @@ extension RemoteEndToEnd {
         @Test func anUpstreamThatDiesMidStreamIsAFailureAfterItsSnapshots() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("die")])
             let events = Events()
             let result = await run(b, request(b), events: events)
@@ -246,7 +288,7 @@ extension RemoteEndToEnd {
         @Test func aMalformedEventIsAClearFailure() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("malformed")])
             let result = await run(b, request(b))
             guard case .failure(.upstreamFailed(let why)) = result else {
@@ -260,7 +302,7 @@ extension RemoteEndToEnd {
         @Test func aNeverEndingLineStopsAtTheLineBound() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("endless")], maxLine: 64 << 10)
             let result = await run(b, request(b))
             guard case .failure(.upstreamFailed(let why)) = result else {
@@ -274,7 +316,7 @@ extension RemoteEndToEnd {
         @Test func aStallPastTheIdleTimeoutFailsAndClosesTheConnection() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("stall")], idle: 0.4)
             let start = ContinuousClock.now
             let result = await run(b, request(b))
@@ -290,7 +332,7 @@ extension RemoteEndToEnd {
         @Test func cancellingTheTaskClosesTheUpstreamConnectionAtOnce() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
-            let fds = Self.openSockets()
+            let fds = Self.openSockets(to: upstream.port)
             let b = backend([upstream.url("hold")], idle: 5)
             let events = Events()
             let r = request(b)

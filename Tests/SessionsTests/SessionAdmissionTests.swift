@@ -1,8 +1,10 @@
+import Backend
 import Engine
 import Foundation
 import Telemetry
 import TestSupport
 import Testing
+import Timekeeping
 
 @testable import Sessions
 
@@ -34,13 +36,23 @@ import Testing
         #expect(firstTurns.contains { !$0.positions.isEmpty })
     }
 
-    @Test func aDeadlinePassedInTheSessionQueueEndsTheTurnUnpublished() async throws {
-        let h = try Harness()
+    /// The test decides time: the waiting turn's deadline passes when the sessions' time source
+    /// is advanced past it, never before, however long the turn ahead runs.
+    @Test(.timeLimit(.minutes(1))) func aDeadlinePassedInTheSessionQueueEndsTheTurnUnpublished() async throws {
+        let clock = ManualTimeSource()
+        let h = try Harness(clock: clock)
         let s = try await h.session()
         let a = try await h.start(Harness.request("a", maxTokens: 3000, longRun: true), s)
         let rec = Recorder()
         let late = try await h.start(
-            Harness.request("b", "too late", deadline: .now + .milliseconds(40)), s, rec)
+            Harness.request("b", "too late", deadline: clock.now + .seconds(40)), s, rec)
+        // Its expiry waits for the time source; real time passing while `a` runs does not end it.
+        #expect(await clock.waitForSleepers(1))
+        #expect(await eventually(timeout: .seconds(60)) { h.model.predictor.computed.load(ordering: .relaxed) > 20 })
+        #expect(await s.snapshot(backend: nil).queued == 1)
+        clock.advance(by: .seconds(39))
+        #expect(clock.sleepers == 1 && !rec.started)
+        clock.advance(by: .seconds(1))
         let outcome = await late.value
         // It ended while the turn ahead still ran: at its deadline, not when its turn came.
         #expect(await s.snapshot(backend: nil).activeRequest == "a")
@@ -78,5 +90,18 @@ import Testing
         _ = await busy.cancel(requestID: "a", reason: .cancelRequest)
         _ = await a.value
         #expect(try await h.respond(Harness.request("c"), s).status == .completed)
+    }
+}
+
+extension Harness {
+    /// A harness whose sessions decide deadlines by `clock` (the engine's runner keeps the system's).
+    init(clock: any TimeSource, model: FakeModel = FakeModel()) throws {
+        self.model = model
+        self.backend = model
+        var env = SessionEnvironment(
+            store: TranscriptStore.inMemory(), caches: KVCacheBudget(budgetBytes: 1 << 30), maxQueue: 16,
+            limits: GenerationLimits(defaultMaxTokens: 64), logger: logs.logger, metrics: Metrics())
+        env.clock = clock
+        manager = try SessionManager(environment: env, recentRequests: SessionManager.defaultRecentRequests)
     }
 }

@@ -1,5 +1,6 @@
 import Synchronization
 import Telemetry
+import Timekeeping
 
 /// Runs generations for one predictor on its worker thread.
 ///
@@ -16,7 +17,8 @@ public final class GenerationRunner: Sendable {
     public init(
         predictor: any TokenPredictor, endOfGeneration: Set<Int32>,
         makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder,
-        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), prefixCacheBytes: Int = 0
+        admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), prefixCacheBytes: Int = 0,
+        clock: any TimeSource = .system
     ) {
         self.predictor = predictor
         // A predictor that can never copy a prefix gets no prefix cache: its finished sequences
@@ -24,7 +26,8 @@ public final class GenerationRunner: Sendable {
         let prefixCacheTokens =
             predictor.copiesPrefixesExactly ? prefixCacheBytes / max(1, predictor.bytesPerSequenceToken) : 0
         self.worker = GenerationWorker(
-            predictor: predictor, policy: admission, metrics: metrics, prefixCacheTokens: prefixCacheTokens)
+            predictor: predictor, policy: admission, metrics: metrics, prefixCacheTokens: prefixCacheTokens,
+            clock: clock)
         self.makeDecoder = makeDecoder
         self.endOfGeneration = endOfGeneration
     }

@@ -2,6 +2,7 @@ import CKernels
 import Foundation
 import Synchronization
 import Telemetry
+import Timekeeping
 
 /// The engine's own thread: runs generation jobs step by step, round-robin, so compute never
 /// blocks Swift's cooperative pool and several requests make progress together.
@@ -22,6 +23,8 @@ final class GenerationWorker: @unchecked Sendable {
     /// Every job the admission queue holds (running or waiting), by its id.
     private var jobs: [ObjectIdentifier: GenerationJob] = [:]
     private let metrics: AdmissionMetrics
+    /// Decides deadlines, preemption and starvation times (the system's; tests pass a manual one).
+    private let clock: any TimeSource
     private var stopping = false
     /// Scratch logits buffer, used only by the worker thread. Shape: [vocabularySize].
     private let logits: UnsafeMutableBufferPointer<Float>
@@ -35,14 +38,22 @@ final class GenerationWorker: @unchecked Sendable {
 
     init(
         predictor: any TokenPredictor, policy: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        prefixCacheTokens: Int = 0, name: String = "inferd-generation"
+        prefixCacheTokens: Int = 0, name: String = "inferd-generation", clock: any TimeSource = .system
     ) {
         self.predictor = predictor
+        self.clock = clock
         self.prefixCache = prefixCacheTokens > 0 ? PrefixCache(budgetTokens: prefixCacheTokens, metrics: metrics) : nil
         self.admission = AdmissionQueue(policy: policy)
         self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)
         logits.initialize(repeating: 0)
+        // A manual time source moved by a test: the thread looks at the queue's deadlines again.
+        clock.onAdvance { [weak self] in
+            guard let self else { return }
+            self.condition.lock()
+            self.condition.signal()
+            self.condition.unlock()
+        }
         // The thread keeps the worker alive until `stop()` lets it return (the runner stops it
         // when it goes away), so it never touches a freed worker.
         let thread = Thread { self.run() }
@@ -70,7 +81,7 @@ final class GenerationWorker: @unchecked Sendable {
             return
         }
         let decision = admission.submit(
-            job.admissionID, priority: job.request.priority, deadline: job.request.deadline, now: .now)
+            job.admissionID, priority: job.request.priority, deadline: job.request.deadline, now: clock.now)
         switch decision {
         case .admitted:
             jobs[job.admissionID] = job
@@ -192,7 +203,7 @@ final class GenerationWorker: @unchecked Sendable {
             while work.isEmpty && active.isEmpty && !stopping {
                 // Timed, so a deadline is noticed even when nothing else happens.
                 if let wake = admission.nextWakeUp() {
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: max(0, (wake - .now).inSeconds)))
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: clock.timeLeft(until: wake).inSeconds))
                 } else {
                     condition.wait()
                 }
@@ -218,7 +229,7 @@ final class GenerationWorker: @unchecked Sendable {
             condition.lock()
             admission.stepped(active.lazy.map(\.admissionID))
             for job in done {
-                admission.finished(job.admissionID, now: .now)
+                admission.finished(job.admissionID, now: clock.now)
                 jobs[job.admissionID] = nil
             }
             metrics.publish(admission)
@@ -232,7 +243,7 @@ final class GenerationWorker: @unchecked Sendable {
     private func takeWork() -> Work {
         var work = Work(newcomers: incoming)
         incoming.removeAll()
-        for action in admission.update(now: .now) {
+        for action in admission.update(now: clock.now) {
             switch action {
             case .admit(let id), .park(let id), .position(let id, _):
                 if let job = jobs[id] { work.actions.append((action, job)) }

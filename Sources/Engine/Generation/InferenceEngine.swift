@@ -1,5 +1,6 @@
 import Foundation
 import Telemetry
+import Timekeeping
 
 /// A loaded model ready to answer: the GGUF file, its tokenizer and chat template, the
 /// forward pass, and the runner that owns the compute thread. One per served model.
@@ -35,11 +36,12 @@ public final class InferenceEngine: Sendable {
     /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
     /// `gemma`, `qwen`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
     /// `prefixCacheMiB` is the memory kept for finished requests' KV caches, from which new
-    /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off).
+    /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off). `clock` decides
+    /// the admission queue's deadlines, preemptions and starvation times.
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
-        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, clock: any TimeSource = .system
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -67,7 +69,7 @@ public final class InferenceEngine: Sendable {
             predictor: model,
             endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics,
-            prefixCacheBytes: prefixCacheMiB << 20)
+            prefixCacheBytes: prefixCacheMiB << 20, clock: clock)
         let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
             try await runner.generate(request, onEvent: onEvent)
         }
