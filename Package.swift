@@ -78,7 +78,7 @@ let package = Package(
             name: "InferdServer",
             dependencies: [
                 "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "StructuredOutput",
-                "Telemetry", "CGnuTLS", "CMalloc",
+                "Telemetry", "Timekeeping", "CGnuTLS", "CMalloc",
             ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(

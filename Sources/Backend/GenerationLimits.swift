@@ -1,5 +1,3 @@
-import Engine
-
 /// The server's limits and defaults for one generation's numbers, in one pure value that every
 /// route and the sessions check against, so a stateless request and a session turn follow the
 /// same rules (`default_max_tokens`, `max_tokens_limit`, `max_prompt_tokens` of the configuration).

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import Sessions
 import Telemetry
+import Timekeeping
 
 /// The composition root: it builds the services (authentication, the generation service, session
 /// turns, the response archive) and one route type per API surface over them, and wires the
@@ -26,21 +27,23 @@ public final class InferdApp: Sendable {
 
     public init(
         configuration: ServerConfiguration, host: ModelHost, logger: Logger, metrics: Metrics,
-        sessions: SessionManager? = nil, responses: (any ResponseStoring)? = nil
+        sessions: SessionManager? = nil, responses: (any ResponseStoring)? = nil, clock: any TimeSource = .system
     ) {
         self.configuration = configuration
         self.host = host
         self.logger = logger
         self.metrics = metrics
         let sessions =
-            sessions ?? StoreFactory.inMemorySessions(configuration: configuration, logger: logger, metrics: metrics)
+            sessions
+            ?? StoreFactory.inMemorySessions(
+                configuration: configuration, logger: logger, metrics: metrics, clock: clock)
         self.sessions = sessions
         access = AccessControl(configuration: configuration, logger: logger, metrics: metrics)
-        generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics)
+        generations = GenerationService(configuration: configuration, logger: logger, metrics: metrics, clock: clock)
         archive = ResponseArchive(
             store: responses ?? ResponseStore.inMemory(), live: ResponseRegistry(), caches: sessions.environment.caches,
             access: access, replicaId: configuration.effectiveReplicaId, maxAgeDays: configuration.responseMaxAgeDays,
-            maxStored: configuration.maxStoredResponses, logger: logger)
+            maxStored: configuration.maxStoredResponses, logger: logger, clock: clock)
     }
 
     public func makeRouter() -> Router {

@@ -5,6 +5,7 @@ import HTTPServer
 import RemoteBackend
 import Synchronization
 import Telemetry
+import Timekeeping
 
 /// Holds the served model through its life: loading (the server already listens), ready, or
 /// failed. Loading runs on a thread of its own so the HTTP side answers `/health` meanwhile.
@@ -44,7 +45,7 @@ public final class ModelHost: Sendable {
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
-        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, logger: Logger,
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, logger: Logger, clock: any TimeSource = .system,
         onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
@@ -53,7 +54,7 @@ public final class ModelHost: Sendable {
             do {
                 let engine = try InferenceEngine(
                     path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit,
-                    chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB)
+                    chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB, clock: clock)
                 logger.info(
                     "model loaded",
                     [

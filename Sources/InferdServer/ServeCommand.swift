@@ -5,6 +5,7 @@ import HTTPServer
 import RemoteBackend
 import Sessions
 import Telemetry
+import Timekeeping
 
 /// `inferd serve`: listen first, load the model in the background, serve until SIGINT/SIGTERM,
 /// then drain and exit 0.
@@ -50,9 +51,12 @@ enum ServeCommand {
             return 1
         }
         let metrics = Metrics()
+        // The one source of time every timing decision reads (tests build the app with a manual one).
+        let clock: any TimeSource = .system
         let sessions: SessionManager
         do {
-            sessions = try StoreFactory.openSessions(configuration: config, logger: logger, metrics: metrics)
+            sessions = try StoreFactory.openSessions(
+                configuration: config, logger: logger, metrics: metrics, clock: clock)
         } catch {
             // Never start over a database we cannot read or write: that would lose transcripts.
             logger.error(
@@ -82,10 +86,10 @@ enum ServeCommand {
         let host = ModelHost()
         let app = InferdApp(
             configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions,
-            responses: responses)
+            responses: responses, clock: clock)
         let server = HTTPServer(
             configuration: httpConfiguration, router: app.makeRouter(), logger: logger,
-            metrics: metrics)
+            metrics: metrics, clock: clock)
         do {
             try server.start()
         } catch {
@@ -103,7 +107,7 @@ enum ServeCommand {
                 path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
                 contextLimit: config.contextLength > 0 ? config.contextLength : nil,
                 chatTemplate: chatTemplate, kvCacheType: config.kvCacheType, prefixCacheMiB: config.prefixCacheMiB,
-                logger: logger
+                logger: logger, clock: clock
             ) { trigger.fire(.modelLoadFailed) }
         }
 

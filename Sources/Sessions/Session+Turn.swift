@@ -42,7 +42,7 @@ extension Session {
         let request = turn.request
         let model = turn.model
         if let edit = request.edit { return await executeEdit(requestID, edit, model: model) }
-        if let deadline = request.deadline, deadline <= .now {
+        if let deadline = request.deadline, deadline <= env.clock.now {
             // It expired just as its turn came: refused before it touches the transcript.
             turns[requestID]!.lifecycle.refuse()
             count("inferd_session_errors_total", ["code": "timeout"])

@@ -17,7 +17,7 @@ struct GenerationRoutes: Sendable {
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let arrival = ContinuousClock.now
+        let arrival = generations.now
         let backend = try host.requireBackend()
         let body = try GenerationRequestBody(request)
         guard !body.prompt.isEmpty else {

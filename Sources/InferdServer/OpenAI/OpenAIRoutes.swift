@@ -65,7 +65,7 @@ struct OpenAIRoutes: Sendable {
 
     /// `POST /v1/chat/completions`.
     func chatCompletions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let arrival = ContinuousClock.now
+        let arrival = generations.now
         let backend = try host.requireBackend()
         let chat = try OpenAIChatRequest(try Self.fields(request))
         try Self.checkModel(chat.parameters.model, backend)
@@ -88,7 +88,7 @@ struct OpenAIRoutes: Sendable {
     /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
     /// caller can write its own template) or token ids; no chat template is applied.
     func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let arrival = ContinuousClock.now
+        let arrival = generations.now
         let backend = try host.requireBackend()
         let completion = try OpenAICompletionRequest(try Self.fields(request))
         try Self.checkModel(completion.parameters.model, backend)

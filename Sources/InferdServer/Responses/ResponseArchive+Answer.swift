@@ -58,7 +58,7 @@ extension ResponseArchive {
             group.addTask { await generation.run(observer: run.apply) }
             group.addTask {
                 var written = run.record.response.status
-                while (try? await Task.sleep(for: Self.storePollInterval)) != nil {
+                while (try? await clock.sleep(for: Self.storePollInterval)) != nil {
                     if (try? await store.isCancelRequested(run.id)) == true { break }
                     let now = run.record
                     // The finisher writes the end; this Task has stopped before it does.

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import Sessions
 import Telemetry
+import Timekeeping
 
 /// The responses a server keeps: the stored ones (`ResponseStoring`: SQLite, or PostgreSQL shared
 /// by the replicas), the ones generating now (`ResponseRegistry`), and the KV caches a finished
@@ -28,6 +29,8 @@ struct ResponseArchive: Sendable {
     let maxAgeDays: Int
     let maxStored: Int
     let logger: Logger
+    /// Where polling a shared store waits and its timeouts are read.
+    let clock: any TimeSource
 
     /// The KV-cache budget's name for the cache a response left for its successor.
     static func cacheOwner(_ responseID: String) -> String { "response:" + responseID }
@@ -95,11 +98,11 @@ struct ResponseArchive: Sendable {
     /// Re-reads `id` from the store until it has finished, or the calling Task is cancelled, or
     /// `timeout` passes; the last record read.
     func awaitStoredEnd(_ id: String, _ request: HTTPRequest, timeout: Duration?) async throws -> ResponseRecord {
-        let start = ContinuousClock.now
+        let start = clock.now
         var record = try await load(id, request, param: "response_id")
         while !record.response.isFinished, live.run(id) == nil {
-            if let timeout, ContinuousClock.now - start > timeout { break }
-            guard (try? await Task.sleep(for: Self.storePollInterval)) != nil else { break }
+            if let timeout, clock.now - start > timeout { break }
+            guard (try? await clock.sleep(for: Self.storePollInterval)) != nil else { break }
             record = try await load(id, request, param: "response_id")
         }
         return record

@@ -38,7 +38,7 @@ struct ResponsesRoutes: Sendable {
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let arrival = ContinuousClock.now
+        let arrival = generations.now
         let backend = try host.requireBackend()
         let body = try ResponsesRequest(try OpenAIRoutes.fields(request))
         try OpenAIRoutes.checkModel(body.model, backend)

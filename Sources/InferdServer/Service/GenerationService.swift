@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Sessions
 import Telemetry
+import Timekeeping
 
 /// The one path every generation takes, whatever its wire format and whether it is stateless or a
 /// session's turn: limits checked against one `GenerationLimits`, submission to the
@@ -17,13 +18,19 @@ final class GenerationService: Sendable {
     let singleFlight: Bool
     let logger: Logger
     let metrics: Metrics
+    /// Where a request's arrival, its deadline and its latencies are read.
+    let clock: any TimeSource
 
-    init(configuration: ServerConfiguration, logger: Logger, metrics: Metrics) {
+    init(configuration: ServerConfiguration, logger: Logger, metrics: Metrics, clock: any TimeSource = .system) {
         limits = configuration.generationLimits
         singleFlight = configuration.singleFlight
         self.logger = logger
         self.metrics = metrics
+        self.clock = clock
     }
+
+    /// A request's arrival: its deadline (`timeout_seconds`) and latencies count from here.
+    var now: ContinuousClock.Instant { clock.now }
 
     /// The prompt the backend runs for `input` (a conversation through its chat template); a
     /// template that refuses it is 400 `invalid_request`.
@@ -65,7 +72,8 @@ final class GenerationService: Sendable {
         _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
         arrival: ContinuousClock.Instant, reason: @escaping @Sendable () -> CancellationReason?
     ) throws(HTTPError) -> AdmittedGeneration {
-        let latency = RequestLatency(metrics: metrics, route: route, priority: generation.priority, arrival: arrival)
+        let latency = RequestLatency(
+            metrics: metrics, route: route, priority: generation.priority, arrival: arrival, clock: clock)
         let relay = GenerationEventRelay()
         let pending: PendingGeneration
         do {
@@ -98,7 +106,8 @@ final class GenerationService: Sendable {
         _ turnID: String, of session: Session, route: String, priority: GenerationPriority,
         arrival: ContinuousClock.Instant, reason: @escaping @Sendable () -> CancellationReason
     ) -> AdmittedGeneration {
-        let latency = RequestLatency(metrics: metrics, route: route, priority: priority, arrival: arrival)
+        let latency = RequestLatency(
+            metrics: metrics, route: route, priority: priority, arrival: arrival, clock: clock)
         return AdmittedGeneration(requestID: turnID) { [self] observer in
             let turn = await session.run(
                 turnID,

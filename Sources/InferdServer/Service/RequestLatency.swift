@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import Telemetry
+import Timekeeping
 
 /// The latency histograms of one request, labelled by route and priority: time waiting for a
 /// place, time to the first token, the time between tokens, and the whole request. Fed from the
@@ -15,6 +16,7 @@ final class RequestLatency: Sendable {
     }
 
     private let arrival: ContinuousClock.Instant
+    private let clock: any TimeSource
     private let firstToken: Histogram
     private let interToken: Histogram
     private let queueWait: Histogram
@@ -22,8 +24,12 @@ final class RequestLatency: Sendable {
     private let state = Locked(State())
 
     /// `route` names the surface (`generations`, `chat_completions`, `completions`, `sessions`).
-    init(metrics: Metrics, route: String, priority: GenerationPriority, arrival: ContinuousClock.Instant) {
+    init(
+        metrics: Metrics, route: String, priority: GenerationPriority, arrival: ContinuousClock.Instant,
+        clock: any TimeSource = .system
+    ) {
         self.arrival = arrival
+        self.clock = clock
         let labels = ["route": route, "priority": priority.rawValue]
         firstToken = metrics.histogram(
             "inferd_time_to_first_token_seconds",
@@ -43,7 +49,7 @@ final class RequestLatency: Sendable {
 
     /// For the backend's event callback: never blocks for long.
     func observe(_ event: GenerationEvent) {
-        let now = ContinuousClock.now
+        let now = clock.now
         switch event {
         case .queued:
             break
@@ -70,7 +76,7 @@ final class RequestLatency: Sendable {
     /// Records the end once; `promptMilliseconds` (from the result's timings) separates the
     /// queue wait from prompt processing in the time to `started`.
     func finish(promptMilliseconds: Double?) {
-        let now = ContinuousClock.now
+        let now = clock.now
         let started: ContinuousClock.Instant?? = state.withLock { s in
             if s.finished { return nil }
             s.finished = true

@@ -2,36 +2,41 @@ import Backend
 import Foundation
 import Sessions
 import Telemetry
+import Timekeeping
 
 /// Opens what a server keeps: the sessions' store (`store_url`'s PostgreSQL, else `data_dir`'s
 /// SQLite) with every session restored, and the stored responses' store beside it.
 public enum StoreFactory {
     /// The session manager over an in-memory store (nothing survives a restart).
-    static func inMemorySessions(configuration c: ServerConfiguration, logger: Logger, metrics: Metrics)
-        -> SessionManager
-    {
+    static func inMemorySessions(
+        configuration c: ServerConfiguration, logger: Logger, metrics: Metrics, clock: any TimeSource = .system
+    ) -> SessionManager {
         // A fresh in-memory store holds nothing to load, so this cannot fail.
-        try! SessionManager(environment: environment(c, store: TranscriptStore.inMemory(), logger, metrics))
+        try! SessionManager(
+            environment: environment(c, store: TranscriptStore.inMemory(), logger, metrics, clock: clock))
     }
 
     /// Opens the session store and restores every session; a bad or unreachable database is an error here.
     public static func openSessions(
-        configuration c: ServerConfiguration, logger: Logger, metrics: Metrics
+        configuration c: ServerConfiguration, logger: Logger, metrics: Metrics, clock: any TimeSource = .system
     ) throws(StoreError) -> SessionManager {
         let store = try openStore(c)
-        let manager = try SessionManager(environment: environment(c, store: store, logger, metrics))
+        let manager = try SessionManager(environment: environment(c, store: store, logger, metrics, clock: clock))
         logger.info(
             "sessions restored",
             ["count": "\(manager.count)", "interrupted": "\(store.interruptedOnOpen)", "store": storeName(c)])
         return manager
     }
 
-    static func environment(_ c: ServerConfiguration, store: any SessionStore, _ logger: Logger, _ metrics: Metrics)
-        -> SessionEnvironment
-    {
-        SessionEnvironment(
+    static func environment(
+        _ c: ServerConfiguration, store: any SessionStore, _ logger: Logger, _ metrics: Metrics,
+        clock: any TimeSource
+    ) -> SessionEnvironment {
+        var environment = SessionEnvironment(
             store: store, caches: KVCacheBudget(budgetBytes: c.kvCacheMiB << 20), maxQueue: c.maxSessionQueue,
             limits: c.generationLimits, logger: logger, metrics: metrics)
+        environment.clock = clock
+        return environment
     }
 
     static func openStore(_ c: ServerConfiguration) throws(StoreError) -> any SessionStore {
