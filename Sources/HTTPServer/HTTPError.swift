@@ -3,7 +3,7 @@ public struct HTTPError: Error, Sendable, Equatable {
     public var status: Int
     public var message: String
     public var type: String
-    public var code: String
+    public var code: ErrorCode
     /// The request field the error is about (`options.temperature`, `limit`), when there is one:
     /// a value, so no layer above has to recover it from the message.
     public var param: String?
@@ -11,7 +11,7 @@ public struct HTTPError: Error, Sendable, Equatable {
     public var retryAfterSeconds: Int?
 
     public init(
-        status: Int, message: String, type: String, code: String, param: String? = nil, retryAfterSeconds: Int? = nil
+        status: Int, message: String, type: String, code: ErrorCode, param: String? = nil, retryAfterSeconds: Int? = nil
     ) {
         self.status = status
         self.message = message
@@ -21,31 +21,31 @@ public struct HTTPError: Error, Sendable, Equatable {
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    public static func badRequest(_ message: String, code: String = "bad_request", param: String? = nil) -> HTTPError {
+    public static func badRequest(_ message: String, code: ErrorCode, param: String? = nil) -> HTTPError {
         HTTPError(status: 400, message: message, type: "invalid_request_error", code: code, param: param)
     }
-    public static func notFound(_ message: String, code: String = "not_found") -> HTTPError {
+    public static func notFound(_ message: String, code: ErrorCode = .notFound) -> HTTPError {
         HTTPError(status: 404, message: message, type: "not_found_error", code: code)
     }
     public static func methodNotAllowed(_ message: String) -> HTTPError {
-        HTTPError(status: 405, message: message, type: "invalid_request_error", code: "method_not_allowed")
+        HTTPError(status: 405, message: message, type: "invalid_request_error", code: .methodNotAllowed)
     }
-    public static func conflict(_ message: String, code: String = "conflict") -> HTTPError {
+    public static func conflict(_ message: String, code: ErrorCode) -> HTTPError {
         HTTPError(status: 409, message: message, type: "invalid_request_error", code: code)
     }
     public static func payloadTooLarge(_ message: String) -> HTTPError {
-        HTTPError(status: 413, message: message, type: "invalid_request_error", code: "payload_too_large")
+        HTTPError(status: 413, message: message, type: "invalid_request_error", code: .payloadTooLarge)
     }
     public static func unsupportedMediaType(_ message: String) -> HTTPError {
-        HTTPError(status: 415, message: message, type: "invalid_request_error", code: "unsupported_media_type")
+        HTTPError(status: 415, message: message, type: "invalid_request_error", code: .unsupportedMediaType)
     }
-    public static func tooManyRequests(_ message: String, code: String = "rate_limited") -> HTTPError {
+    public static func tooManyRequests(_ message: String, code: ErrorCode) -> HTTPError {
         HTTPError(status: 429, message: message, type: "rate_limit_error", code: code)
     }
     public static func internalError(_ message: String = "internal server error") -> HTTPError {
-        HTTPError(status: 500, message: message, type: "server_error", code: "internal_error")
+        HTTPError(status: 500, message: message, type: "server_error", code: .internalError)
     }
-    public static func serviceUnavailable(_ message: String, code: String = "unavailable") -> HTTPError {
+    public static func serviceUnavailable(_ message: String, code: ErrorCode = .unavailable) -> HTTPError {
         HTTPError(status: 503, message: message, type: "server_error", code: code)
     }
 }

@@ -15,7 +15,7 @@ extension HTTPRequest {
     /// Content-Type, 400 `missing_body`, 400 `invalid_json` (not UTF-8), 400 `json_too_deep`.
     public func checkedJSONBody() throws -> [UInt8] {
         if body.isEmpty {
-            throw HTTPError.badRequest("request body is required", code: "missing_body")
+            throw HTTPError.badRequest("request body is required", code: .missingBody)
         }
         let contentType = headers["Content-Type"] ?? ""
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
@@ -27,11 +27,11 @@ extension HTTPRequest {
         }
         if let offset = Self.firstInvalidUTF8Offset(body) {
             throw HTTPError.badRequest(
-                "request body is not valid UTF-8 (byte offset \(offset))", code: "invalid_json")
+                "request body is not valid UTF-8 (byte offset \(offset))", code: .invalidJSON)
         }
         if Self.nestingDepth(body, stopAfter: maxJSONDepth) > maxJSONDepth {
             throw HTTPError.badRequest(
-                "request body nests arrays and objects deeper than \(maxJSONDepth) levels", code: "json_too_deep")
+                "request body nests arrays and objects deeper than \(maxJSONDepth) levels", code: .jsonTooDeep)
         }
         return body
     }
@@ -47,14 +47,14 @@ extension HTTPRequest {
                 // `-1` for a UInt64, `1e308` for a Float). That is the caller's value, not its JSON.
                 let field = Self.path(context.codingPath)
                 throw HTTPError.badRequest(
-                    "invalid value for '\(field)': \(context.debugDescription)", code: "invalid_value", param: field)
+                    "invalid value for '\(field)': \(context.debugDescription)", code: .invalidValue, param: field)
             case .dataCorrupted(let context) where context.underlyingError == nil && Self.isValidJSON(body):
                 // Foundation on Linux reports a number its field cannot hold with an empty coding
                 // path (and "not valid JSON"); the body parses, so it is the value that is wrong.
                 throw HTTPError.badRequest(
                     "a value in the request body does not fit its field (a fraction or out-of-range number "
                         + "where an integer or a float goes)",
-                    code: "invalid_value")
+                    code: .invalidValue)
             case .dataCorrupted(let context):
                 var message = "request body is not valid JSON"
                 if let underlying = context.underlyingError {
@@ -63,20 +63,20 @@ extension HTTPRequest {
                 } else if !context.debugDescription.isEmpty {
                     message += ": " + context.debugDescription
                 }
-                throw HTTPError.badRequest(message, code: "invalid_json")
+                throw HTTPError.badRequest(message, code: .invalidJSON)
             case .keyNotFound(let key, let context):
                 let field = Self.path(context.codingPath + [key])
-                throw HTTPError.badRequest("missing field '\(field)'", code: "invalid_request", param: field)
+                throw HTTPError.badRequest("missing field '\(field)'", code: .invalidRequest, param: field)
             case .typeMismatch(_, let context), .valueNotFound(_, let context):
                 let field = Self.path(context.codingPath)
                 throw HTTPError.badRequest(
-                    "invalid value at '\(field)': \(context.debugDescription)", code: "invalid_value",
+                    "invalid value at '\(field)': \(context.debugDescription)", code: .invalidValue,
                     param: field.isEmpty ? nil : field)
             @unknown default:
-                throw HTTPError.badRequest("invalid request body", code: "invalid_request")
+                throw HTTPError.badRequest("invalid request body", code: .invalidRequest)
             }
         } catch {
-            throw HTTPError.badRequest("request body is not valid JSON", code: "invalid_json")
+            throw HTTPError.badRequest("request body is not valid JSON", code: .invalidJSON)
         }
     }
 

@@ -45,7 +45,8 @@ public struct HTTPResponse: Sendable {
             let error: Inner
         }
         var response = json(
-            Envelope(error: .init(message: e.message, type: e.type, code: e.code, param: e.param)), status: e.status)
+            Envelope(error: .init(message: e.message, type: e.type, code: e.code.rawValue, param: e.param)),
+            status: e.status)
         if let seconds = e.retryAfterSeconds { response.headers.append(("Retry-After", "\(seconds)")) }
         return response
     }

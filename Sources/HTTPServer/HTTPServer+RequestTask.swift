@@ -12,7 +12,7 @@ extension HTTPServer {
             response = .error(error)
         } catch let error where error is CancellationError && request.context.cancellationReason != nil {
             let reason = request.context.cancellationReason!.rawValue
-            response = .error(.serviceUnavailable("request cancelled: \(reason)", code: "cancelled"))
+            response = .error(.serviceUnavailable("request cancelled: \(reason)", code: .cancelled))
         } catch {
             logger.error(
                 "handler failed",

@@ -33,9 +33,9 @@ public final class ModelHost: Sendable {
         switch current {
         case .ready(let backend): return backend
         case .loading:
-            throw .serviceUnavailable("the model is still loading; retry shortly", code: "model_loading")
+            throw .serviceUnavailable("the model is still loading; retry shortly", code: .modelLoading)
         case .failed(let why):
-            throw .serviceUnavailable("the model failed to load: \(why)", code: "model_unavailable")
+            throw .serviceUnavailable("the model failed to load: \(why)", code: .modelUnavailable)
         }
     }
 

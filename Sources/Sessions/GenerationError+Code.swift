@@ -1,8 +1,8 @@
 import GenerationVocabulary
 
 extension GenerationError {
-    /// The one wire code of each engine error: the HTTP answers (`GenerationService.httpError(for:)`) and
-    /// the session metrics (`inferd_session_errors_total{code}`) both use it, so they cannot disagree.
+    /// The code of each engine error as the session metrics label it (`inferd_session_errors_total{code}`):
+    /// the same string as the HTTP answer's `ErrorCode(_:)` in InferdServer, which a test holds equal.
     public var code: String {
         switch self {
         case .contextOverflow: "context_length_exceeded"

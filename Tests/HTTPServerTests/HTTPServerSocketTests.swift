@@ -30,7 +30,7 @@ struct HTTPServerSocketTests {
                 #expect(param.json?["id"] as? String == "abc")
                 let teapot = try c.request("GET", "/teapot")
                 #expect(teapot.status == 418)
-                #expect(teapot.errorCode == "teapot")
+                #expect(teapot.errorCode == "invalid_request")
             }
             #expect(
                 await eventually {
@@ -52,7 +52,7 @@ struct HTTPServerSocketTests {
                 standardRoutes(producers)(router)
                 router.use { request, next in
                     if request.headers["X-Deny"] != nil {
-                        return .error(HTTPError(status: 401, message: "no", type: "t", code: "denied"))
+                        return .error(HTTPError(status: 401, message: "no", type: "t", code: .invalidAPIKey))
                     }
                     request.context.set("caller", "c-\(request.route)", logged: true)
                     request.context.set("hidden", "secret-value")
@@ -63,8 +63,8 @@ struct HTTPServerSocketTests {
             try await offPool {
                 let c = try TestClient(port: port)
                 #expect(try c.request("GET", "/hello").status == 200)
-                #expect(try c.request("GET", "/hello", headers: [("X-Deny", "1")]).errorCode == "denied")
-                #expect(try c.request("GET", "/nope", headers: [("X-Deny", "1")]).errorCode == "denied")
+                #expect(try c.request("GET", "/hello", headers: [("X-Deny", "1")]).errorCode == "invalid_api_key")
+                #expect(try c.request("GET", "/nope", headers: [("X-Deny", "1")]).errorCode == "invalid_api_key")
                 #expect(try c.request("GET", "/nope").status == 404)
             }
             #expect(await eventually { logs.matching("request completed").count == 4 })

@@ -243,19 +243,19 @@ struct UnitTests {
             try request(#"{"n":2}"#, contentType: "Application/JSON; charset=utf-8").decodeJSON(Payload.self).n == 2)
         #expect(decodeError(request(#"{"n":2}"#, contentType: "text/plain"))?.status == 415)
         #expect(decodeError(request(#"{"n":2}"#, contentType: nil))?.status == 415)
-        #expect(decodeError(request(""))?.code == "missing_body")
+        #expect(decodeError(request(""))?.code == .missingBody)
         let truncated = decodeError(request(#"{"n":"#))
         #expect(truncated?.status == 400)
-        #expect(truncated?.code == "invalid_json")
-        #expect(decodeError(request(#"{"m":1}"#))?.code == "invalid_request")
+        #expect(truncated?.code == .invalidJSON)
+        #expect(decodeError(request(#"{"m":1}"#))?.code == .invalidRequest)
         // Valid JSON with a value its field cannot hold is the value's fault, named, never "not JSON".
         // (Linux Foundation does not say which field a number failed to fit, so `param` is only
         // checked where the decoder reports a path.)
         let wrongType = decodeError(request(#"{"n":"x"}"#))
-        #expect(wrongType?.code == "invalid_value" && wrongType?.param == "n")
+        #expect(wrongType?.code == .invalidValue && wrongType?.param == "n")
         for body in [#"{"n":3.5}"#, #"{"n":1e300}"#] {
             let e = decodeError(request(body))
-            #expect(e?.status == 400 && e?.code == "invalid_value", "\(body): \(String(describing: e))")
+            #expect(e?.status == 400 && e?.code == .invalidValue, "\(body): \(String(describing: e))")
             #expect(e?.message.contains("not valid JSON") == false)
         }
         #expect(decodeError(request(#"{"m":1}"#))?.param == "n")
@@ -274,7 +274,7 @@ struct UnitTests {
         r.maxJSONDepth = 4
         #expect(try r.decodeJSON(Payload.self).n == 2)
         r.maxJSONDepth = 3
-        #expect(decodeError(r)?.code == "json_too_deep")
+        #expect(decodeError(r)?.code == .jsonTooDeep)
     }
 
     @Test func headersAreCaseInsensitive() {

@@ -117,7 +117,8 @@ func standardRoutes(_ producers: ProducerLog) -> (Router) -> Void {
             return .json(echo)
         }
         router.get("/boom") { _ in throw Boom() }
-        router.get("/teapot") { _ in throw HTTPError(status: 418, message: "short and stout", type: "x", code: "teapot")
+        router.get("/teapot") { _ in
+            throw HTTPError(status: 418, message: "short and stout", type: "x", code: .invalidRequest)
         }
         router.get("/sessions/{id}") { req in .json(["id": req.pathParameters["id"] ?? ""]) }
         router.delete("/sessions/{id}") { _ in .text("deleted") }

@@ -73,14 +73,14 @@ import Testing
     }
 
     @Test func refusalsKeepTheirCodes() {
-        #expect(error(#"{"a":1,}"#)?.code == "invalid_json")
+        #expect(error(#"{"a":1,}"#)?.code == .invalidJSON)
         #expect(error(#"{"a":1,}"#)?.message.contains("byte 7") == true)
-        #expect(error(#"{"a":tru}"#)?.code == "invalid_json")
-        #expect(error(#"{"a":1} x"#)?.code == "invalid_json")
-        #expect(error(#"[1,2]"#)?.code == "invalid_value")
-        #expect(error(#""text""#)?.code == "invalid_value")
-        #expect(error("")?.code == "missing_body")
+        #expect(error(#"{"a":tru}"#)?.code == .invalidJSON)
+        #expect(error(#"{"a":1} x"#)?.code == .invalidJSON)
+        #expect(error(#"[1,2]"#)?.code == .invalidValue)
+        #expect(error(#""text""#)?.code == .invalidValue)
+        #expect(error("")?.code == .missingBody)
         #expect(error(#"{}"#, contentType: "text/plain")?.status == 415)
-        #expect(error(String(repeating: "[", count: 70) + String(repeating: "]", count: 70))?.code == "json_too_deep")
+        #expect(error(String(repeating: "[", count: 70) + String(repeating: "]", count: 70))?.code == .jsonTooDeep)
     }
 }

@@ -47,7 +47,7 @@ import Testing
     @Test func refusedAndUnknownParametersAreNamedTogether() throws {
         let f = try fields(#"{"model": "m", "messages": [], "n": 2, "tools": [{}], "frobnicate": 1}"#)
         let e = try #require(error { _ = try OpenAIChatRequest(f) })
-        #expect(e.status == 400 && e.code == "unsupported_parameter")
+        #expect(e.status == 400 && e.code == .unsupportedParameter)
         #expect(e.param == "n")
         #expect(e.message.contains("n=2") && e.message.contains("tools") && e.message.contains("frobnicate"))
     }
@@ -120,7 +120,7 @@ import Testing
 
     @Test func missingModelAndStreamOptionsWithoutStream() throws {
         let noModel = error { _ = try OpenAIChatRequest(try fields(#"{"messages": []}"#)) }
-        #expect(noModel?.param == "model" && noModel?.code == "missing_required_parameter")
+        #expect(noModel?.param == "model" && noModel?.code == .missingRequiredParameter)
         let options = error {
             _ = try OpenAIChatRequest(
                 try fields(
@@ -138,7 +138,7 @@ import Testing
         #expect(ids.prompt == .tokens([1, 2, 3]) && ids.parameters.options.maxTokens == 4)
         #expect(try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["one"]}"#)).prompt == .text("one"))
         let many = error { _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["a", "b"]}"#)) }
-        #expect(many?.param == "prompt" && many?.code == "unsupported_parameter")
+        #expect(many?.param == "prompt" && many?.code == .unsupportedParameter)
         let echo = error {
             _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": "a", "echo": true}"#))
         }
@@ -156,7 +156,7 @@ import Testing
     }
 
     @Test func errorsEncodeAllFourFieldsWithNulls() throws {
-        let r = OpenAIError.invalid("bad", param: nil, code: "x").response
+        let r = OpenAIError.invalid("bad", param: nil, code: .invalidValue).response
         guard case .bytes(let bytes) = r.body else {
             Issue.record("expected a body")
             return

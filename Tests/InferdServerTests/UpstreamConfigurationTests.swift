@@ -70,12 +70,12 @@ import Testing
 
     @Test func upstreamErrorsMapToTheirStatuses() {
         let busy = HTTPError(GenerationError.upstreamUnavailable("429", retryAfterSeconds: 7))
-        #expect(busy.status == 503 && busy.retryAfterSeconds == 7 && busy.code == "upstream_unavailable")
+        #expect(busy.status == 503 && busy.retryAfterSeconds == 7 && busy.code == .upstreamUnavailable)
         let rejected = HTTPError(GenerationError.upstreamRejected(status: 422, message: "bad schema"))
         #expect(
-            rejected.status == 422 && rejected.code == "upstream_rejected" && rejected.message.contains("bad schema"))
+            rejected.status == 422 && rejected.code == .upstreamRejected && rejected.message.contains("bad schema"))
         #expect(HTTPError(GenerationError.upstreamRejected(status: 401, message: "key")).status == 502)
         let failed = HTTPError(GenerationError.upstreamFailed("stalled"))
-        #expect(failed.status == 502 && failed.code == "upstream_failed")
+        #expect(failed.status == 502 && failed.code == .upstreamFailed)
     }
 }

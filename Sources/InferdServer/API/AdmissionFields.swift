@@ -19,7 +19,7 @@ struct AdmissionFields: Sendable, Equatable {
             guard t.isFinite, t > 0, t <= Self.maxTimeoutSeconds else {
                 throw .badRequest(
                     "timeout_seconds must be a number of seconds above 0 and at most \(Int(Self.maxTimeoutSeconds)), got \(t)",
-                    code: "invalid_request", param: "timeout_seconds")
+                    code: .invalidRequest, param: "timeout_seconds")
             }
         }
         self.timeoutSeconds = timeoutSeconds

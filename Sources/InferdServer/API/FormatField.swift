@@ -35,7 +35,7 @@ struct FormatField: Sendable, Equatable, Codable {
         switch type {
         case "json_schema":
             guard let schema = o.fields.orderedValue("schema"), o.fields["schema"] != nil else {
-                throw .badRequest("missing field '\(param).schema'", code: "invalid_request", param: "\(param).schema")
+                throw .badRequest("missing field '\(param).schema'", code: .invalidRequest, param: "\(param).schema")
             }
             return FormatField(
                 kind: .jsonSchema, schema: schema, param: "\(param).schema")
@@ -45,7 +45,7 @@ struct FormatField: Sendable, Equatable, Codable {
             return FormatField(kind: .grammar, grammar: try o.requiredString("grammar"), param: "\(param).grammar")
         default:
             throw .badRequest(
-                "\(param).type must be json_schema, json_object or grammar, got '\(type)'", code: "invalid_value",
+                "\(param).type must be json_schema, json_object or grammar, got '\(type)'", code: .invalidValue,
                 param: "\(param).type")
         }
     }
@@ -63,14 +63,14 @@ struct FormatField: Sendable, Equatable, Codable {
                 guard let js = try rf.object("json_schema") else {
                     throw .invalid(
                         "response_format.json_schema is required", param: "response_format.json_schema",
-                        code: "missing_required_parameter")
+                        code: .missingRequiredParameter)
                 }
                 _ = try js.string("name")
                 _ = try js.bool("strict")
                 guard let schema = js.orderedValue("schema"), js["schema"] != nil else {
                     throw .invalid(
                         "response_format.json_schema.schema is required", param: "response_format.json_schema.schema",
-                        code: "missing_required_parameter")
+                        code: .missingRequiredParameter)
                 }
                 out = FormatField(
                     kind: .jsonSchema, schema: schema, param: "response_format.json_schema.schema")
@@ -106,17 +106,17 @@ struct FormatField: Sendable, Equatable, Codable {
         do {
             compiled = try format.compiledGrammar()
         } catch {
-            let code: String
+            let code: ErrorCode
             switch error {
-            case .unsupportedKeyword: code = "unsupported_schema_keyword"
-            case .invalidGrammar, .uncompilable: code = kind == .grammar ? "invalid_grammar" : "invalid_schema"
-            case .invalidJSON, .invalidSchema: code = "invalid_schema"
+            case .unsupportedKeyword: code = .unsupportedSchemaKeyword
+            case .invalidGrammar, .uncompilable: code = kind == .grammar ? .invalidGrammar : .invalidSchema
+            case .invalidJSON, .invalidSchema: code = .invalidSchema
             }
             throw .badRequest("\(param): \(error.description)", code: code, param: param)
         }
         guard let c = backend.makeConstraint(grammar: compiled, identity: format.identity) else {
             throw .badRequest(
-                "this model's backend does not support structured output", code: "unsupported", param: param)
+                "this model's backend does not support structured output", code: .unsupported, param: param)
         }
         return c
     }

@@ -111,7 +111,7 @@ extension GenerationOptionsBody {
         let stop = self.stop?.values ?? []
         guard stop.count <= 16, stop.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
             throw HTTPError.badRequest(
-                "stop takes at most 16 non-empty strings of at most 256 bytes", code: "invalid_option",
+                "stop takes at most 16 non-empty strings of at most 256 bytes", code: .invalidOption,
                 param: names.option("stop"))
         }
         return (sampling, stop)

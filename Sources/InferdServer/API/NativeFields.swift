@@ -15,7 +15,7 @@ struct NativeFields: Sendable {
             throw .badRequest(
                 "unknown field\(unknown.count == 1 ? "" : "s") \(names); \(where_) accepts "
                     + allowed.sorted().joined(separator: ", "),
-                code: "unknown_parameter", param: fields.name(first))
+                code: .unknownParameter, param: fields.name(first))
         }
         self.fields = fields
     }
@@ -27,8 +27,8 @@ struct NativeFields: Sendable {
         let fields: OpenAIFields
         do {
             fields = try OpenAIJSON.fields(of: request)
-        } catch let e as HTTPError where e.code == "invalid_value" {
-            throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_request")
+        } catch let e as HTTPError where e.code == .invalidValue {
+            throw HTTPError.badRequest("the request body must be a JSON object", code: .invalidRequest)
         }
         return try NativeFields(fields, allowed: allowed)
     }
@@ -38,7 +38,7 @@ struct NativeFields: Sendable {
         do {
             return try body()
         } catch {
-            throw .badRequest(error.message, code: "invalid_value", param: error.param)
+            throw .badRequest(error.message, code: .invalidValue, param: error.param)
         }
     }
 
@@ -55,7 +55,7 @@ struct NativeFields: Sendable {
     /// A required string: absent (or null) is 400 `invalid_request` naming it.
     func requiredString(_ key: String) throws(HTTPError) -> String {
         guard let s = try string(key) else {
-            throw .badRequest("missing field '\(fields.name(key))'", code: "invalid_request", param: fields.name(key))
+            throw .badRequest("missing field '\(fields.name(key))'", code: .invalidRequest, param: fields.name(key))
         }
         return s
     }
@@ -101,7 +101,7 @@ struct NativeFields: Sendable {
 
     private func invalid(_ key: String, _ expected: String, _ got: OpenAIJSON) -> HTTPError {
         .badRequest(
-            "\(fields.name(key)) must be \(expected), got \(got.compactDescription)", code: "invalid_value",
+            "\(fields.name(key)) must be \(expected), got \(got.compactDescription)", code: .invalidValue,
             param: fields.name(key))
     }
 }

@@ -9,7 +9,7 @@ enum WireChoice {
         guard let value = T(rawValue: raw) else {
             let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
             throw HTTPError.badRequest(
-                "\(name) must be one of \(allowed), got \"\(raw)\"", code: "invalid_request", param: name)
+                "\(name) must be one of \(allowed), got \"\(raw)\"", code: .invalidRequest, param: name)
         }
         return value
     }

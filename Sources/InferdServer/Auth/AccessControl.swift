@@ -36,16 +36,16 @@ struct AccessControl: Sendable {
     func authenticate(_ request: HTTPRequest, next: Handler) async throws -> HTTPResponse {
         guard let ring = keyring(for: request.route), ring.isEnabled else { return try await next(request) }
         guard let header = request.headers["Authorization"] else {
-            return refuse(request, "an API key is required: send Authorization: Bearer KEY", code: "missing_api_key")
+            return refuse(request, "an API key is required: send Authorization: Bearer KEY", code: .missingAPIKey)
         }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            return refuse(request, "the Authorization header must be Bearer KEY", code: "invalid_authorization")
+            return refuse(request, "the Authorization header must be Bearer KEY", code: .invalidAuthorization)
         }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         guard let identity = ring.identify(token) else {
             return refuse(
-                request, "the API key is not valid", code: "invalid_api_key", keyID: APIKeyring.keyID(token))
+                request, "the API key is not valid", code: .invalidAPIKey, keyID: APIKeyring.keyID(token))
         }
         request.context.set(ContextKey.keyID, identity.id, logged: true)
         request.context.set(ContextKey.owner, identity.owner)
@@ -64,17 +64,17 @@ struct AccessControl: Sendable {
         }
     }
 
-    private func refuse(_ request: HTTPRequest, _ message: String, code: String, keyID: String? = nil)
+    private func refuse(_ request: HTTPRequest, _ message: String, code: ErrorCode, keyID: String? = nil)
         -> HTTPResponse
     {
         metrics.counter(
             "inferd_auth_refusals_total", help: "Requests refused for a missing or wrong API key.",
-            labels: ["code": code]
+            labels: ["code": code.rawValue]
         ).increment()
         logger.warning(
             "request refused",
             [
-                "request_id": request.id, "path": request.path, "code": code, "presented_key_id": keyID ?? "",
+                "request_id": request.id, "path": request.path, "code": code.rawValue, "presented_key_id": keyID ?? "",
                 "remote": request.remoteAddress,
             ])
         var response = HTTPResponse.error(

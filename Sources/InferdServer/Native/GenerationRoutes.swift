@@ -21,7 +21,7 @@ struct GenerationRoutes: Sendable {
         let backend = try host.requireBackend()
         let body = try GenerationRequestBody(request)
         guard !body.prompt.isEmpty else {
-            throw HTTPError.badRequest("prompt must not be empty", code: "invalid_request", param: "prompt")
+            throw HTTPError.badRequest("prompt must not be empty", code: .invalidRequest, param: "prompt")
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let prompt = try generations.prepare(

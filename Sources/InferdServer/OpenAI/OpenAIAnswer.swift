@@ -84,7 +84,7 @@ struct OpenAIAnswer: Sendable {
             return OpenAIError(
                 status: 503,
                 message: "the request was cancelled (\(outcome.reasonName)) before the answer was complete",
-                type: "server_error", code: "cancelled")
+                type: "server_error", code: .cancelled)
         case .failed:
             return OpenAIError(outcome.error ?? .internalError())
         }

@@ -19,7 +19,7 @@ package struct OpenAIChatRequest: Sendable {
             throw .invalid("on_busy applies only with session_id", param: "on_busy")
         }
         guard let raw = f["messages"] else {
-            throw .invalid("messages is required", param: "messages", code: "missing_required_parameter")
+            throw .invalid("messages is required", param: "messages", code: .missingRequiredParameter)
         }
         guard case .array(let items) = raw else { throw f.typeError("messages", "an array", raw) }
         guard !items.isEmpty else { throw .invalid("messages must not be empty", param: "messages") }
@@ -35,11 +35,11 @@ package struct OpenAIChatRequest: Sendable {
     /// One message: system/developer, user or assistant, with string content or text parts.
     static func message(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ChatMessage {
         guard case .object(let o) = item else {
-            throw .invalid("\(path) must be an object, got \(item.typeName)", param: path, code: "invalid_type")
+            throw .invalid("\(path) must be an object, got \(item.typeName)", param: path, code: .invalidType)
         }
         let m = OpenAIFields(o, path: path)
         guard let roleName = try m.string("role") else {
-            throw .invalid("\(path).role is required", param: m.name("role"), code: "missing_required_parameter")
+            throw .invalid("\(path).role is required", param: m.name("role"), code: .missingRequiredParameter)
         }
         let role: ChatMessage.Role
         switch roleName {
@@ -57,7 +57,7 @@ package struct OpenAIChatRequest: Sendable {
             throw .unsupported("\(path).tool_calls: tool calling is not supported", param: m.name("tool_calls"))
         }
         guard let content = m["content"] else {
-            throw .invalid("\(path).content is required", param: m.name("content"), code: "missing_required_parameter")
+            throw .invalid("\(path).content is required", param: m.name("content"), code: .missingRequiredParameter)
         }
         return ChatMessage(role: role, content: try text(of: content, path: m.name("content")))
     }
@@ -72,7 +72,7 @@ package struct OpenAIChatRequest: Sendable {
             for (i, part) in parts.enumerated() {
                 let partPath = "\(path)[\(i)]"
                 guard case .object(let o) = part else {
-                    throw .invalid("\(partPath) must be an object", param: partPath, code: "invalid_type")
+                    throw .invalid("\(partPath) must be an object", param: partPath, code: .invalidType)
                 }
                 let p = OpenAIFields(o, path: partPath)
                 let type = try p.string("type") ?? ""
@@ -82,7 +82,7 @@ package struct OpenAIChatRequest: Sendable {
                 }
                 guard let text = try p.string("text") else {
                     throw .invalid(
-                        "\(partPath).text is required", param: p.name("text"), code: "missing_required_parameter")
+                        "\(partPath).text is required", param: p.name("text"), code: .missingRequiredParameter)
                 }
                 out += text
             }
@@ -90,7 +90,7 @@ package struct OpenAIChatRequest: Sendable {
         default:
             throw .invalid(
                 "\(path) must be a string or an array of text parts, got \(content.typeName)", param: path,
-                code: "invalid_type")
+                code: .invalidType)
         }
     }
 }

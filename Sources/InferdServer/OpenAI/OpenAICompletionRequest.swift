@@ -14,7 +14,7 @@ package struct OpenAICompletionRequest: Sendable {
         // OpenAI's default for this endpoint is 16 tokens.
         if parameters.options.maxTokens == nil { parameters.options.maxTokens = 16 }
         guard let raw = f["prompt"] else {
-            throw .invalid("prompt is required", param: "prompt", code: "missing_required_parameter")
+            throw .invalid("prompt is required", param: "prompt", code: .missingRequiredParameter)
         }
         prompt = try Self.prompt(raw)
     }
@@ -40,7 +40,7 @@ package struct OpenAICompletionRequest: Sendable {
         default:
             throw .invalid(
                 "prompt must be a string or a list of token ids, got \(raw.typeName)", param: "prompt",
-                code: "invalid_type")
+                code: .invalidType)
         }
     }
 }

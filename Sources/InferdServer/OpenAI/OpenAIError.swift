@@ -7,12 +7,12 @@ package struct OpenAIError: Error, Sendable, Equatable {
     var message: String
     var type: String
     var param: String?
-    var code: String?
+    var code: ErrorCode?
     /// Sent as the `Retry-After` header (seconds), not in the body.
     var retryAfterSeconds: Int?
 
     init(
-        status: Int, message: String, type: String, param: String? = nil, code: String?,
+        status: Int, message: String, type: String, param: String? = nil, code: ErrorCode?,
         retryAfterSeconds: Int? = nil
     ) {
         self.status = status
@@ -31,19 +31,19 @@ package struct OpenAIError: Error, Sendable, Equatable {
             retryAfterSeconds: e.retryAfterSeconds)
     }
 
-    static func invalid(_ message: String, param: String?, code: String = "invalid_value") -> OpenAIError {
+    static func invalid(_ message: String, param: String?, code: ErrorCode = .invalidValue) -> OpenAIError {
         OpenAIError(status: 400, message: message, type: "invalid_request_error", param: param, code: code)
     }
 
     static func unsupported(_ message: String, param: String?) -> OpenAIError {
         OpenAIError(
-            status: 400, message: message, type: "invalid_request_error", param: param, code: "unsupported_parameter")
+            status: 400, message: message, type: "invalid_request_error", param: param, code: .unsupportedParameter)
     }
 
     static func modelNotFound(_ name: String, served: String) -> OpenAIError {
         OpenAIError(
             status: 404, message: "The model '\(name)' does not exist; this server serves '\(served)'",
-            type: "invalid_request_error", param: "model", code: "model_not_found")
+            type: "invalid_request_error", param: "model", code: .modelNotFound)
     }
 
     var response: HTTPResponse {
@@ -66,6 +66,6 @@ extension OpenAIError: Encodable {
         try c.encode(message, forKey: .message)
         try c.encode(type, forKey: .type)
         try c.encode(param, forKey: .param)
-        try c.encode(code, forKey: .code)
+        try c.encode(code?.rawValue, forKey: .code)
     }
 }

@@ -31,7 +31,7 @@ package struct OpenAIFields: Sendable {
     }
 
     func typeError(_ key: String, _ expected: String, _ got: OpenAIJSON) -> OpenAIError {
-        .invalid("\(name(key)) must be \(expected), got \(got.typeName)", param: name(key), code: "invalid_type")
+        .invalid("\(name(key)) must be \(expected), got \(got.typeName)", param: name(key), code: .invalidType)
     }
 
     func string(_ key: String) throws(OpenAIError) -> String? {

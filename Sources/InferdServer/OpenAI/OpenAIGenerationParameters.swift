@@ -15,7 +15,7 @@ struct OpenAIGenerationParameters: Sendable {
 
     init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
         guard let model = try f.string("model") else {
-            throw .invalid("you must provide a model parameter", param: "model", code: "missing_required_parameter")
+            throw .invalid("you must provide a model parameter", param: "model", code: .missingRequiredParameter)
         }
         self.model = model
         stream = try f.bool("stream") ?? false

@@ -41,10 +41,10 @@ extension OpenAIJSON {
         do {
             value = try JSONParser.parse(bytes: body)
         } catch {
-            throw HTTPError.badRequest("request body is not valid JSON: \(error.description)", code: "invalid_json")
+            throw HTTPError.badRequest("request body is not valid JSON: \(error.description)", code: .invalidJSON)
         }
         guard case .object(let object) = OpenAIJSON(value) else {
-            throw HTTPError.badRequest("the request body must be a JSON object", code: "invalid_value")
+            throw HTTPError.badRequest("the request body must be a JSON object", code: .invalidValue)
         }
         return OpenAIFields(object, ordered: value)
     }

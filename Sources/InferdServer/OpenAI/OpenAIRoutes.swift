@@ -42,8 +42,8 @@ struct OpenAIRoutes: Sendable {
     static func fields(_ request: HTTPRequest) throws -> OpenAIFields {
         do {
             return try OpenAIJSON.fields(of: request)
-        } catch let e as HTTPError where e.code == "invalid_value" {
-            throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: "invalid_json")
+        } catch let e as HTTPError where e.code == .invalidValue {
+            throw OpenAIError.invalid("the request body must be a JSON object", param: nil, code: .invalidJSON)
         }
     }
 
@@ -166,8 +166,8 @@ struct OpenAIRoutes: Sendable {
         } catch {
             var e = OpenAIError(error)
             switch error.code {
-            case "session_busy", "session_queue_full": e.param = chat.onBusy == nil ? "session_id" : "on_busy"
-            case "session_not_found": e.param = "session_id"
+            case .sessionBusy, .sessionQueueFull: e.param = chat.onBusy == nil ? "session_id" : "on_busy"
+            case .sessionNotFound: e.param = "session_id"
             default: break
             }
             throw e

@@ -79,7 +79,7 @@ struct ConversationItemRoutes: Sendable {
     static func itemNotFound(_ itemID: String) -> OpenAIError {
         OpenAIError(
             status: 404, message: "No item found with id '\(itemID)'.", type: "invalid_request_error",
-            param: "item_id", code: "item_not_found")
+            param: "item_id", code: .itemNotFound)
     }
 
     /// `GET /v1/conversations/{id}/items`: paged as OpenAI's lists (newest first unless
@@ -128,10 +128,10 @@ struct ConversationItemRoutes: Sendable {
         }
         let f = try OpenAIRoutes.fields(request)
         if let unknown = f.values.keys.sorted().first(where: { $0 != "items" }) {
-            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: .unknownParameter)
         }
         guard let raw = f["items"] else {
-            throw OpenAIError.invalid("items is required", param: "items", code: "missing_required_parameter")
+            throw OpenAIError.invalid("items is required", param: "items", code: .missingRequiredParameter)
         }
         guard case .array(let list) = raw else { throw f.typeError("items", "a list of message items", raw) }
         guard (1...Self.maxItemsPerCreate).contains(list.count) else {
@@ -150,7 +150,7 @@ struct ConversationItemRoutes: Sendable {
                 status: 409,
                 message:
                     "conversation holds \(held.count) messages and turns; with \(messages.count) more it would pass \(maxTurns), the most this server keeps",
-                type: "invalid_request_error", param: "items", code: "session_full")
+                type: "invalid_request_error", param: "items", code: .sessionFull)
         }
         let outcome = try await edit(.append(messages), on: session, request: request)
         let created = outcome.addedEntries.compactMap { Self.item($0, sessionID: session.id) }
@@ -164,7 +164,7 @@ struct ConversationItemRoutes: Sendable {
         guard let position = Self.itemPosition(itemID, sessionID: session.id) else { throw Self.itemNotFound(itemID) }
         do {
             _ = try await edit(.delete(position: position), on: session, request: request)
-        } catch let e as OpenAIError where e.code == "entry_not_found" {
+        } catch let e as OpenAIError where e.code == .entryNotFound {
             throw Self.itemNotFound(itemID)
         }
         return .json(await conversations.object(session))
@@ -184,7 +184,7 @@ struct ConversationItemRoutes: Sendable {
         case .cancelled:
             throw OpenAIError(
                 status: 409, message: "the edit was cancelled before it was applied", type: "invalid_request_error",
-                param: nil, code: "cancelled")
+                param: nil, code: .cancelled)
         case .failed:
             throw Self.editError(outcome.error ?? .storage("unknown"))
         }
@@ -194,10 +194,13 @@ struct ConversationItemRoutes: Sendable {
         if case .entryNotFound = error {
             return OpenAIError(
                 status: 404, message: "\(error)", type: "invalid_request_error", param: "item_id",
-                code: "entry_not_found")
+                code: .entryNotFound)
         }
         var e = OpenAIError(HTTPError(error))
-        if ["session_busy", "session_queue_full", "session_not_found"].contains(e.code) { e.param = "conversation_id" }
+        switch e.code {
+        case .sessionBusy, .sessionQueueFull, .sessionNotFound: e.param = "conversation_id"
+        default: break
+        }
         return e
     }
 }

@@ -35,8 +35,9 @@ extension ConversationRoutes {
                 names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
         } catch {
             var e = OpenAIError(error)
-            if ["session_busy", "session_queue_full", "session_not_found"].contains(error.code) {
-                e.param = "conversation"
+            switch error.code {
+            case .sessionBusy, .sessionQueueFull, .sessionNotFound: e.param = "conversation"
+            default: break
             }
             throw e
         }

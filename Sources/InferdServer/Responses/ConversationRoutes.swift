@@ -42,7 +42,7 @@ struct ConversationRoutes: Sendable {
         guard let session = found, access.mayAccess(ownedBy: session.owner, request) else {
             throw OpenAIError(
                 status: 404, message: "No conversation found with id '\(id)'.", type: "invalid_request_error",
-                param: param, code: "conversation_not_found")
+                param: param, code: .conversationNotFound)
         }
         return session
     }
@@ -60,7 +60,7 @@ struct ConversationRoutes: Sendable {
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
         let f = request.body.isEmpty ? OpenAIFields([:]) : try OpenAIRoutes.fields(request)
         if let unknown = f.values.keys.sorted().first(where: { !["metadata", "items"].contains($0) }) {
-            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: .unknownParameter)
         }
         let metadata = try ResponsesRequest.metadata(f)
         var instructions: [String] = []
@@ -81,7 +81,7 @@ struct ConversationRoutes: Sendable {
             throw OpenAIError(
                 status: 429,
                 message: "this API key already has \(maxSessionsPerKey) sessions, the most allowed",
-                type: "invalid_request_error", code: "session_limit")
+                type: "invalid_request_error", code: .sessionLimit)
         }
         let session: Session
         do {
@@ -93,7 +93,7 @@ struct ConversationRoutes: Sendable {
                     ConversationObject.id(ofSession: session.id), WireJSON.string(metadata))
             }
         } catch {
-            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: .storageError)
         }
         return .json(await object(session))
     }
@@ -109,17 +109,17 @@ struct ConversationRoutes: Sendable {
         let session = try await require(id, request, param: "conversation_id")
         let f = try OpenAIRoutes.fields(request)
         if let unknown = f.values.keys.sorted().first(where: { $0 != "metadata" }) {
-            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: .unknownParameter)
         }
         guard f["metadata"] != nil else {
-            throw OpenAIError.invalid("metadata is required", param: "metadata", code: "missing_required_parameter")
+            throw OpenAIError.invalid("metadata is required", param: "metadata", code: .missingRequiredParameter)
         }
         do {
             try await archive.store.saveConversationMetadata(id, WireJSON.string(try ResponsesRequest.metadata(f)))
         } catch let e as OpenAIError {
             throw e
         } catch {
-            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: .storageError)
         }
         return .json(await object(session))
     }
@@ -131,7 +131,7 @@ struct ConversationRoutes: Sendable {
             _ = try await sessions.delete(session.id)
             try await archive.store.deleteConversationMetadata(id)
         } catch {
-            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: "storage_error")
+            throw OpenAIError(status: 500, message: "\(error)", type: "server_error", code: .storageError)
         }
         return .json(DeletedConversation(id: id))
     }

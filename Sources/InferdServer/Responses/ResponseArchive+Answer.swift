@@ -77,7 +77,7 @@ extension ResponseArchive {
             }
             return outcome
                 ?? GenerationOutcome(
-                    failure: .serviceUnavailable("the response ended without a result", code: "server_error"))
+                    failure: .serviceUnavailable("the response ended without a result", code: .serverError))
         }
     }
 }

@@ -13,7 +13,7 @@ import Timekeeping
 struct ResponseArchive: Sendable {
     static let interruptedMessage =
         "the server stopped while this response was running; it was not run again (no automatic retry)"
-    static let interruptedCode = "server_stopped"
+    static let interruptedCode = ErrorCode.serverStopped
 
     /// How often a replica looks in a shared store for what another replica asked or finished: a
     /// cancel sent elsewhere for a background response it runs, or the end of a response that
@@ -68,11 +68,11 @@ struct ResponseArchive: Sendable {
         else {
             throw OpenAIError(
                 status: 404, message: "No response found with id '\(id)'.", type: "invalid_request_error",
-                param: param, code: "response_not_found")
+                param: param, code: .responseNotFound)
         }
         if stored.interrupted {
             record.response.status = "failed"
-            record.response.error = .init(code: Self.interruptedCode, message: Self.interruptedMessage)
+            record.response.error = .init(code: Self.interruptedCode.rawValue, message: Self.interruptedMessage)
             if record.started {
                 record.response.output = record.response.output.map { item in
                     var i = item

@@ -84,7 +84,7 @@ struct ResponseFinisher: Sendable {
         case .failed(let e):
             record = run.finish(text: "") { o in
                 o.status = "failed"
-                o.error = .init(code: e.code, message: e.message)
+                o.error = .init(code: e.code.rawValue, message: e.message)
             }
         }
         var stored = record

@@ -43,7 +43,7 @@ enum ResponsesParameterPolicy {
     static func check(_ fields: OpenAIFields) throws(OpenAIError) {
         let keys = fields.values.keys.sorted()
         if let unknown = keys.first(where: { !supported.contains($0) && !ignored.contains($0) && refused[$0] == nil }) {
-            throw .invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+            throw .invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: .unknownParameter)
         }
         for key in keys {
             guard let refusal = refused[key], let value = fields.values[key] else { continue }

@@ -30,7 +30,7 @@ package struct ResponsesRequest: Sendable {
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
         guard let model = try f.string("model") else {
-            throw .invalid("you must provide a model parameter", param: "model", code: "missing_required_parameter")
+            throw .invalid("you must provide a model parameter", param: "model", code: .missingRequiredParameter)
         }
         self.model = model
         instructions = try f.string("instructions")
@@ -77,7 +77,7 @@ package struct ResponsesRequest: Sendable {
         case .object(let o):
             guard let id = try OpenAIFields(o, path: "conversation").string("id") else {
                 throw .invalid(
-                    "conversation.id is required", param: "conversation.id", code: "missing_required_parameter")
+                    "conversation.id is required", param: "conversation.id", code: .missingRequiredParameter)
             }
             return id
         default: throw f.typeError("conversation", "a string or an object with an id", raw)
@@ -87,7 +87,7 @@ package struct ResponsesRequest: Sendable {
     /// `input`: a string (one user message) or a list of message items.
     static func input(_ f: OpenAIFields) throws(OpenAIError) -> [ResponseItem] {
         guard let raw = f["input"] else {
-            throw .invalid("input is required", param: "input", code: "missing_required_parameter")
+            throw .invalid("input is required", param: "input", code: .missingRequiredParameter)
         }
         switch raw {
         case .string(let s):
@@ -106,12 +106,12 @@ package struct ResponsesRequest: Sendable {
     /// One message item: `{"type"?: "message", "role", "content"}` with string content or text parts.
     static func message(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ResponseItem {
         guard case .object(let o) = item else {
-            throw .invalid("\(path) must be an object, got \(item.typeName)", param: path, code: "invalid_type")
+            throw .invalid("\(path) must be an object, got \(item.typeName)", param: path, code: .invalidType)
         }
         let m = OpenAIFields(o, path: path)
         if let unknown = o.keys.sorted().first(where: { !["type", "role", "content", "id", "status"].contains($0) }) {
             throw .invalid(
-                "Unknown parameter: '\(m.name(unknown))'.", param: m.name(unknown), code: "unknown_parameter")
+                "Unknown parameter: '\(m.name(unknown))'.", param: m.name(unknown), code: .unknownParameter)
         }
         let type = try m.string("type") ?? "message"
         guard type == "message" else {
@@ -119,14 +119,14 @@ package struct ResponsesRequest: Sendable {
                 "\(path).type '\(type)': only message items are supported", param: m.name("type"))
         }
         guard let role = try m.string("role") else {
-            throw .invalid("\(path).role is required", param: m.name("role"), code: "missing_required_parameter")
+            throw .invalid("\(path).role is required", param: m.name("role"), code: .missingRequiredParameter)
         }
         guard ["user", "assistant", "system", "developer"].contains(role) else {
             throw .invalid(
                 "\(path).role must be user, assistant, system or developer, got '\(role)'", param: m.name("role"))
         }
         guard let content = m["content"] else {
-            throw .invalid("\(path).content is required", param: m.name("content"), code: "missing_required_parameter")
+            throw .invalid("\(path).content is required", param: m.name("content"), code: .missingRequiredParameter)
         }
         let text: String
         switch content {
@@ -137,7 +137,7 @@ package struct ResponsesRequest: Sendable {
             for (i, part) in parts.enumerated() {
                 let partPath = "\(path).content[\(i)]"
                 guard case .object(let po) = part else {
-                    throw .invalid("\(partPath) must be an object", param: partPath, code: "invalid_type")
+                    throw .invalid("\(partPath) must be an object", param: partPath, code: .invalidType)
                 }
                 let p = OpenAIFields(po, path: partPath)
                 let partType = try p.string("type") ?? ""
@@ -148,7 +148,7 @@ package struct ResponsesRequest: Sendable {
                 }
                 guard let t = try p.string("text") else {
                     throw .invalid(
-                        "\(partPath).text is required", param: p.name("text"), code: "missing_required_parameter")
+                        "\(partPath).text is required", param: p.name("text"), code: .missingRequiredParameter)
                 }
                 out += t
             }
@@ -156,7 +156,7 @@ package struct ResponsesRequest: Sendable {
         default:
             throw .invalid(
                 "\(path).content must be a string or a list of text parts, got \(content.typeName)",
-                param: m.name("content"), code: "invalid_type")
+                param: m.name("content"), code: .invalidType)
         }
         return .input(role: role, text: text)
     }
@@ -188,7 +188,7 @@ package struct ResponsesRequest: Sendable {
         guard let text = try f.object("text") else { return nil }
         if let unknown = text.values.keys.sorted().first(where: { !["format", "verbosity"].contains($0) }) {
             throw .invalid(
-                "Unknown parameter: '\(text.name(unknown))'.", param: text.name(unknown), code: "unknown_parameter")
+                "Unknown parameter: '\(text.name(unknown))'.", param: text.name(unknown), code: .unknownParameter)
         }
         if let verbosity = try text.string("verbosity"), verbosity != "medium" {
             throw .unsupported("text.verbosity '\(verbosity)' is not supported", param: "text.verbosity")
@@ -197,7 +197,7 @@ package struct ResponsesRequest: Sendable {
         let known = ["type", "name", "schema", "strict", "description"]
         if let unknown = format.values.keys.sorted().first(where: { !known.contains($0) }) {
             throw .invalid(
-                "Unknown parameter: '\(format.name(unknown))'.", param: format.name(unknown), code: "unknown_parameter")
+                "Unknown parameter: '\(format.name(unknown))'.", param: format.name(unknown), code: .unknownParameter)
         }
         let type = try format.string("type") ?? ""
         switch type {
@@ -211,7 +211,7 @@ package struct ResponsesRequest: Sendable {
             _ = try format.string("description")
             guard let schema = format.orderedValue("schema"), format["schema"] != nil else {
                 throw .invalid(
-                    "text.format.schema is required", param: "text.format.schema", code: "missing_required_parameter")
+                    "text.format.schema is required", param: "text.format.schema", code: .missingRequiredParameter)
             }
             return FormatField(
                 kind: .jsonSchema, schema: schema, param: "text.format.schema")

@@ -13,7 +13,7 @@ extension ResponsesRoutes {
         if let unknown = request.query.keys.sorted().first(where: {
             !["stream", "starting_after", "include", "include_obfuscation"].contains($0)
         }) {
-            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: "unknown_parameter")
+            throw OpenAIError.invalid("Unknown parameter: '\(unknown)'.", param: unknown, code: .unknownParameter)
         }
         if let include = request.query["include"], !include.isEmpty {
             throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
@@ -61,7 +61,7 @@ extension ResponsesRoutes {
         if !record.response.isFinished {
             throw OpenAIError(
                 status: 409, message: "response \(id) is still \(record.response.status); cancel it first",
-                type: "invalid_request_error", param: "response_id", code: "response_in_progress")
+                type: "invalid_request_error", param: "response_id", code: .responseInProgress)
         }
         do {
             try await archive.store.delete(id)
@@ -105,7 +105,7 @@ extension ResponsesRoutes {
         guard record.response.background else {
             throw OpenAIError.invalid(
                 "only background responses can be cancelled; a foreground response stops when its client disconnects",
-                param: "response_id", code: "not_background")
+                param: "response_id", code: .notBackground)
         }
         if let task = archive.live.task(id) {
             task.cancel()
@@ -124,7 +124,7 @@ extension ResponsesRoutes {
                     status: 504,
                     message:
                         "response \(id) runs on another replica, which has not confirmed the cancel yet; the request stands, retry to see its state",
-                    type: "server_error", param: "response_id", code: "cancel_pending")
+                    type: "server_error", param: "response_id", code: .cancelPending)
             }
             return .json(final.response)
         }

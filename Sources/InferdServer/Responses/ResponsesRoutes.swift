@@ -83,7 +83,7 @@ struct ResponsesRoutes: Sendable {
             guard record.response.isFinished else {
                 throw OpenAIError.invalid(
                     "previous response \(previous) is still \(record.response.status); wait until it has finished",
-                    param: "previous_response_id", code: "response_in_progress")
+                    param: "previous_response_id", code: .responseInProgress)
             }
             history = record.history
         }

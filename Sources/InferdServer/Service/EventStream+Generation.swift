@@ -48,7 +48,8 @@ extension EventStream {
         send(
             .error,
             ErrorEvent(
-                requestId: requestID, error: .init(message: error.message, type: error.type, code: error.code)))
+                requestId: requestID, error: .init(message: error.message, type: error.type, code: error.code.rawValue))
+        )
     }
 
     /// One event by its name, with its payload in the wire encoding.

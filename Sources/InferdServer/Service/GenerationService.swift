@@ -133,7 +133,7 @@ final class GenerationService: Sendable {
         let answer = HTTPError(error)
         switch error {
         case .serverBusy, .queueTimeout, .upstreamUnavailable:
-            logger.info("generation refused", ["request_id": requestID, "code": answer.code])
+            logger.info("generation refused", ["request_id": requestID, "code": answer.code.rawValue])
         default:
             countFailure(requestID: requestID, error: "\(error)")
         }

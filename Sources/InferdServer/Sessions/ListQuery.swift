@@ -22,25 +22,25 @@ struct ListQuery: Sendable, Equatable {
         if let unknown = query.keys.filter({ !["limit", "after", "order"].contains($0) }).sorted().first {
             throw .badRequest(
                 "unknown query parameter '\(unknown)'; this list takes limit, after and order",
-                code: "unknown_parameter", param: unknown)
+                code: .unknownParameter, param: unknown)
         }
         if let raw = query["limit"] {
             guard let n = Int(raw), n >= 1, n <= Self.maxLimit else {
                 throw .badRequest(
-                    "limit must be an integer from 1 to \(Self.maxLimit), got '\(raw)'", code: "invalid_value",
+                    "limit must be an integer from 1 to \(Self.maxLimit), got '\(raw)'", code: .invalidValue,
                     param: "limit")
             }
             limit = n
         }
         if let raw = query["after"] {
             guard !raw.isEmpty else {
-                throw .badRequest("after must be the id of an item", code: "invalid_value", param: "after")
+                throw .badRequest("after must be the id of an item", code: .invalidValue, param: "after")
             }
             after = raw
         }
         if let raw = query["order"] {
             guard let o = Order(rawValue: raw) else {
-                throw .badRequest("order must be asc or desc, got '\(raw)'", code: "invalid_value", param: "order")
+                throw .badRequest("order must be asc or desc, got '\(raw)'", code: .invalidValue, param: "order")
             }
             order = o
         }
@@ -54,7 +54,7 @@ struct ListQuery: Sendable, Equatable {
         if let after {
             guard let i = ordered.firstIndex(where: { id($0) == after }) else {
                 throw .badRequest(
-                    "after names no item of this list: '\(after)'", code: "invalid_value", param: "after")
+                    "after names no item of this list: '\(after)'", code: .invalidValue, param: "after")
             }
             start = i + 1
         }

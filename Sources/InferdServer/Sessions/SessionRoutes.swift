@@ -42,7 +42,7 @@ struct SessionRoutes: Sendable {
         guard sessions.count(ownedBy: owner) < maxSessionsPerKey else {
             throw HTTPError.tooManyRequests(
                 "this API key already has \(maxSessionsPerKey) sessions, the most allowed; delete one first",
-                code: "session_limit")
+                code: .sessionLimit)
         }
         let session: Session
         do {

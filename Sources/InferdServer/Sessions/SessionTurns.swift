@@ -43,7 +43,7 @@ struct SessionTurns: Sendable {
         backend: any GenerationBackend, names: FieldNames = .native
     ) async throws(HTTPError) -> TurnRequest {
         guard !prompt.isEmpty else {
-            throw .badRequest("prompt must not be empty", code: "invalid_request", param: names.prompt)
+            throw .badRequest("prompt must not be empty", code: .invalidRequest, param: names.prompt)
         }
         let base = session.options.flatMap {
             try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
@@ -64,7 +64,7 @@ struct SessionTurns: Sendable {
         guard turns < maxTurns else {
             throw .conflict(
                 "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
-                code: "session_full")
+                code: .sessionFull)
         }
         let turn = TurnRequest(
             id: id, prompt: prompt, onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
@@ -111,7 +111,7 @@ struct SessionTurns: Sendable {
             guard let backend else {
                 throw .badRequest(
                     "\(f.param): a session's default options cannot hold a format; give it in each turn's options",
-                    code: "unsupported", param: f.param)
+                    code: .unsupported, param: f.param)
             }
             constraint = try f.constraint(backend: backend)
         }
@@ -141,6 +141,6 @@ struct SessionTurns: Sendable {
         guard sessions.environment.store.isShared, await session.runsElsewhere(requestID) else { return }
         throw .conflict(
             "\(requestID.map { "request \($0)" } ?? "a turn of session \(session.id)") runs on another server; send the cancel to the server that runs it (route by session id)",
-            code: "running_on_another_server")
+            code: .runningOnAnotherServer)
     }
 }
