@@ -33,6 +33,26 @@ public final class SingleFlightBackend: GenerationBackend {
         wrapped = backend
     }
 
+    /// The wrapper over `backend`: the one already made for that instance while it lives, so
+    /// every server over one backend shares its generations in flight (as the engine's own
+    /// single-flight did), else a new one.
+    public static func over(_ backend: any GenerationBackend) -> SingleFlightBackend {
+        let id = ObjectIdentifier(backend as AnyObject)
+        return wrappers.withLock { wrappers in
+            if let existing = wrappers[id]?.wrapper { return existing }
+            wrappers = wrappers.filter { $0.value.wrapper != nil }
+            let wrapper = SingleFlightBackend(wrapping: backend)
+            wrappers[id] = Weak(wrapper: wrapper)
+            return wrapper
+        }
+    }
+
+    /// A wrapper holds its backend, so while it lives no other object takes the backend's identity.
+    private struct Weak {
+        weak var wrapper: SingleFlightBackend?
+    }
+    private static let wrappers = Locked<[ObjectIdentifier: Weak]>([:])
+
     /// Requests that started a shared generation.
     public var startedCount: Int { counts.withLock { $0.started } }
     /// Requests served by joining a generation already in flight.

@@ -128,7 +128,7 @@ public final class ModelHost: Sendable {
     public func finish(_ newState: State) {
         var shared: (any GenerationBackend)?
         if case .ready(let backend) = newState {
-            shared = singleFlight ? SingleFlightBackend(wrapping: backend) : backend
+            shared = singleFlight ? SingleFlightBackend.over(backend) : backend
         }
         state.withLock { $0 = (newState, shared) }
     }

@@ -173,3 +173,14 @@ struct StubConstraint: GenerationConstraint {
     let identity: String
     func makeProcessor() -> any LogitsProcessor { fatalError("a stub constraint is never run") }
 }
+
+/// One wrapper per backend instance, as the engine's own single-flight was one per engine: two
+/// servers over one backend share its generations in flight.
+@Suite struct SingleFlightWrapperIdentityTests {
+    @Test func oneBackendHasOneWrapperWhileItLives() {
+        let backend = ScriptedBackend(reply: "ok")
+        let first = SingleFlightBackend.over(backend)
+        #expect(SingleFlightBackend.over(backend) === first)
+        #expect(SingleFlightBackend.over(ScriptedBackend(reply: "ok")) !== first)
+    }
+}
