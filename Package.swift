@@ -60,7 +60,7 @@ let package = Package(
         // Knows nothing of HTTP or JSON wire formats.
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
-        .target(name: "Backend", dependencies: ["Engine", "GenerationVocabulary"]),
+        .target(name: "Backend", dependencies: ["Engine", "GenerationVocabulary", "Telemetry"]),
         // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
         // server, another inferd) over libcurl, streaming its deltas back as snapshots.
         .target(
@@ -113,6 +113,7 @@ let package = Package(
                 "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "RemoteBackend", "Sessions",
                 "StructuredOutput", "TestSupport",
             ]),
+        .testTarget(name: "BackendTests", dependencies: ["Backend", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(
             name: "RemoteBackendTests",
             dependencies: ["Backend", "Engine", "RemoteBackend", "StructuredOutput", "Telemetry", "TestSupport"]),

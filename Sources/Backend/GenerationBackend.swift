@@ -5,7 +5,8 @@ import GenerationVocabulary
 /// messages) or a raw prompt goes in, with options and limits, and events and a result come
 /// out. The routes, the generation service and sessions talk to this and nothing below it, so
 /// another backend (a remote engine, a scripted one in tests) replaces the local engine without
-/// touching them. `InferenceEngine` + its chat template + single-flight is the local one.
+/// touching them. `InferenceEngine` + its chat template is the local one; `SingleFlightBackend`
+/// wraps any of them to share identical generations in flight.
 public protocol GenerationBackend: Sendable {
     /// The served model's name, and every other name a client may use for it.
     var modelName: String { get }
@@ -26,18 +27,11 @@ public protocol GenerationBackend: Sendable {
     /// Throws `serverBusy` when no further generation would be admitted now.
     func checkCapacity() throws(GenerationError)
 
-    /// Hands a generation over and returns at once (a full queue throws `serverBusy`).
-    /// `sharing: true` lets a deterministic request share an identical generation in flight,
-    /// joined or started when the result is awaited.
+    /// Hands a generation over and returns at once (a full queue throws `serverBusy`); its
+    /// `result()` is the one way to consume it. The awaiting Task's cancellation stops it.
     func submit(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration
-
-    /// Runs a generation to its end; returns only once the backend has stopped working on it.
-    /// The awaiting Task's cancellation stops it.
-    func generate(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult
 
     /// Kept KV caches, when the backend can keep one between a session's turns; nil when it
     /// cannot, and each turn then runs the whole transcript again.
@@ -54,4 +48,12 @@ public protocol GenerationBackend: Sendable {
 
 extension GenerationBackend {
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? { nil }
+
+    /// Submits a generation and awaits it: returns only once the backend has stopped working on
+    /// it. The awaiting Task's cancellation stops it.
+    public func generate(
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    ) async throws(GenerationError) -> GenerationResult {
+        try await submit(request, onEvent: onEvent).result()
+    }
 }

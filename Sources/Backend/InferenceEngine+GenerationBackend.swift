@@ -2,7 +2,7 @@ import Engine
 import Foundation
 import GenerationVocabulary
 
-/// The local backend: the engine in this process, its chat template and single-flight.
+/// The local backend: the engine in this process and its chat template.
 extension InferenceEngine: GenerationBackend {
     /// The file's name without its extension, besides the model's own name.
     public var modelAliases: Set<String> {
@@ -32,26 +32,12 @@ extension InferenceEngine: GenerationBackend {
     }
 
     public func submit(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
-        let request = try generationRequest(request)
-        if sharing && isShareable(request) {
-            // Only capacity is checked now: whether it joins or starts one is decided when awaited.
-            try runner.checkCapacity()
-            return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
-                try await self.generate(request, sharing: true, onEvent: onEvent)
-            }
-        }
-        let ticket = try submit(request, onEvent: onEvent)
+        let ticket = try submit(try generationRequest(request), onEvent: onEvent)
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
             try await ticket.result()
         }
-    }
-
-    public func generate(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult {
-        try await generate(try generationRequest(request), sharing: sharing, onEvent: onEvent)
     }
 
     /// The engine's token-level request: the prompt's ids as `prepare` rendered them.

@@ -1,9 +1,8 @@
 import GenerationVocabulary
 
 /// A generation handed to a backend that its requester will await: already holding a place or
-/// waiting for one, or one it may share with identical requests in flight (joined or started
-/// when awaited). The awaiting Task's cancellation stops it (a shared one only when its last
-/// requester goes).
+/// waiting for one, or one it shares with identical requests in flight (`SingleFlightBackend`).
+/// The awaiting Task's cancellation stops it (a shared one only when its last requester goes).
 public struct PendingGeneration: Sendable {
     private let run: @Sendable () async throws(GenerationError) -> GenerationResult
 

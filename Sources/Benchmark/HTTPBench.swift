@@ -140,7 +140,7 @@ enum HTTPBench {
         // The load streams are identical greedy requests: shared, they would measure one stream.
         config.singleFlight = false
         let logger = Logger(label: "bench", minimumLevel: .warning)
-        let host = ModelHost()
+        let host = ModelHost(singleFlight: config.singleFlight)
         host.finish(.ready(try InferenceEngine(path: modelPath, threads: threads, kvCacheType: kvCacheType)))
         defer { host.backend?.shutdown() }
         let app = InferdApp(configuration: config, host: host, logger: logger, metrics: Metrics())

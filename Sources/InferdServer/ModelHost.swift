@@ -9,6 +9,10 @@ import Timekeeping
 
 /// Holds the served model through its life: loading (the server already listens), ready, or
 /// failed. Loading runs on a thread of its own so the HTTP side answers `/health` meanwhile.
+///
+/// With single-flight on, the ready backend is wrapped once in a `SingleFlightBackend`, and
+/// stateless generations get the wrapper (`backend`, `requireBackend`); a session's turns get the
+/// backend itself (`requireSessionBackend`), since a turn holding its KV sequence never shares.
 public final class ModelHost: Sendable {
     public enum State: Sendable {
         case loading
@@ -16,27 +20,42 @@ public final class ModelHost: Sendable {
         case failed(String)
     }
 
-    private let state = Locked<State>(.loading)
+    /// The state as set, and the backend stateless generations use (the ready one, wrapped when
+    /// single-flight is on).
+    private let state = Locked<(State, shared: (any GenerationBackend)?)>((.loading, nil))
+    private let singleFlight: Bool
 
-    public init() {}
-
-    public var current: State { state.withLock { $0 } }
-
-    /// The backend once the model is ready.
-    public var backend: (any GenerationBackend)? {
-        if case .ready(let e) = current { return e }
-        return nil
+    /// `singleFlight` wraps the ready backend in a `SingleFlightBackend` for stateless generations.
+    public init(singleFlight: Bool = true) {
+        self.singleFlight = singleFlight
     }
 
-    /// The backend, or 503 while the model is still loading (or failed to load).
+    public var current: State { state.withLock { $0.0 } }
+
+    /// The backend stateless generations use once the model is ready (with single-flight on,
+    /// the wrapper sharing identical ones).
+    public var backend: (any GenerationBackend)? {
+        state.withLock { $0.shared }
+    }
+
+    /// The backend for stateless generations, or 503 while the model is still loading (or failed
+    /// to load).
     func requireBackend() throws(HTTPError) -> any GenerationBackend {
+        let (current, shared) = state.withLock { $0 }
         switch current {
-        case .ready(let backend): return backend
+        case .ready(let backend): return shared ?? backend
         case .loading:
             throw .serviceUnavailable("the model is still loading; retry shortly", code: .modelLoading)
         case .failed(let why):
             throw .serviceUnavailable("the model failed to load: \(why)", code: .modelUnavailable)
         }
+    }
+
+    /// The backend itself, never the single-flight wrapper (a session's turns go there), or 503
+    /// while the model is still loading (or failed to load).
+    func requireSessionBackend() throws(HTTPError) -> any GenerationBackend {
+        let backend = try requireBackend()
+        return (backend as? SingleFlightBackend)?.wrapped ?? backend
     }
 
     /// Starts loading `path` in the background and returns at once. `admission` bounds the
@@ -108,6 +127,10 @@ public final class ModelHost: Sendable {
 
     /// Sets the state directly (tests, and `generate`, which loads in the foreground).
     public func finish(_ newState: State) {
-        state.withLock { $0 = newState }
+        var shared: (any GenerationBackend)?
+        if case .ready(let backend) = newState {
+            shared = singleFlight ? SingleFlightBackend.over(backend) : backend
+        }
+        state.withLock { $0 = (newState, shared) }
     }
 }

@@ -83,7 +83,7 @@ enum ServeCommand {
             logger.error("chat template unusable", ["chat_template": config.chatTemplate, "error": "\(error)"])
             return 1
         }
-        let host = ModelHost()
+        let host = ModelHost(singleFlight: config.singleFlight)
         let app = InferdApp(
             configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions,
             responses: responses, clock: clock)

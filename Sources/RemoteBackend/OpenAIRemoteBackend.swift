@@ -31,8 +31,6 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     let logger: Logger
     let metrics: Metrics
     let dispatcher: UpstreamDispatcher
-    /// Identical deterministic generations in flight share one upstream request (`sharing: true`).
-    let singleFlight = RemoteSingleFlight()
     /// Upstream health, driven by `startHealthChecks` and by requests that found one unreachable.
     let health: Locked<UpstreamHealth>
     private struct State {
@@ -116,16 +114,9 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     /// added time to first token). Events before the caller listens are its to keep (see
     /// `GenerationEventRelay`); the awaiting Task's cancellation stops the generation.
     public func submit(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         let (path, body) = try Self.requestBody(request, model: modelName)
-        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
-            // Only capacity is checked here: it joins an identical generation in flight or starts one.
-            try checkCapacity()
-            return Self.startNow { () async throws(GenerationError) -> GenerationResult in
-                try await self.shared(key, request, path: path, body: body, onEvent: onEvent)
-            }
-        }
         let ticket = try enter(request, onEvent: onEvent)
         return Self.startNow { () async throws(GenerationError) -> GenerationResult in
             try await self.run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
@@ -153,31 +144,6 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
                 started.task.cancel()
             }.get()
         }
-    }
-
-    public func generate(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult {
-        let (path, body) = try Self.requestBody(request, model: modelName)
-        if sharing, let key = RemoteSingleFlight.key(request, path: path, body: body) {
-            return try await shared(key, request, path: path, body: body, onEvent: onEvent)
-        }
-        let ticket = try enter(request, onEvent: onEvent)
-        return try await run(request, ticket: ticket, path: path, body: body, onEvent: onEvent)
-    }
-
-    /// Joins the identical generation in flight, or starts one that takes its own place.
-    private func shared(
-        _ key: String, _ request: BackendRequest, path: String, body: Data,
-        onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult {
-        let run: RemoteSingleFlight.Run = { publish async throws(GenerationError) -> GenerationResult in
-            let ticket = try self.enter(request, onEvent: publish)
-            return try await self.run(request, ticket: ticket, path: path, body: body, onEvent: publish)
-        }
-        return try await singleFlight.generate(
-            key: key, label: request.label, promptTokens: request.prompt.tokenCount, run: run, onEvent: onEvent
-        ).get()
     }
 
     /// Takes a place on an upstream or in the queue, or throws (busy, every upstream down, shut down).

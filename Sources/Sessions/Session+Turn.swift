@@ -114,7 +114,7 @@ extension Session {
         let result: Result<GenerationResult, GenerationError>
         do {
             result = .success(
-                try await model.generate(generation, sharing: true) { event in gate.publish(event) })
+                try await model.generate(generation) { event in gate.publish(event) })
         } catch {
             result = .failure(error)
         }

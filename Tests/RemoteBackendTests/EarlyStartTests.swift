@@ -27,13 +27,18 @@ extension RemoteEndToEnd {
             return BackendRequest(prompt: prompt, maxTokens: 16, sampling: .greedy, stop: [], label: "t")
         }
 
+        /// The backend itself, or the single-flight wrapper over it.
+        static func submitter(_ b: OpenAIRemoteBackend, sharing: Bool) -> any GenerationBackend {
+            sharing ? SingleFlightBackend(wrapping: b) : b
+        }
+
         /// Both paths: a request of its own, and a greedy one that may share (single-flight).
         @Test(arguments: [false, true])
         func theUpstreamRequestLeavesAtSubmitNotWhenAwaited(sharing: Bool) async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = backend(upstream.url("ok"))
-            let pending = try b.submit(request(b), sharing: sharing) { _ in }
+            let pending = try Self.submitter(b, sharing: sharing).submit(request(b)) { _ in }
             let sent = await eventually(timeout: .seconds(3)) { (try? upstream.stats().requests) == 1 }
             #expect(sent, "the upstream had no request while the generation was not awaited yet")
             let result = try await pending.result()
@@ -47,7 +52,7 @@ extension RemoteEndToEnd {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = backend(upstream.url("hold"))
-            let pending = try b.submit(request(b), sharing: sharing) { _ in }
+            let pending = try Self.submitter(b, sharing: sharing).submit(request(b)) { _ in }
             #expect(await eventually { (try? upstream.stats().open) == 1 })
             let task = Task { try await pending.result() }
             try await Task.sleep(for: .milliseconds(50))
@@ -65,7 +70,7 @@ extension RemoteEndToEnd {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = backend(upstream.url("hold"))
-            var pending: PendingGeneration? = try b.submit(request(b), sharing: sharing) { _ in }
+            var pending: PendingGeneration? = try Self.submitter(b, sharing: sharing).submit(request(b)) { _ in }
             #expect(pending != nil)
             #expect(await eventually { (try? upstream.stats().open) == 1 })
             pending = nil

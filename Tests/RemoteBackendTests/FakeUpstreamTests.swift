@@ -45,7 +45,7 @@ extension RemoteEndToEnd {
             GenerationResult, GenerationError
         > {
             do {
-                return .success(try await b.generate(r, sharing: false, onEvent: { events.append($0) }))
+                return .success(try await b.generate(r, onEvent: { events.append($0) }))
             } catch {
                 return .failure(error)
             }

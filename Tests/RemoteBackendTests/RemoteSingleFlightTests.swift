@@ -6,16 +6,16 @@ import TestSupport
 import Testing
 
 extension RemoteEndToEnd {
-    /// Single-flight over a remote engine: identical deterministic generations share one upstream
-    /// request; cancellation keeps each request's contract.
+    /// The single-flight wrapper over a remote engine: identical deterministic generations share
+    /// one upstream request; cancellation keeps each request's contract.
     @Suite(.serialized) struct RemoteSingleFlightTests {
         let helper = FakeUpstreamTests()
 
         func run(
-            _ b: OpenAIRemoteBackend, _ r: BackendRequest, events: FakeUpstreamTests.Events
+            _ b: SingleFlightBackend, _ r: BackendRequest, events: FakeUpstreamTests.Events
         ) async -> Result<GenerationResult, GenerationError> {
             do {
-                return .success(try await b.generate(r, sharing: true, onEvent: { events.append($0) }))
+                return .success(try await b.generate(r, onEvent: { events.append($0) }))
             } catch {
                 return .failure(error)
             }
@@ -25,15 +25,16 @@ extension RemoteEndToEnd {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = helper.backend([upstream.url("hold")], idle: 5)
+            let flight = SingleFlightBackend(wrapping: b)
             let r = helper.request(b)
             let leaderEvents = FakeUpstreamTests.Events()
-            let leader = Task { await run(b, r, events: leaderEvents) }
+            let leader = Task { await run(flight, r, events: leaderEvents) }
             let held = GenerationEvent.snapshot(content: "held", completionTokens: 1)
             #expect(await eventually { leaderEvents.all.contains(held) })
             var joining = r
             joining.label = "joiner"
             let joinerEvents = FakeUpstreamTests.Events()
-            let joiner = Task { await run(b, joining, events: joinerEvents) }
+            let joiner = Task { await run(flight, joining, events: joinerEvents) }
             // Brought up to date at once: the leader's started event and latest snapshot.
             #expect(await eventually { joinerEvents.all.contains(held) })
             guard case .started = joinerEvents.all.first else {
@@ -42,6 +43,7 @@ extension RemoteEndToEnd {
             }
             #expect(try upstream.stats().requests == 1)
             #expect(b.activeGenerations == 1)
+            #expect(flight.joinedCount == 1 && flight.startedCount == 1)
 
             // The leader leaves: it ends at once, the shared request goes on for the joiner.
             leader.cancel()
@@ -64,6 +66,7 @@ extension RemoteEndToEnd {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = helper.backend([upstream.url("hold")], idle: 5)
+            let flight = SingleFlightBackend(wrapping: b)
             var sampling = SamplingOptions()
             sampling.temperature = 0.7
             sampling.seed = nil
@@ -74,8 +77,8 @@ extension RemoteEndToEnd {
                 let e1 = FakeUpstreamTests.Events()
                 let e2 = FakeUpstreamTests.Events()
                 let before = try upstream.stats().requests
-                let t1 = Task { await run(b, r, events: e1) }
-                let t2 = Task { await run(b, r, events: e2) }
+                let t1 = Task { await run(flight, r, events: e1) }
+                let t2 = Task { await run(flight, r, events: e2) }
                 #expect(await eventually { !e1.all.isEmpty && !e2.all.isEmpty })
                 #expect(await eventually { (try? upstream.stats().requests) == before + 2 })
                 t1.cancel()

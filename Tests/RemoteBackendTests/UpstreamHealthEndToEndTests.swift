@@ -38,7 +38,7 @@ extension RemoteEndToEnd {
             _ b: OpenAIRemoteBackend, _ r: BackendRequest, events: FakeUpstreamTests.Events = .init()
         ) async -> Result<GenerationResult, GenerationError> {
             do {
-                return .success(try await b.generate(r, sharing: false, onEvent: { events.append($0) }))
+                return .success(try await b.generate(r, onEvent: { events.append($0) }))
             } catch {
                 return .failure(error)
             }

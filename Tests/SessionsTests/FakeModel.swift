@@ -109,17 +109,10 @@ final class FakeModel: GenerationBackend, KVCacheCapability {
     func checkCapacity() throws(GenerationError) { try runner.checkCapacity() }
 
     func submit(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         let ticket = try runner.submit(Self.tokenLevel(request), onEvent: onEvent)
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in try await ticket.result() }
-    }
-
-    /// Never shares: sessions' requests carry their own sequence, which single-flight never joins.
-    func generate(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult {
-        try await runner.generate(Self.tokenLevel(request), onEvent: onEvent)
     }
 
     /// The runner's request: the ids `prepare` rendered.

@@ -17,6 +17,8 @@ public final class ScriptedBackend: GenerationBackend {
         case event(GenerationEvent)
         /// Waits (a cancellation ends the wait).
         case pause(Duration)
+        /// Waits until `wait` returns (a test's gate: the generation is held there until opened).
+        case hold(@Sendable () async -> Void)
         /// Ends with this reason and the answer so far.
         case finish(FinishReason)
         /// Ends with this error.
@@ -101,16 +103,17 @@ public final class ScriptedBackend: GenerationBackend {
     }
 
     public func submit(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> PendingGeneration {
         try checkCapacity()
         return PendingGeneration { () async throws(GenerationError) -> GenerationResult in
-            try await self.generate(request, sharing: sharing, onEvent: onEvent)
+            try await self.play(request, onEvent: onEvent)
         }
     }
 
-    public func generate(
-        _ request: BackendRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
+    /// Plays the request's script once it is awaited.
+    private func play(
+        _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) async throws(GenerationError) -> GenerationResult {
         try checkCapacity()
         state.withLock {
@@ -143,6 +146,8 @@ public final class ScriptedBackend: GenerationBackend {
                 onEvent(event)
             case .pause(let duration):
                 try? await Task.sleep(for: duration)
+            case .hold(let wait):
+                await wait()
             case .finish(let reason):
                 return result(reason)
             case .fail(let error):

@@ -16,9 +16,6 @@ public final class InferenceEngine: Sendable {
     public let template: ChatTemplate?
     public let model: LlamaModel
     public let runner: GenerationRunner
-    /// Shares one generation between identical deterministic requests in flight.
-    public let singleFlight: SingleFlight
-    private let runCounted: SingleFlight.Run
     /// The vocabulary's token trie for constraints, built on first use (see `InferenceEngine+Constraint`).
     let constraintTrie = Locked<TokenTrie?>(nil)
     /// Constraints by identity, so a schema used again shares its warm automaton.
@@ -70,16 +67,11 @@ public final class InferenceEngine: Sendable {
             endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics,
             prefixCacheBytes: prefixCacheMiB << 20, clock: clock)
-        let runCounted: SingleFlight.Run = { request, onEvent throws(GenerationError) in
-            try await runner.generate(request, onEvent: onEvent)
-        }
         self.runner = runner
-        self.runCounted = runCounted
-        self.singleFlight = SingleFlight(run: runCounted)
     }
 
-    /// Generations the engine holds now, running or waiting for a place (a shared one counts
-    /// once), including ones stopping after a cancel.
+    /// Generations the engine holds now, running or waiting for a place, including ones
+    /// stopping after a cancel.
     public var activeGenerations: Int { runner.activeGenerations }
 
     /// The prompt for a conversation, rendered by the chat template. Special tokens come only
@@ -103,28 +95,12 @@ public final class InferenceEngine: Sendable {
         return [bos] + ids
     }
 
-    /// Generates an answer, sharing it with identical deterministic requests in flight; see
-    /// `GenerationRunner.generate` and `SingleFlight`.
+    /// Generates an answer; see `GenerationRunner.generate`.
     public func generate(
         _ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }
     ) async throws(GenerationError) -> GenerationResult {
-        try await generate(request, sharing: true, onEvent: onEvent)
+        try await runner.generate(request, onEvent: onEvent)
     }
-
-    /// `sharing: false` always computes the request on its own (benchmarks, or single-flight
-    /// turned off).
-    public func generate(
-        _ request: GenerationRequest, sharing: Bool, onEvent: @escaping @Sendable (GenerationEvent) -> Void
-    ) async throws(GenerationError) -> GenerationResult {
-        if sharing {
-            try await singleFlight.generate(request, onEvent: onEvent)
-        } else {
-            try await runCounted(request, onEvent)
-        }
-    }
-
-    /// True when `request` may share a generation with identical ones (see `SingleFlightKey`).
-    public func isShareable(_ request: GenerationRequest) -> Bool { SingleFlightKey(request) != nil }
 
     /// Starts a generation and returns at once; see `GenerationRunner.submit`.
     public func submit(

@@ -9,13 +9,12 @@ import Timekeeping
 
 /// The one path every generation takes, whatever its wire format and whether it is stateless or a
 /// session's turn: limits checked against one `GenerationLimits`, submission to the
-/// `GenerationBackend` (single-flight or its queue, with priority and deadline) or to the session's
+/// `GenerationBackend` (shared by `SingleFlightBackend` or queued, with priority and deadline) or to the session's
 /// queue, then one `GenerationOutcome`, counted by the same metrics and logged by the same
 /// `generation finished` line. Routes translate their wire format to and from it; none of them
 /// repeats a limit check, a metric or an error mapping.
 final class GenerationService: Sendable {
     let limits: GenerationLimits
-    let singleFlight: Bool
     let logger: Logger
     let metrics: Metrics
     /// Where a request's arrival, its deadline and its latencies are read.
@@ -23,7 +22,6 @@ final class GenerationService: Sendable {
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: Metrics, clock: any TimeSource = .system) {
         limits = configuration.generationLimits
-        singleFlight = configuration.singleFlight
         self.logger = logger
         self.metrics = metrics
         self.clock = clock
@@ -64,9 +62,9 @@ final class GenerationService: Sendable {
     }
 
     /// Hands a stateless generation to the backend now (a full queue is 503 `server_busy` with
-    /// `Retry-After`, before any stream starts) and returns it to be run. A request that may share
-    /// an identical generation in flight (single-flight) is only checked for capacity here:
-    /// whether it joins or starts one is decided when it is run. `route` and `arrival` label and
+    /// `Retry-After`, before any stream starts) and returns it to be run. A request that joins an
+    /// identical generation in flight (the host's `SingleFlightBackend`) is only checked for
+    /// capacity here. `route` and `arrival` label and
     /// start the request's latency histograms; `reason` says why it stopped if it is cancelled.
     func admit(
         _ generation: BackendRequest, backend: any GenerationBackend, requestID: String, route: String,
@@ -77,7 +75,7 @@ final class GenerationService: Sendable {
         let relay = GenerationEventRelay()
         let pending: PendingGeneration
         do {
-            pending = try backend.submit(generation, sharing: singleFlight) { event in
+            pending = try backend.submit(generation) { event in
                 latency.observe(event)
                 relay.forward(event)
             }

@@ -88,7 +88,7 @@ struct SessionRoutes: Sendable {
     /// `POST /v1/sessions/{id}/responses`: one turn, answered as JSON or as a native stream.
     func respond(_ request: HTTPRequest) async throws -> HTTPResponse {
         let arrival = turns.generations.now
-        let backend = try host.requireBackend()
+        let backend = try host.requireSessionBackend()
         let session = try await requireSession(request)
         let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)

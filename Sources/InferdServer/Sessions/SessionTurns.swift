@@ -74,8 +74,11 @@ struct SessionTurns: Sendable {
         } catch {
             throw generations.recordFailure(error, requestID: id)
         }
+        // The backend itself, never the single-flight wrapper: a turn holding the session's KV
+        // sequence is never shared.
+        let sessionBackend = try host.requireSessionBackend()
         do {
-            try await sessions.admit(turn, to: session, backend: backend)
+            try await sessions.admit(turn, to: session, backend: sessionBackend)
         } catch {
             var e = HTTPError(error)
             if case .generation(.contextOverflow) = error { e.param = names.prompt }
@@ -129,7 +132,7 @@ struct SessionTurns: Sendable {
     /// Admits an edit to the session's queue and runs it there; a client that leaves while it
     /// waits takes it out of the queue (nothing is applied).
     func edit(_ edit: TranscriptEdit, on session: Session, request: HTTPRequest) async throws -> TurnOutcome {
-        let backend = try host.requireBackend()
+        let backend = try host.requireSessionBackend()
         let turn = TurnRequest.editing(edit, id: request.id, onBusy: session.onBusy)
         try await sessions.admit(turn, to: session, backend: backend)
         return await session.run(turn.id, observer: { _ in }, cancelReason: Self.cancelReason(request.context))

@@ -64,16 +64,4 @@ import Testing
         #expect(boundTogether.content == boundAlone.content)
         #expect(boundTogether.constraintSatisfied == boundAlone.constraintSatisfied)
     }
-
-    @Test func theConstraintIsPartOfTheSingleFlightKey() throws {
-        let engine = try Self.engine.get()
-        let a = try request(engine, "x", maxTokens: 5, grammar: nil)
-        var b = a
-        b.constraint = try engine.constraint(ToyJSONGrammar.grammar, identity: "toy-json")
-        var c = a
-        c.constraint = try engine.constraint(Grammar(rules: ["root": .text("{}")]), identity: "{}")
-        #expect(SingleFlightKey(a) != SingleFlightKey(b))
-        #expect(SingleFlightKey(b) != SingleFlightKey(c))
-        #expect(SingleFlightKey(b) == SingleFlightKey(b))
-    }
 }

@@ -1,9 +1,10 @@
+import Engine
 import Foundation
 
 /// One request's view of a shared generation: forwards its events in order and finishes it
 /// exactly once.
 ///
-/// Events reach a subscriber from two threads: the engine's (each new event) and the joining
+/// Events reach a subscriber from two threads: the backend's (each new event) and the joining
 /// request's (the replay of what it missed). Each delivery carries the whole progress so far, and
 /// the subscriber forwards only what is newer than what it already sent, so whichever comes
 /// first, the request sees `started` once, before any snapshot, and never an older
@@ -51,7 +52,7 @@ final class SingleFlightSubscriber: @unchecked Sendable {
         }
     }
 
-    /// Passes on where the shared generation waits in the engine's queue (not replayed to
+    /// Passes on where the shared generation waits in the backend's queue (not replayed to
     /// later joiners: a position is only news while it holds).
     func deliverQueued(position: Int) {
         lock.lock()

@@ -1,12 +1,14 @@
+import Engine
 import Telemetry
 
-/// One generation serving every identical request that subscribed to it while it ran.
+/// One generation of the wrapped backend serving every identical request that subscribed to it
+/// while it ran.
 ///
-/// It runs in a Task this object owns, like a session owns its turn's Task: no HTTP request
-/// owns it, because any of them may leave while the others stay. Only `leave` cancels it, when
-/// the last subscriber goes; that subscriber stays subscribed until the engine has stopped, so
-/// it still returns only once nothing runs for it (rule 3). A subscriber that leaves while
-/// others remain is finished at once as cancelled.
+/// It is awaited in a Task this object owns, like a session owns its turn's Task: no HTTP
+/// request owns it, because any of them may leave while the others stay. Only `leave` cancels
+/// it, when the last subscriber goes; that subscriber stays subscribed until the backend has
+/// stopped, so it still returns only once nothing runs for it (rule 3). A subscriber that leaves
+/// while others remain is finished at once as cancelled.
 final class SharedGeneration: Sendable {
     struct Snapshot: Sendable {
         /// Counts snapshots from 1, so a subscriber can tell newer from older.
@@ -47,14 +49,23 @@ final class SharedGeneration: Sendable {
         state = Locked(State(subscribers: [first]))
     }
 
-    /// Starts the generation; `onEnd` runs once it has ended, before subscribers are told.
+    /// Hands `request` to `backend` now (so a refusal is known at once, and a backend that starts
+    /// at submit starts now) and awaits it in a Task of its own; `onEnd` runs once it has ended,
+    /// before subscribers are told. A refused submission ends it at once and is rethrown.
     func start(
-        _ request: GenerationRequest, run: @escaping SingleFlight.Run, onEnd: @escaping @Sendable () -> Void
-    ) {
+        _ request: BackendRequest, on backend: any GenerationBackend, onEnd: @escaping @Sendable () -> Void
+    ) throws(GenerationError) {
+        let pending: PendingGeneration
+        do {
+            pending = try backend.submit(request) { [self] event in publish(event) }
+        } catch {
+            end(.failure(error), onEnd: onEnd)
+            throw error
+        }
         let task = Task {
             let outcome: Result<GenerationResult, GenerationError>
             do throws(GenerationError) {
-                outcome = .success(try await run(request) { [self] event in publish(event) })
+                outcome = .success(try await pending.result())
             } catch {
                 outcome = .failure(error)
             }
@@ -97,7 +108,7 @@ final class SharedGeneration: Sendable {
         }
     }
 
-    /// Called on the engine's thread for every event.
+    /// Called on the backend's thread for every event.
     private func publish(_ event: GenerationEvent) {
         if case .queued(let position) = event {
             for subscriber in state.withLock({ $0.subscribers }) { subscriber.deliverQueued(position: position) }
