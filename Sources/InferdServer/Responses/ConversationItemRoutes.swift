@@ -86,21 +86,8 @@ struct ConversationItemRoutes: Sendable {
     /// `order=asc`, as OpenAI's default).
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await session(request)
-        var query: ListQuery
-        do {
-            query = try ListQuery(request.query.filter { $0.key != "include" })
-        } catch {
-            throw OpenAIError(error)
-        }
-        if request.query["order"] == nil { query.order = .desc }
-        let items = await Self.items(of: session)
-        let page: (items: [ResponseItem], hasMore: Bool)
-        do {
-            page = try query.page(of: items, id: \.id)
-        } catch {
-            throw OpenAIError(error)
-        }
-        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
+        let query = try ItemListQuery(request.query)
+        return .json(try query.page(of: await Self.items(of: session)))
     }
 
     func get(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -76,24 +76,12 @@ extension ResponsesRoutes {
     /// (`after`, `limit`, `order`, newest first unless `order=asc`).
     func inputItems(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        var query: ListQuery
-        do {
-            query = try ListQuery(request.query.filter { $0.key != "include" })
-        } catch {
-            throw OpenAIError(error)
-        }
-        if request.query["order"] == nil { query.order = .desc }
+        let query = try ItemListQuery(request.query)
         if let include = request.query["include"], !include.isEmpty {
             throw OpenAIError.unsupported("include is not supported: no extra output is available", param: "include")
         }
         let (record, _) = try await archive.current(id, request)
-        let page: (items: [ResponseItem], hasMore: Bool)
-        do {
-            page = try query.page(of: record.input, id: \.id)
-        } catch {
-            throw OpenAIError(error)
-        }
-        return .json(ListPage(data: page.items, hasMore: page.hasMore, id: \.id))
+        return .json(try query.page(of: record.input))
     }
 
     /// `POST /v1/responses/{id}/cancel`: stops a background response and answers once it has
