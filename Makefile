@@ -79,7 +79,7 @@ format:
 # ComputePoolTests is the compute pool's: under TSan it caught a chunk run twice (800e529).
 TSAN_FILTER ?= ComputePoolTests|HTTPServerTests|GenerationTests|AdmissionRunnerTests|AdmissionQueueTests|SingleFlightTests|SingleFlightCancellationTests|SamplerTests|ServerConfigurationTests|SessionQueueTests|TurnLifecycleTests|KVCacheBudgetTests|TranscriptStoreTests|SessionBehaviorTests|SessionLifecycleTests
 tsan: deps model
-	swift test --sanitize=thread --filter '$(TSAN_FILTER)'
+	swift test --sanitize=thread $(SWIFT_TEST_FLAGS) --filter '$(TSAN_FILTER)'
 
 coverage: deps model
 	swift test --enable-code-coverage
