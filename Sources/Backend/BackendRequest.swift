@@ -18,6 +18,8 @@ public struct BackendRequest: Sendable {
     public var deadline: ContinuousClock.Instant?
     /// An identifier for logs (the request id).
     public var label: String
+    /// Whose work this is: reuse (prefix cache, single-flight) stays within one scope.
+    public var scope = GenerationScope.shared
     /// A kept KV cache to continue, made by the backend's `kvCache` capability; nil starts fresh.
     public var sequence: (any PredictorSequence)?
     /// Structured output: a grammar the answer must follow (made by the backend's

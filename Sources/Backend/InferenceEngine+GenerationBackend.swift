@@ -58,6 +58,7 @@ extension InferenceEngine: GenerationBackend {
             label: r.label)
         request.ignoreEndOfGeneration = r.ignoreEndOfGeneration
         request.priority = r.priority
+        request.scope = r.scope
         request.deadline = r.deadline
         request.constraint = r.constraint
         return request

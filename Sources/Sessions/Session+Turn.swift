@@ -106,6 +106,8 @@ extension Session {
             prompt: planned.prompt, maxTokens: planned.maxTokens, sampling: request.parameters.sampling,
             stop: request.parameters.stop, sequence: sequenceToUse, label: requestID)
         generation.ignoreEndOfGeneration = request.parameters.ignoreEndOfGeneration
+        // The session's owner is its tenant (fair shares); its KV cache is its own anyway.
+        generation.scope = GenerationScope(tenant: owner ?? "")
         generation.priority = request.priority
         generation.deadline = request.deadline
         generation.constraint = request.parameters.constraint

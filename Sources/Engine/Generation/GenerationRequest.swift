@@ -10,6 +10,8 @@ public struct GenerationRequest: Sendable {
     public var sequence: (any PredictorSequence)?
     /// An identifier for logs (the request id).
     public var label: String
+    /// Whose work this is: a kept prefix is reused only by requests of the same scope.
+    public var scope = GenerationScope.shared
     /// Never sample an end-of-generation token (benchmarks and load tests want fixed lengths).
     public var ignoreEndOfGeneration = false
     /// Interactive generations get a place before background ones, and may take a running

@@ -100,7 +100,7 @@ struct ResponsesRoutes: Sendable {
         var generation: BackendRequest
         do {
             generation = try generations.makeRequest(
-                prompt: prompt, options: body.options, backend: backend, label: request.id,
+                prompt: prompt, options: body.options, backend: backend, for: request,
                 names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
         } catch {
             throw OpenAIError(error)

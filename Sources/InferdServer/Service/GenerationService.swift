@@ -41,10 +41,11 @@ final class GenerationService: Sendable {
     }
 
     /// Validates options and the context budget before anything is computed or streamed. Every
-    /// error names its field as `names` spells it for the caller's wire format.
+    /// error names its field as `names` spells it for the caller's wire format. The request is
+    /// labelled with `request`'s id and scoped to its API key's owner (reuse stays within a key).
     func makeRequest(
-        prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend, label: String,
-        names: FieldNames = .native
+        prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend,
+        for request: HTTPRequest, names: FieldNames = .native
     ) throws(HTTPError) -> BackendRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
@@ -55,10 +56,12 @@ final class GenerationService: Sendable {
         } catch {
             throw HTTPError(error, names: names)
         }
-        var request = BackendRequest(prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: label)
-        request.ignoreEndOfGeneration = o.ignoreEos ?? false
-        request.constraint = try o.format?.constraint(backend: backend)
-        return request
+        var generation = BackendRequest(
+            prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: request.id)
+        generation.scope = GenerationScope(tenant: request.context.value(AccessControl.ContextKey.owner) ?? "")
+        generation.ignoreEndOfGeneration = o.ignoreEos ?? false
+        generation.constraint = try o.format?.constraint(backend: backend)
+        return generation
     }
 
     /// Hands a stateless generation to the backend now (a full queue is 503 `server_busy` with
