@@ -16,8 +16,9 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
     /// upstream once) or it answered 429/503. Nothing was generated; try again in about
     /// `retryAfterSeconds` (the upstream's `Retry-After` when it sent one).
     case upstreamUnavailable(String, retryAfterSeconds: Int)
-    /// The upstream refused the request with a 4xx status: its status and message.
-    case upstreamRejected(status: Int, message: String)
+    /// The upstream refused the request (the caller's request, or this server's credentials), with
+    /// its message. Never retried.
+    case upstreamRejected(UpstreamRejection, message: String)
     /// The upstream failed once it had the request: the connection broke, the stream was malformed
     /// or stalled. Never retried (it may have produced output already).
     case upstreamFailed(String)
@@ -33,7 +34,7 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
         case .serverBusy(let n, _): "the server is busy: \(n) requests are already waiting"
         case .queueTimeout: "the request timed out while waiting for the engine"
         case .upstreamUnavailable(let why, _): "the upstream is unavailable: \(why)"
-        case .upstreamRejected(let status, let message): "the upstream refused the request (\(status)): \(message)"
+        case .upstreamRejected(_, let message): "the upstream refused the request: \(message)"
         case .upstreamFailed(let why): "the upstream failed: \(why)"
         }
     }

@@ -190,9 +190,21 @@ extension OpenAIRemoteBackend {
             return .upstreamUnavailable(
                 "it answered \(response.status): \(message)", retryAfterSeconds: response.retryAfterSeconds ?? 1)
         case 400..<500:
-            return .upstreamRejected(status: response.status, message: message)
+            return .upstreamRejected(
+                rejection(for: response.status), message: "it answered \(response.status): \(message)")
         default:
             return .upstreamFailed("it answered \(response.status): \(message)")
+        }
+    }
+
+    /// What a 4xx status means for the caller; the status itself stays in the message.
+    static func rejection(for status: Int) -> UpstreamRejection {
+        switch status {
+        case 401, 403, 407: .credentials
+        case 404: .notFound
+        case 413: .tooLarge
+        case 422: .unprocessable
+        default: .invalidRequest
         }
     }
 

@@ -61,7 +61,7 @@ import Testing
             .contextOverflow(promptTokens: 1, maxTokens: 1, contextLength: 1), .emptyPrompt,
             .invalidOption(name: "temperature", reason: "r"), .computeFailed("f"), .shuttingDown,
             .serverBusy(queueLength: 1, retryAfterSeconds: 1), .queueTimeout,
-            .upstreamUnavailable("u", retryAfterSeconds: 1), .upstreamRejected(status: 422, message: "m"),
+            .upstreamUnavailable("u", retryAfterSeconds: 1), .upstreamRejected(.unprocessable, message: "m"),
             .upstreamFailed("f"),
         ]
         for error in errors {

@@ -71,10 +71,15 @@ import Testing
     @Test func upstreamErrorsMapToTheirStatuses() {
         let busy = HTTPError(GenerationError.upstreamUnavailable("429", retryAfterSeconds: 7))
         #expect(busy.status == 503 && busy.retryAfterSeconds == 7 && busy.code == .upstreamUnavailable)
-        let rejected = HTTPError(GenerationError.upstreamRejected(status: 422, message: "bad schema"))
+        let rejected = HTTPError(GenerationError.upstreamRejected(.unprocessable, message: "bad schema"))
         #expect(
             rejected.status == 422 && rejected.code == .upstreamRejected && rejected.message.contains("bad schema"))
-        #expect(HTTPError(GenerationError.upstreamRejected(status: 401, message: "key")).status == 502)
+        // Each meaning back to the status a client is told; the server's own credentials are not
+        // the client's fault.
+        let statuses = UpstreamRejection.allCases.map {
+            HTTPError(GenerationError.upstreamRejected($0, message: "m")).status
+        }
+        #expect(statuses == [400, 422, 404, 413, 502])
         let failed = HTTPError(GenerationError.upstreamFailed("stalled"))
         #expect(failed.status == 502 && failed.code == .upstreamFailed)
     }

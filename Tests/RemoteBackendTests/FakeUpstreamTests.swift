@@ -1,10 +1,11 @@
 import Backend
 import Engine
 import Foundation
-import RemoteBackend
 import Telemetry
 import TestSupport
 import Testing
+
+@testable import RemoteBackend
 
 extension RemoteEndToEnd {
     /// The remote backend against a scripted upstream: each fault gives the expected result or typed
@@ -276,13 +277,24 @@ extension RemoteEndToEnd {
             }
         }
 
-        @Test func a4xxKeepsItsStatusAndTheUpstreamsMessage() async throws {
+        @Test func a4xxKeepsItsMeaningAndTheUpstreamsMessage() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
             let b = backend([upstream.url("reject")])
             let result = await run(b, request(b))
             #expect(
-                result.failure == .upstreamRejected(status: 400, message: "the upstream does not like this request"))
+                result.failure
+                    == .upstreamRejected(
+                        .invalidRequest, message: "it answered 400: the upstream does not like this request"))
+        }
+
+        @Test func eachRefusalStatusHasItsMeaning() {
+            let meanings = [400, 401, 403, 404, 405, 407, 409, 413, 422].map(OpenAIRemoteBackend.rejection(for:))
+            #expect(
+                meanings == [
+                    .invalidRequest, .credentials, .credentials, .notFound, .invalidRequest, .credentials,
+                    .invalidRequest, .tooLarge, .unprocessable,
+                ])
         }
 
         @Test func aMalformedEventIsAClearFailure() async throws {

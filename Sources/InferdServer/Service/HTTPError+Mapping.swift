@@ -31,13 +31,26 @@ extension HTTPError {
             self.init(
                 status: 503, message: "\(error)", type: "server_error", code: ErrorCode(error),
                 retryAfterSeconds: retryAfter)
-        case .upstreamRejected(let status, _) where [401, 403, 407].contains(status):
+        case .upstreamRejected(.credentials, _):
             // The upstream refused this server's credentials: not the client's fault.
             self.init(status: 502, message: "\(error)", type: "server_error", code: ErrorCode(error))
-        case .upstreamRejected(let status, _):
-            self.init(status: status, message: "\(error)", type: "invalid_request_error", code: ErrorCode(error))
+        case .upstreamRejected(let rejection, _):
+            self.init(
+                status: Self.status(of: rejection), message: "\(error)", type: "invalid_request_error",
+                code: ErrorCode(error))
         case .upstreamFailed:
             self.init(status: 502, message: "\(error)", type: "server_error", code: ErrorCode(error))
+        }
+    }
+
+    /// The status a client is told for an upstream's refusal of its request.
+    static func status(of rejection: UpstreamRejection) -> Int {
+        switch rejection {
+        case .invalidRequest: 400
+        case .notFound: 404
+        case .tooLarge: 413
+        case .unprocessable: 422
+        case .credentials: 502
         }
     }
 
