@@ -111,7 +111,7 @@ let package = Package(
             name: "InferdServerTests",
             dependencies: [
                 "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "RemoteBackend", "Sessions",
-                "StructuredOutput", "TestSupport",
+                "StructuredOutput", "TestSupport", "Timekeeping",
             ]),
         .testTarget(name: "BackendTests", dependencies: ["Backend", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(

@@ -131,54 +131,100 @@ import Testing
         await finish(s)
     }
 
+    /// Its own engine and server on one manual clock: the test decides when each deadline passes,
+    /// so a loaded machine can neither cut an answer early nor let a waiter start before its
+    /// deadline. Nothing here waits on the wall clock except as a bound for a stuck test.
+    static let clock = ManualTimeSource()
+    static let timedMetrics = Metrics()
+    static let timedEngine = Result {
+        try InferenceEngine(
+            path: SharedModel.path, threads: 2, admission: AdmissionPolicy(maxActiveSequences: 1, maxQueue: 1),
+            metrics: timedMetrics, clock: clock)
+    }
+
     @Test func aTimeoutCutsARunningAnswerAndRefusesAWaitingOne() async throws {
-        let s = try server()
-        let timeoutsBefore = Self.metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) ?? 0
-        // The engine is idle: it starts at once and is cut at its deadline, keeping what it has.
-        let running = try await offPool {
-            try s.client().postJSON(
+        let clock = Self.clock
+        let metrics = Self.timedMetrics
+        let s = try RunningServer.start(state: .ready(Self.timedEngine.get()), metrics: metrics, clock: clock) { c in
+            c.maxActiveSequences = 1
+            c.maxQueue = 1
+        }
+        let timeoutsBefore = metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) ?? 0
+
+        // The engine is idle: a stream starts at once; time passes its deadline once it has text,
+        // and it is cut at the next step, keeping what it has.
+        let nativeEvents = try await offPool { () -> [SSEReader.Event] in
+            let c = try s.client()
+            defer { c.close() }
+            _ = try c.startStream(
                 "/v1/generations",
                 jsonString([
-                    "prompt": "Count from one to one thousand.", "timeout_seconds": 0.5,
+                    "prompt": "Count from one to one thousand. (native)", "stream": true, "timeout_seconds": 0.5,
                     "options": ["temperature": 0, "max_tokens": 1000, "ignore_eos": true],
                 ]))
+            var reader = SSEReader()
+            _ = try c.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
+            clock.advance(by: .seconds(1))
+            _ = try c.readEvents(into: &reader) { $0.events.contains { $0.name == "completed" } }
+            return reader.events
         }
-        #expect(running.status == 200 && running.json?["finish_reason"] as? String == "timeout")
-        let usage = running.json?["usage"] as? [String: Any]
+        let completed = jsonObject(nativeEvents.last { $0.name == "completed" }?.data ?? "")
+        #expect(completed["finish_reason"] as? String == "timeout", "\(completed)")
+        let usage = completed["usage"] as? [String: Any]
         #expect((usage?["completion_tokens"] as? Int ?? 1000) < 1000)
-        let chat = try await offPool {
-            try s.client().postJSON(
+
+        let chunks = try await offPool { () -> [SSEReader.Event] in
+            let c = try s.client()
+            defer { c.close() }
+            _ = try c.startStream(
                 "/v1/chat/completions",
                 jsonString([
-                    "model": "SmolLM2-135M-Instruct.Q4_1",
-                    "messages": [["role": "user", "content": "Count from one to one thousand."]],
-                    "max_tokens": 1000, "ignore_eos": true, "timeout_seconds": 0.5,
+                    "model": "SmolLM2-135M-Instruct.Q4_1", "stream": true,
+                    "messages": [["role": "user", "content": "Count from one to one thousand. (chat)"]],
+                    "max_tokens": 1000, "ignore_eos": true, "timeout_seconds": 0.5, "temperature": 0,
                 ]))
+            var reader = SSEReader()
+            _ = try c.readEvents(into: &reader) { !$0.events.isEmpty }
+            clock.advance(by: .seconds(1))
+            _ = try c.readEvents(into: &reader) { $0.events.contains { $0.data == "[DONE]" } }
+            return reader.events
         }
-        let choice = (chat.json?["choices"] as? [[String: Any]])?.first
-        #expect(chat.status == 200 && choice?["finish_reason"] as? String == "timeout")
+        let reasons = chunks.compactMap { event -> String? in
+            let choice = (jsonObject(event.data)["choices"] as? [[String: Any]])?.first
+            return choice?["finish_reason"] as? String
+        }
+        #expect(reasons == ["timeout"], "\(chunks.map(\.data))")
+        #expect(await eventually(timeout: .seconds(30)) { metrics.value("inferd_active_sequences") == 0 })
 
+        // One holds the place; a request waiting behind it is refused once its deadline passes.
         let holder = try await hold(s)
-        let waiting = try await offPool {
+        let queuedBefore = metrics.value("inferd_queue_length") ?? 0
+        async let waiting = offPool {
             try s.client().postJSON("/v1/generations", jsonString(["prompt": "Hi", "timeout_seconds": 0.3]))
         }
-        #expect(waiting.status == 503 && waiting.errorCode == "timeout")
+        #expect(await eventually(timeout: .seconds(30)) { metrics.value("inferd_queue_length") == queuedBefore + 1 })
+        clock.advance(by: .seconds(0.5))
+        let refused = try await waiting
+        #expect(refused.status == 503 && refused.errorCode == "timeout")
         // A stream has sent its headers by then: it ends with an error event instead.
         let events = try await offPool { () -> [SSEReader.Event] in
             let c = try s.client()
+            defer { c.close() }
             _ = try c.startStream(
                 "/v1/generations", jsonString(["prompt": "Hi", "stream": true, "timeout_seconds": 0.3]))
             var reader = SSEReader()
-            try c.readEvents(into: &reader) { $0.events.contains { $0.name == "error" || $0.name == "completed" } }
+            _ = try c.readEvents(into: &reader) { $0.events.contains { $0.name == "queued" } }
+            clock.advance(by: .seconds(0.5))
+            _ = try c.readEvents(into: &reader) { $0.events.contains { $0.name == "error" || $0.name == "completed" } }
             return reader.events
         }
         #expect(events.map(\.name) == ["queued", "error"])
         let detail = jsonObject(events.last?.data ?? "")["error"] as? [String: Any]
         #expect(detail?["code"] as? String == "timeout")
-        #expect(
-            Self.metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == timeoutsBefore + 2)
+        #expect(metrics.value("inferd_generation_timeouts_total", labels: ["stage": "queue"]) == timeoutsBefore + 2)
         holder.close()
-        await finish(s)
+        await s.server.shutdown()
+        #expect(await eventually(timeout: .seconds(30)) { metrics.value("inferd_active_sequences") == 0 })
     }
 
     @Test func badTimeoutsAndPrioritiesAre400NamingTheField() async throws {

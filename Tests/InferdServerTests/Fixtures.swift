@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Telemetry
 import TestSupport
+import Timekeeping
 
 @testable import InferdServer
 
@@ -35,8 +36,10 @@ struct RunningServer {
     var port: Int { server.boundPort }
 
     /// `metrics`: pass the registry the engine of `state` reports to, to see its series too.
+    /// `clock`: the time the app and the HTTP server decide with (pass the engine's own, so a
+    /// test moves every deadline at once).
     static func start(
-        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(), clock: any TimeSource = .system,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws -> RunningServer {
         var config = ServerConfiguration()
@@ -46,10 +49,10 @@ struct RunningServer {
         let host = ModelHost(singleFlight: config.singleFlight)
         host.finish(try state ?? .ready(SharedModel.engine()))
         let logs = LogCapture()
-        let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics)
+        let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics, clock: clock)
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
-            metrics: metrics)
+            metrics: metrics, clock: clock)
         try server.start()
         return RunningServer(app: app, server: server, metrics: metrics, logs: logs)
     }
