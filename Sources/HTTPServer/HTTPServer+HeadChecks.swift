@@ -18,7 +18,8 @@ extension HTTPServer {
         if headers.indices.contains(droppedAfter) {
             let name = printable(headers[droppedAfter].0)
             return .badRequest(
-                "header \(name) is malformed: a NUL byte inside it, or a folded line", code: .invalidRequest, param: name)
+                "header \(name) is malformed: a NUL byte inside it, or a folded line", code: .invalidRequest,
+                param: name)
         }
         for (name, value) in headers {
             if let bad = (name + value).unicodeScalars.first(where: isControl) {

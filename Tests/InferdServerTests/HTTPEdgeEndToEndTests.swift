@@ -93,4 +93,24 @@ struct HTTPEdgeEndToEndTests {
             }
         }
     }
+
+    @Test func edgeSettingsHaveTheirDefaultsAndTheReserveIsCheckedAtStartUp() throws {
+        let defaults = try ServerConfiguration.load(arguments: [], environment: [:], defaultFile: "/nonexistent")
+        #expect(defaults.perIPConnectionLimit == 64 && defaults.connectionReserve == 64)
+        #expect(defaults.headerTimeoutSeconds == 10 && defaults.bodyTimeoutSeconds == 30)
+        let http = try HTTPServer.Configuration(defaults)
+        #expect(http.perIPConnectionLimit == 64 && http.connectionReserve == 64)
+        #expect(http.headerTimeoutSeconds == 10 && http.bodyTimeoutSeconds == 30)
+        let flags = try ServerConfiguration.load(
+            arguments: ["--header-timeout-seconds", "2.5", "--body-timeout-seconds", "7", "--connection-reserve", "3"],
+            environment: [:], defaultFile: "/nonexistent")
+        #expect(flags.headerTimeoutSeconds == 2.5 && flags.bodyTimeoutSeconds == 7 && flags.connectionReserve == 3)
+        #expect(throws: ConfigurationError.self) {
+            _ = try ServerConfiguration.load(
+                arguments: ["--header-timeout-seconds", "0"], environment: [:], defaultFile: "/nonexistent")
+        }
+        var tooBig = defaults
+        tooBig.connectionReserve = tooBig.connectionLimit
+        #expect(throws: ConfigurationError.self) { _ = try HTTPServer.Configuration(tooBig) }
+    }
 }
