@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -30,6 +31,8 @@ typedef struct inferd_mhd_config {
     void *notify_connection_cls;
     const char *tls_cert_pem; /* PEM contents; with tls_key_pem and MHD_USE_TLS in flags: HTTPS */
     const char *tls_key_pem;
+    MHD_LogCallback logger; /* with MHD_USE_ERROR_LOG in flags: libmicrohttpd's messages */
+    void *logger_cls;
 } inferd_mhd_config;
 
 /// Starts a daemon. Exists because `MHD_start_daemon` is variadic and does not import into Swift.
@@ -67,6 +70,7 @@ static inline struct MHD_Daemon *inferd_mhd_start(const inferd_mhd_config *c, in
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->connection_memory_limit, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)c->completed, c->completed_cls},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)c->notify_connection, c->notify_connection_cls},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)c->logger, c->logger_cls},
         {MHD_OPTION_END, 0, NULL},
     };
     int tls = (flags & MHD_USE_TLS) && c->tls_cert_pem != NULL && c->tls_key_pem != NULL;
@@ -118,6 +122,72 @@ static inline void inferd_mhd_client_address(struct MHD_Connection *c, char *buf
     } else if (sa->sa_family == AF_INET6) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
     }
+}
+
+/// The size of the request's head (request line, headers, empty line) once libmicrohttpd has
+/// received it all, else 0. Exists because `MHD_get_connection_info` is variadic. libmicrohttpd
+/// 0.9.75 queues its own 400 (or 413) for a malformed `Content-Length` without calling the
+/// access handler, and then builds that answer's header block twice (connection.c,
+/// MHD_CONNECTION_HEADERS_RECEIVED); the server finds that connection as the only one waiting
+/// for a head whose head is complete, when libmicrohttpd logs the problem.
+static inline size_t inferd_mhd_header_size(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
+}
+
+struct inferd_head_map {
+    const char *base;
+    size_t size;
+    unsigned char *covered;
+    size_t count;
+    size_t ends[128]; /* where each header's value ends, by order (the first 128) */
+};
+
+static inline void inferd_head_cover(struct inferd_head_map *m, const char *p, size_t n) {
+    if (p == NULL || p < m->base || (size_t)(p - m->base) > m->size || n > m->size - (size_t)(p - m->base)) return;
+    memset(m->covered + (p - m->base), 1, n);
+}
+
+static enum MHD_Result inferd_head_mark(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                        const char *value, size_t value_size) {
+    (void)kind;
+    struct inferd_head_map *m = cls;
+    inferd_head_cover(m, key, key_size);
+    inferd_head_cover(m, value, value_size);
+    if (m->count < 128) m->ends[m->count] = (value != NULL && value >= m->base) ? (size_t)(value - m->base) + value_size : 0;
+    m->count++;
+    return MHD_YES;
+}
+
+/// 1 + the index of the header after whose value the request's head holds bytes libmicrohttpd
+/// dropped, else 0. libmicrohttpd 0.9.75 parses a header line as a C string, so in
+/// `Authorization: Bearer KEY\0junk` it sees the value `Bearer KEY` and silently drops the rest;
+/// the line is still in its read buffer (parsed in place), so every byte of the head that is
+/// neither the request line, a header's name or value, nor a separator (NUL-terminated CR/LF,
+/// the colon, spaces) is such a dropped byte. Exists in C for the pointer arithmetic.
+static inline int inferd_mhd_head_dropped_bytes(struct MHD_Connection *c, const char *method, const char *version) {
+    size_t size = inferd_mhd_header_size(c);
+    if (size == 0 || method == NULL || version == NULL || version < method) return 0;
+    struct inferd_head_map m;
+    memset(&m, 0, sizeof m);
+    m.base = method;
+    m.size = size;
+    m.covered = calloc(size, 1);
+    if (m.covered == NULL) return 0;
+    inferd_head_cover(&m, method, (size_t)(version - method) + strlen(version));
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, inferd_head_mark, &m);
+    int found = 0;
+    for (size_t i = 0; i < size && !found; i++) {
+        unsigned char b = (unsigned char)method[i];
+        if (m.covered[i] || b == 0 || b == '\r' || b == '\n' || b == ' ' || b == '\t') continue;
+        size_t best = 0;
+        for (size_t h = 0; h < m.count && h < 128; h++) {
+            if (m.ends[h] <= i) best = h;
+        }
+        found = (int)best + 1;
+    }
+    free(m.covered);
+    return found;
 }
 
 /// 1 when this libmicrohttpd can serve HTTPS. Exists because `enum MHD_FEATURE` has aliased

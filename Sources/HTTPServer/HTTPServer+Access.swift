@@ -5,12 +5,14 @@ import Foundation
 /// from the access handler.
 extension HTTPServer {
     func handleAccess(
-        connection: OpaquePointer, url: String, method: String,
+        connection: OpaquePointer, url: String, method: String, version: String, droppedAfterHeader: Int = -1,
         upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = requestContext.pointee else {
-            return firstCall(connection: connection, url: url, method: method, requestContext: requestContext)
+            return firstCall(
+                connection: connection, url: url, method: method, version: version,
+                droppedAfterHeader: droppedAfterHeader, requestContext: requestContext)
         }
         let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
@@ -28,6 +30,8 @@ extension HTTPServer {
             return .YES
         }
         if exchange.phase == .receiving && exchange.head == nil {
+            // The body is complete: no deadline while the request is served.
+            connectionGuard.serving(Self.connectionID(connection))
             if exchange.bodyOverflow {
                 return queue(connection, exchange, error: .payloadTooLarge(bodyTooLargeMessage), close: true)
             }
@@ -44,8 +48,11 @@ extension HTTPServer {
 
     var bodyTooLargeMessage: String { "request body exceeds \(configuration.maxBodyBytes) bytes" }
 
+    /// The head is complete and no body byte has been read: check the head, ask the gate, start
+    /// the body's deadline. Every answer given here closes the connection after it (the body, if
+    /// any, is never read: libmicrohttpd discards a request answered this early).
     func firstCall(
-        connection: OpaquePointer, url: String, method: String,
+        connection: OpaquePointer, url: String, method: String, version: String, droppedAfterHeader: Int,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let headers = Self.values(connection, kind: .HEADER_KIND)
@@ -60,18 +67,39 @@ extension HTTPServer {
         exchange.headers = headers
         requestContext.pointee = Unmanaged.passRetained(exchange).toOpaque()
         state.withLock { $0.exchanges[ObjectIdentifier(exchange)] = Registered(exchange: exchange) }
+        let connectionID = Self.connectionID(connection)
+        if let problem = Self.headProblem(version: version, headers: headers, droppedAfter: droppedAfterHeader) {
+            connectionGuard.serving(connectionID)
+            return queue(connection, exchange, error: problem, close: true)
+        }
         if let length = HTTPHeaders(headers)["Content-Length"].flatMap({ Int($0) }),
             length > configuration.maxBodyBytes
         {
+            connectionGuard.serving(connectionID)
             return queue(connection, exchange, error: .payloadTooLarge(bodyTooLargeMessage), close: true)
+        }
+        let route: String
+        if case .found(let pattern, _, _) = router.match(exchange.method, exchange.path) {
+            route = pattern
+        } else {
+            route = "unmatched"
+        }
+        exchange.route = route
+        let head = RequestHead(
+            id: exchange.requestID, method: exchange.method, path: exchange.path,
+            route: route, headers: HTTPHeaders(headers), remoteAddress: Self.remoteAddress(connection))
+        switch router.decide(head) {
+        case .refuse(let response):
+            connectionGuard.serving(connectionID)
+            return queue(connection, exchange, refusal: response)
+        case .pass(let trusted):
+            connectionGuard.headReceived(connectionID, trusted: trusted)
         }
         return .YES
     }
 
     func startTask(connection: OpaquePointer, exchange: Exchange) {
         let headers = HTTPHeaders(exchange.headers)
-        var remote = [CChar](repeating: 0, count: 64)
-        inferd_mhd_client_address(connection, &remote, remote.count)
         let query = Dictionary(
             Self.values(connection, kind: .GET_ARGUMENT_KIND), uniquingKeysWith: { first, _ in first })
         let match = router.match(exchange.method, exchange.path)
@@ -97,7 +125,7 @@ extension HTTPServer {
         let request = HTTPRequest(
             id: exchange.requestID, method: exchange.method, path: exchange.path, query: query, headers: headers,
             body: exchange.takeBody(),
-            remoteAddress: String(decoding: remote.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+            remoteAddress: Self.remoteAddress(connection),
             pathParameters: parameters,
             context: exchange.context, route: exchange.route, maxJSONDepth: configuration.maxJSONDepth)
         let key = ObjectIdentifier(exchange)
@@ -130,6 +158,18 @@ extension HTTPServer {
         return queue(connection, exchange, head: head)
     }
 
+    /// A head gate's refusal: written at once, and the connection closes after it.
+    func queue(_ connection: OpaquePointer, _ exchange: Exchange, refusal: HTTPResponse) -> MHD_Result {
+        guard case .bytes(let body) = refusal.body else {
+            return queue(
+                connection, exchange, error: .internalError("a refusal must have a complete body"), close: true)
+        }
+        let head = ResponseHead(
+            status: refusal.status, headers: refusal.headers + [("Connection", "close")], body: body)
+        exchange.setDirectHead(head)
+        return queue(connection, exchange, head: head)
+    }
+
     func queue(_ connection: OpaquePointer, _ exchange: Exchange, head: ResponseHead) -> MHD_Result {
         let response: OpaquePointer?
         if let body = head.body {
@@ -157,11 +197,25 @@ extension HTTPServer {
 
     // MARK: helpers
 
+    /// Headers or query arguments, each name and value whole: a NUL inside one is kept (and
+    /// refused by `headProblem`), not taken for the end of the value.
     static func values(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(String, String)] {
         let box = KeyValueSink()
         let cls = Unmanaged.passUnretained(box).toOpaque()
-        _ = MHD_get_connection_values(connection, kind, keyValueIteratorCallback, cls)
+        _ = MHD_get_connection_values_n(connection, kind, keyValueIteratorCallback, cls)
         return withExtendedLifetime(box) { box.items }
+    }
+
+    /// The key `ConnectionGuard` knows a connection by: libmicrohttpd's pointer, which stays the
+    /// same from NOTIFY_CONNECTION STARTED to CLOSED.
+    static func connectionID(_ connection: OpaquePointer?) -> UInt64 {
+        UInt64(UInt(bitPattern: connection))
+    }
+
+    static func remoteAddress(_ connection: OpaquePointer) -> String {
+        var remote = [CChar](repeating: 0, count: 64)
+        inferd_mhd_client_address(connection, &remote, remote.count)
+        return String(decoding: remote.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     package static func isValidRequestID(_ s: String) -> Bool {

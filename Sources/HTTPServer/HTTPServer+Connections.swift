@@ -29,10 +29,16 @@ extension HTTPServer {
 
     func connectionNotified(_ connection: OpaquePointer?, started: Bool) {
         openConnections.add(started ? 1 : -1)
-        if started, let connection, configuration.socketSendBufferBytes > 0 {
-            let fd = inferd_mhd_connection_fd(connection)
+        let id = Self.connectionID(connection)
+        guard started, let connection else {
+            connectionGuard.closed(id)
+            return
+        }
+        let fd = inferd_mhd_connection_fd(connection)
+        if configuration.socketSendBufferBytes > 0 {
             var size = Int32(clamping: configuration.socketSendBufferBytes)
             if fd >= 0 { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         }
+        if fd >= 0 { connectionGuard.opened(id, fd: fd, remote: Self.remoteAddress(connection)) }
     }
 }

@@ -37,6 +37,9 @@ public final class HTTPServer: Sendable {
     let metrics: Metrics
     let state = Locked(State())
     let watcher = HangupWatcher()
+    /// Absolute deadlines for a request's head and body, and the places half-sent connections
+    /// may hold (`ConnectionLedger`).
+    let connectionGuard: ConnectionGuard
     /// Decides stream heartbeats and the shutdown drain's end (the system's time; tests pass a
     /// manual one).
     let clock: any TimeSource
@@ -62,6 +65,15 @@ public final class HTTPServer: Sendable {
         eventsSent = metrics.counter("inferd_sse_events_sent_total", help: "SSE events written to connections.")
         eventsDropped = metrics.counter(
             "inferd_sse_events_dropped_total", help: "SSE snapshots replaced by a newer one before being written.")
+        connectionGuard = ConnectionGuard(
+            limits: configuration.ledgerLimits, clock: clock, logger: logger,
+            closedEarly: { [metrics] reason in
+                metrics.counter(
+                    "inferd_connections_closed_early_total",
+                    help: "Connections closed before their request was complete, by reason.",
+                    labels: ["reason": reason.rawValue]
+                ).increment()
+            })
     }
 
     /// The port actually listened on (useful with port 0); 0 before `start()`.
@@ -78,7 +90,7 @@ public final class HTTPServer: Sendable {
         let cls = retained.toOpaque()
         var flags =
             MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
-            | MHD_USE_ITC.rawValue
+            | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
         let tls: (cert: String, key: String)?
         do {
             tls = try Self.checkTLS(configuration)
@@ -102,7 +114,8 @@ public final class HTTPServer: Sendable {
                         access_handler: accessHandlerCallback, access_handler_cls: cls,
                         completed: completedCallback, completed_cls: cls,
                         notify_connection: notifyConnectionCallback, notify_connection_cls: cls,
-                        tls_cert_pem: tls == nil ? nil : cert, tls_key_pem: tls == nil ? nil : key)
+                        tls_cert_pem: tls == nil ? nil : cert, tls_key_pem: tls == nil ? nil : key,
+                        logger: microHTTPDLoggerCallback, logger_cls: cls)
                     let d = inferd_mhd_start(&config, &error)
                     if d == nil && tls != nil { tlsRefused = inferd_mhd_tls_refused(&config) }
                     return d
@@ -125,6 +138,7 @@ public final class HTTPServer: Sendable {
             $0.daemon = DaemonHandle(raw: daemon)
             $0.port = port
         }
+        connectionGuard.start()
         logger.info(
             "http server listening",
             ["host": configuration.host, "port": String(port), "scheme": tls == nil ? "http" : "https"])
@@ -186,6 +200,7 @@ public final class HTTPServer: Sendable {
             try? await Task.sleep(for: .milliseconds(10))
         }
         watcher.stop()
+        connectionGuard.stop()
         // No connection is suspended any more: every Task has finished and woken its connection.
         MHD_stop_daemon(daemon.raw)
         if listenFD >= 0 { close(listenFD) }

@@ -31,12 +31,24 @@ public final class Router: Sendable {
 
     private let routes = Locked<[Route]>([])
     private let middlewares = Locked<[Middleware]>([])
+    private let headGate = Locked<HeadGate?>(nil)
 
     public init() {}
 
     /// Adds a middleware; the first added is the outermost.
     public func use(_ middleware: @escaping Middleware) {
         middlewares.withLock { $0.append(middleware) }
+    }
+
+    /// Sets the gate every request's head passes before its body is read (one; a later call
+    /// replaces it). Without one, every complete head passes, trusted.
+    public func gate(_ gate: @escaping HeadGate) {
+        headGate.withLock { $0 = gate }
+    }
+
+    func decide(_ head: RequestHead) -> HeadDecision {
+        guard let gate = headGate.withLock({ $0 }) else { return .pass(trusted: true) }
+        return gate(head)
     }
 
     /// `handler` inside every middleware.

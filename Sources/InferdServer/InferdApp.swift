@@ -49,6 +49,8 @@ public final class InferdApp: Sendable {
     public func makeRouter() -> Router {
         let router = Router()
         router.use { [access] request, next in try await access.authenticate(request, next: next) }
+        // The same check on the head alone: a refused request is answered before its body is read.
+        router.gate { [access] head in access.admit(head) }
         let replicaId = configuration.effectiveReplicaId
         let turns = SessionTurns(
             sessions: sessions, generations: generations, access: access, host: host,

@@ -140,6 +140,13 @@ extension HTTPServer.Configuration {
             perIPConnectionLimit: c.perIPConnectionLimit, connectionTimeoutSeconds: c.connectionTimeoutSeconds,
             headerMemoryLimitBytes: c.headerMemoryLimitBytes, heartbeatSeconds: c.heartbeatSeconds,
             drainSeconds: c.drainSeconds, maxJSONDepth: c.maxJSONDepth)
+        guard c.connectionReserve < c.connectionLimit else {
+            throw ConfigurationError(
+                "connection_reserve is \(c.connectionReserve), must be below connection_limit (\(c.connectionLimit))")
+        }
+        connectionReserve = c.connectionReserve
+        headerTimeoutSeconds = c.headerTimeoutSeconds
+        bodyTimeoutSeconds = c.bodyTimeoutSeconds
         responseHeaders = [("X-Inferd-Replica", c.effectiveReplicaId)]
         switch (c.tlsCert.isEmpty, c.tlsKey.isEmpty) {
         case (true, true): break

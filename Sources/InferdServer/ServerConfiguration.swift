@@ -30,8 +30,15 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var heartbeatSeconds = 10.0
     public var drainSeconds = 10.0
     public var connectionLimit = 512
-    public var perIPConnectionLimit = 0
+    public var perIPConnectionLimit = 64
+    /// Places of `connection_limit` that connections without a valid key yet (still sending a
+    /// request's head or body) may never take.
+    public var connectionReserve = 64
     public var connectionTimeoutSeconds = 30
+    /// Absolute deadlines: a request's head must be in this long after the connection opened,
+    /// its body this long after its head, however the bytes trickle in.
+    public var headerTimeoutSeconds = 10.0
+    public var bodyTimeoutSeconds = 30.0
     public var headerMemoryLimitBytes = 32 << 10
     public var defaultMaxTokens = 512
     /// Longest prompt (in tokens, after the chat template) a request may send.
@@ -159,8 +166,19 @@ extension ServerConfiguration {
             "per_ip_connection_limit", "Most connections from one IP address (0: no limit).", \.perIPConnectionLimit,
             min: 0),
         int(
-            "connection_timeout_seconds", "Idle or half-sent connections are closed after this long.",
+            "connection_reserve",
+            "Places of connection_limit kept for clients that have shown a valid key: connections still sending a request without one hold at most the rest, past it the oldest is closed.",
+            \.connectionReserve, min: 0),
+        int(
+            "connection_timeout_seconds", "Silent connections are closed after this long (any byte resets it).",
             \.connectionTimeoutSeconds, min: 1),
+        dbl(
+            "header_timeout_seconds",
+            "A request's line and headers must be complete this long after the connection opened, however slowly they trickle.",
+            \.headerTimeoutSeconds, min: 0.1),
+        dbl(
+            "body_timeout_seconds", "A request's body must be complete this long after its headers.",
+            \.bodyTimeoutSeconds, min: 0.1),
         int(
             "header_memory_limit_bytes", "Memory for one request's line and headers; more is refused.",
             \.headerMemoryLimitBytes, min: 1024),
@@ -263,10 +281,11 @@ extension ServerConfiguration {
     }
 
     static func dbl(
-        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Double> & Sendable
+        _ key: String, _ help: String, _ path: WritableKeyPath<ServerConfiguration, Double> & Sendable,
+        min: Double = 0
     ) -> Setting {
         Setting(
-            key: key, kind: .double, help: help, minimum: 0,
+            key: key, kind: .double, help: help, minimum: min,
             apply: { c, v in if case .double(let d) = v { c[keyPath: path] = d } },
             read: { .double($0[keyPath: path]) })
     }

@@ -70,7 +70,9 @@ extension HTTPServerSocketTests {
     }
 
     @Test func twoHundredStreamsThenAllDisconnectReturnsToBaseline() async throws {
-        try await withServer(routes: standardRoutes(producers)) { server, port, metrics in
+        // All 200 come from 127.0.0.1: no per-address limit here.
+        try await withServer({ $0.perIPConnectionLimit = 0 }, routes: standardRoutes(producers)) {
+            server, port, metrics in
             let baseline = openFDCount()
             let clients = try await offPool { try Self.openMany(port: port, count: 200) }
             #expect(await eventually { metrics.value("inferd_active_streams") == 200 })
@@ -202,6 +204,8 @@ extension HTTPServerSocketTests {
             try await withServer(
                 {
                     if perIP { $0.perIPConnectionLimit = 2 } else { $0.connectionLimit = 2 }
+                    // No reserve: this is about libmicrohttpd's limits alone.
+                    $0.connectionReserve = 0
                 }, routes: standardRoutes(producers)
             ) { _, port, metrics in
                 try await offPool {

@@ -33,23 +33,59 @@ struct AccessControl: Sendable {
         self.metrics = metrics
     }
 
+    /// What the keys say of a request's route and `Authorization` header.
+    enum Verdict {
+        /// No key is needed here (`/health`, keys off, `/metrics` open).
+        case open
+        case identified(APIKeyIdentity)
+        case refused(HTTPResponse)
+    }
+
+    /// The middleware: sets the caller's identity on the request for the routes, or refuses.
+    /// With the head gate wired (`admit`), a refusal has already been answered before the body.
     func authenticate(_ request: HTTPRequest, next: Handler) async throws -> HTTPResponse {
-        guard let ring = keyring(for: request.route), ring.isEnabled else { return try await next(request) }
-        guard let header = request.headers["Authorization"] else {
-            return refuse(request, "an API key is required: send Authorization: Bearer KEY", code: .missingAPIKey)
+        switch check(
+            route: request.route, headers: request.headers, id: request.id, path: request.path,
+            remote: request.remoteAddress)
+        {
+        case .open: break
+        case .refused(let response): return response
+        case .identified(let identity):
+            request.context.set(ContextKey.keyID, identity.id, logged: true)
+            request.context.set(ContextKey.owner, identity.owner)
+        }
+        return try await next(request)
+    }
+
+    /// The head gate: refuses a missing or wrong key as soon as the headers are in, before any
+    /// body byte is read. A valid key trusts the connection; so does any head when keys are off.
+    func admit(_ head: RequestHead) -> HeadDecision {
+        switch check(
+            route: head.route, headers: head.headers, id: head.id, path: head.path, remote: head.remoteAddress)
+        {
+        case .open: return .pass(trusted: !keyring.isEnabled)
+        case .identified: return .pass(trusted: true)
+        case .refused(let response): return .refuse(response)
+        }
+    }
+
+    func check(route: String, headers: HTTPHeaders, id: String, path: String, remote: String) -> Verdict {
+        guard let ring = keyring(for: route), ring.isEnabled else { return .open }
+        let request = (id: id, path: path, remote: remote)
+        guard let header = headers["Authorization"] else {
+            return .refused(
+                refuse(request, "an API key is required: send Authorization: Bearer KEY", code: .missingAPIKey))
         }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            return refuse(request, "the Authorization header must be Bearer KEY", code: .invalidAuthorization)
+            return .refused(refuse(request, "the Authorization header must be Bearer KEY", code: .invalidAuthorization))
         }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         guard let identity = ring.identify(token) else {
-            return refuse(
-                request, "the API key is not valid", code: .invalidAPIKey, keyID: APIKeyring.keyID(token))
+            return .refused(
+                refuse(request, "the API key is not valid", code: .invalidAPIKey, keyID: APIKeyring.keyID(token)))
         }
-        request.context.set(ContextKey.keyID, identity.id, logged: true)
-        request.context.set(ContextKey.owner, identity.owner)
-        return try await next(request)
+        return .identified(identity)
     }
 
     /// The keys guarding a route: none for `/health`; for `/metrics` its own key, nothing when
@@ -64,9 +100,10 @@ struct AccessControl: Sendable {
         }
     }
 
-    private func refuse(_ request: HTTPRequest, _ message: String, code: ErrorCode, keyID: String? = nil)
-        -> HTTPResponse
-    {
+    private func refuse(
+        _ request: (id: String, path: String, remote: String), _ message: String, code: ErrorCode,
+        keyID: String? = nil
+    ) -> HTTPResponse {
         metrics.counter(
             "inferd_auth_refusals_total", help: "Requests refused for a missing or wrong API key.",
             labels: ["code": code.rawValue]
@@ -75,7 +112,7 @@ struct AccessControl: Sendable {
             "request refused",
             [
                 "request_id": request.id, "path": request.path, "code": code.rawValue, "presented_key_id": keyID ?? "",
-                "remote": request.remoteAddress,
+                "remote": request.remote,
             ])
         var response = HTTPResponse.error(
             HTTPError(status: 401, message: message, type: "authentication_error", code: code))
