@@ -128,9 +128,10 @@ final class ConnectionGuard: @unchecked Sendable {
     private func perform(_ actions: [ConnectionLedger.Action]) {
         for case .close(let id, let reason) in actions {
             guard let peer = peers[id] else { continue }
-            _ = Glibc.shutdown(peer.fd, Int32(SHUT_RDWR))
+            // Counted and logged before the close, so whoever sees the close also sees the count.
             closedEarly(reason)
             logger.info("connection closed early", ["reason": reason.rawValue, "remote": peer.remote])
+            _ = Glibc.shutdown(peer.fd, Int32(SHUT_RDWR))
         }
     }
 
