@@ -27,6 +27,9 @@ struct SingleFlightKey: Hashable, Sendable {
     let priority: GenerationPriority
     /// What the constraint allows (nil without one): a constrained answer differs.
     let constraint: String?
+    /// Whose work it is: requests of different API keys (or cache salts) never share a
+    /// generation, so one tenant's timing tells nothing of another's prompts.
+    let scope: GenerationScope
 
     /// Nil when the request must run on its own. One with a deadline (`timeout_seconds`) runs on
     /// its own too: its timeout must end its own generation, not a shared one.
@@ -41,6 +44,7 @@ struct SingleFlightKey: Hashable, Sendable {
         stop = request.stop
         ignoreEndOfGeneration = request.ignoreEndOfGeneration
         constraint = request.constraint?.identity
+        scope = request.scope
     }
 
     // Hashes a subset of what `==` compares (equal keys still hash equally); `SamplingOptions`

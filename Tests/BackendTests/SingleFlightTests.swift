@@ -166,6 +166,42 @@ import Testing
         #expect(SingleFlightKey(c) != SingleFlightKey(d))
         #expect(SingleFlightKey(c) == SingleFlightKey(c))
     }
+
+    /// Identical requests of different tenants, or of one tenant with different cache salts, are
+    /// different keys: they never share a generation.
+    @Test func theKeyIsScopedToTheTenantAndItsSalt() {
+        let inner = ScriptedBackend(reply: "")
+        var a = BackendRequest(prompt: inner.prepare(.text("ab")), maxTokens: 5, sampling: .greedy, label: "a")
+        a.scope = GenerationScope(tenant: "key-a")
+        var b = a
+        b.label = "b"
+        #expect(SingleFlightKey(a) == SingleFlightKey(b))
+        b.scope = GenerationScope(tenant: "key-b")
+        #expect(SingleFlightKey(a) != SingleFlightKey(b))
+        b.scope = GenerationScope(tenant: "key-a", cacheSalt: "x")
+        #expect(SingleFlightKey(a) != SingleFlightKey(b))
+    }
+
+    /// Through the wrapper: while one tenant's generation is in flight, the same greedy request
+    /// of another tenant starts a generation of its own instead of joining it.
+    @Test func twoTenantsIdenticalRequestsRunApart() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let inner = S.backend(Self.answer, holdAfter: 4, gate: gate)
+        let flight = SingleFlightBackend(wrapping: inner)
+        var first = S.request(inner, "a")
+        first.scope = GenerationScope(tenant: "key-a")
+        var second = S.request(inner, "b")
+        second.scope = GenerationScope(tenant: "key-b")
+        let a = Task { [first] in try await flight.generate(first) { _ in } }
+        try await gate.waitUntilHeld()
+        let b = Task { [second] in try await flight.generate(second) { _ in } }
+        try await S.until { inner.requests.count == 2 }
+        gate.open()
+        let (ra, rb) = try await (a.value, b.value)
+        #expect(ra.sharedFrom == nil && rb.sharedFrom == nil)
+        #expect(flight.joinedCount == 0)
+    }
 }
 
 /// A constraint only named, never run.

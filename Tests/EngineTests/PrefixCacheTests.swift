@@ -18,25 +18,46 @@ struct PrefixCacheTests {
         let cache = PrefixCache(budgetTokens: 20, minimumTokens: 3)
         let a = sequence([1, 2, 3, 4, 5, 6, 7, 8])
         let b = sequence([1, 2, 3, 9, 9, 9])
-        cache.keep(a)
-        cache.keep(b)
-        cache.keep(sequence([1, 2]))  // below the minimum: not kept
+        cache.keep(a, scope: .shared)
+        cache.keep(b, scope: .shared)
+        cache.keep(sequence([1, 2]), scope: .shared)  // below the minimum: not kept
         #expect(cache.entries.count == 2 && cache.tokenCount == 14)
 
-        let found = cache.longestPrefix(of: [1, 2, 3, 4, 5, 0], limit: 5)
+        let found = cache.longestPrefix(of: [1, 2, 3, 4, 5, 0], limit: 5, scope: .shared)
         #expect(found?.sequence === a && found?.count == 5)
         // The limit (the prompt's last token is always computed) caps the shared length.
-        #expect(cache.longestPrefix(of: [1, 2, 3, 4, 5, 6, 7, 8], limit: 7)?.count == 7)
-        #expect(cache.longestPrefix(of: [1, 2, 7], limit: 2) == nil)
-        #expect(cache.longestPrefix(of: [5, 5, 5, 5], limit: 3) == nil)
+        #expect(cache.longestPrefix(of: [1, 2, 3, 4, 5, 6, 7, 8], limit: 7, scope: .shared)?.count == 7)
+        #expect(cache.longestPrefix(of: [1, 2, 7], limit: 2, scope: .shared) == nil)
+        #expect(cache.longestPrefix(of: [5, 5, 5, 5], limit: 3, scope: .shared) == nil)
 
         // a was used last, so b goes first when a new entry passes the budget of 20 tokens.
-        cache.keep(sequence([7, 7, 7, 7, 7, 7, 7]))
+        cache.keep(sequence([7, 7, 7, 7, 7, 7, 7]), scope: .shared)
         #expect(cache.entries.count == 2 && cache.tokenCount == 15)
-        #expect(cache.longestPrefix(of: [1, 2, 3, 9, 9, 0], limit: 5)?.sequence === a)
+        #expect(cache.longestPrefix(of: [1, 2, 3, 9, 9, 0], limit: 5, scope: .shared)?.sequence === a)
         // Larger than the whole budget: never kept.
-        cache.keep(sequence(Array(repeating: 1, count: 21)))
+        cache.keep(sequence(Array(repeating: 1, count: 21)), scope: .shared)
         #expect(cache.tokenCount == 15)
+    }
+
+    /// An entry is reused only by a request of the scope that made it: another tenant, or the
+    /// same tenant with another cache salt, finds nothing, however much of the prompt matches.
+    @Test func anEntryServesOnlyItsOwnScope() {
+        let cache = PrefixCache(budgetTokens: 40, minimumTokens: 3)
+        let a = GenerationScope(tenant: "key-a")
+        let secret = sequence([1, 2, 3, 4, 5, 6, 7, 8])
+        cache.keep(secret, scope: a)
+        let probe: [Int32] = [1, 2, 3, 4, 5, 6, 0]
+        #expect(cache.longestPrefix(of: probe, limit: 6, scope: GenerationScope(tenant: "key-b")) == nil)
+        #expect(cache.longestPrefix(of: probe, limit: 6, scope: .shared) == nil)
+        #expect(
+            cache.longestPrefix(of: probe, limit: 6, scope: GenerationScope(tenant: "key-a", cacheSalt: "s")) == nil)
+        let own = cache.longestPrefix(of: probe, limit: 6, scope: a)
+        #expect(own?.sequence === secret && own?.count == 6)
+        // Another tenant's entry of the same tokens is its own, and found only by that tenant.
+        let other = sequence([1, 2, 3, 4, 5, 6, 7, 8])
+        cache.keep(other, scope: GenerationScope(tenant: "key-b"))
+        #expect(cache.longestPrefix(of: probe, limit: 6, scope: GenerationScope(tenant: "key-b"))?.sequence === other)
+        #expect(cache.longestPrefix(of: probe, limit: 6, scope: a)?.sequence === secret)
     }
 
     /// SmolLM2 (Q4_1 and Q8_0, no flash attention rows): logits after a copied prefix are the

@@ -39,6 +39,7 @@ public struct RawResponse: Sendable {
     public var text: String { String(decoding: body, as: UTF8.self) }
     public var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] }
     public var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+    public var errorParam: String? { (json?["error"] as? [String: Any])?["param"] as? String }
 }
 
 /// A raw TCP HTTP/1.1 client with blocking sockets and receive timeouts.

@@ -203,7 +203,7 @@ final class GenerationJob: @unchecked Sendable {
             existing.truncate(to: cachedTokens)
             sequence = existing
         } else if request.sequence == nil,
-            let found = prefixCache?.longestPrefix(of: prompt, limit: prompt.count - 1),
+            let found = prefixCache?.longestPrefix(of: prompt, limit: prompt.count - 1, scope: request.scope),
             let copy = predictor.makeSequence(capacity: needed, copying: found.count, of: found.sequence)
         {
             // The same rule as above: the last prompt token is always computed.
@@ -222,7 +222,7 @@ final class GenerationJob: @unchecked Sendable {
     func handOverSequence() {
         guard isDone, request.sequence == nil, let prefixCache, let kept = sequence else { return }
         sequence = nil
-        prefixCache.keep(kept)
+        prefixCache.keep(kept, scope: request.scope)
     }
 
     private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {

@@ -10,14 +10,26 @@ import Telemetry
 /// kept); a new request gets a copy of the prefix, so many can start from one entry at once.
 /// The least recently used go first once the tokens held pass the budget.
 ///
+/// Each entry belongs to the scope of the request that made it (`GenerationScope`: an API key,
+/// and a `cache_salt` within it), and only a request of the same scope reuses it: another
+/// tenant's prompt never shortens this one's computation, so neither `cached_tokens` nor timing
+/// tells one tenant anything of another's prompts. The budget is shared: one tenant's entries may
+/// push out another's (that reveals only that the cache is busy, nothing of its content).
+///
 /// Owned by the engine's worker thread; nothing else touches it (its metrics are thread-safe).
 final class PrefixCache {
     /// Tokens all entries may hold together.
     let budgetTokens: Int
     /// Shortest prefix worth reusing.
     let minimumTokens: Int
+    /// A kept sequence and whose it is.
+    struct Entry {
+        let sequence: any PredictorSequence
+        let scope: GenerationScope
+    }
+
     /// Least recently used first.
-    private(set) var entries: [any PredictorSequence] = []
+    private(set) var entries: [Entry] = []
     private var heldTokens = 0
     private let held: Gauge
     private let hits: Counter
@@ -44,28 +56,31 @@ final class PrefixCache {
 
     var tokenCount: Int { heldTokens }
 
-    /// Keeps a finished generation's sequence (its tokens' keys and values stay valid).
-    func keep(_ sequence: any PredictorSequence) {
+    /// Keeps a finished generation's sequence (its tokens' keys and values stay valid) for later
+    /// requests of `scope`.
+    func keep(_ sequence: any PredictorSequence, scope: GenerationScope) {
         guard sequence.count >= minimumTokens, sequence.count <= budgetTokens else { return }
-        entries.append(sequence)
+        entries.append(Entry(sequence: sequence, scope: scope))
         heldTokens += sequence.count
         while heldTokens > budgetTokens, !entries.isEmpty {
-            heldTokens -= entries.removeFirst().count
+            heldTokens -= entries.removeFirst().sequence.count
         }
         held.set(Double(heldTokens))
     }
 
-    /// The entry sharing the longest prefix with `prompt`, and that prefix's length (at most
-    /// `limit`), or nil below `minimumTokens`. The entry becomes the most recently used.
-    func longestPrefix(of prompt: [Int32], limit: Int) -> (sequence: any PredictorSequence, count: Int)? {
+    /// The entry of `scope` sharing the longest prefix with `prompt`, and that prefix's length
+    /// (at most `limit`), or nil below `minimumTokens`. The entry becomes the most recently used.
+    func longestPrefix(of prompt: [Int32], limit: Int, scope: GenerationScope) -> (
+        sequence: any PredictorSequence, count: Int
+    )? {
         var best: (index: Int, count: Int)?
-        for (index, entry) in entries.enumerated() {
-            let shared = min(zip(entry.tokens, prompt).prefix { $0 == $1 }.count, limit)
+        for (index, entry) in entries.enumerated() where entry.scope == scope {
+            let shared = min(zip(entry.sequence.tokens, prompt).prefix { $0 == $1 }.count, limit)
             if shared >= minimumTokens, shared >= (best?.count ?? 0) { best = (index, shared) }
         }
         guard let best else { return nil }
         let entry = entries.remove(at: best.index)
         entries.append(entry)
-        return (entry, best.count)
+        return (entry.sequence, best.count)
     }
 }

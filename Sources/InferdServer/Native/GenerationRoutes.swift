@@ -29,7 +29,7 @@ struct GenerationRoutes: Sendable {
             .conversation(
                 instructions: body.instructions, messages: [ChatMessage(role: .user, content: body.prompt)]))
         var generationRequest = try generations.makeRequest(
-            prompt: prompt, options: body.options, backend: backend, for: request)
+            prompt: prompt, options: body.options, backend: backend, for: request, cacheSalt: body.cacheSalt)
         generationRequest.priority = admission.priority
         generationRequest.deadline = admission.deadline(from: arrival)
         let structured = body.options?.format.map { $0.kind != .grammar } ?? false

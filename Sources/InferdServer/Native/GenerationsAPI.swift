@@ -13,8 +13,12 @@ package struct GenerationRequestBody: Sendable {
     var priority: GenerationPriority?
     /// The whole request (waiting, prompt, generation) must end within this many seconds.
     var timeoutSeconds: Double?
+    /// Partitions the key's cache scope (see `CacheSalt`).
+    var cacheSalt: String?
 
-    static let fieldNames: Set<String> = ["prompt", "instructions", "stream", "options", "priority", "timeout_seconds"]
+    static let fieldNames: Set<String> = [
+        "prompt", "instructions", "stream", "options", "priority", "timeout_seconds", CacheSalt.field,
+    ]
 
     /// The body of `request`; an unknown field or a wrong value is a 400 naming it.
     package init(_ request: HTTPRequest) throws {
@@ -25,6 +29,7 @@ package struct GenerationRequestBody: Sendable {
         options = try GenerationOptionsBody.read(f)
         priority = try f.choice("priority")
         timeoutSeconds = try f.double("timeout_seconds")
+        cacheSalt = try CacheSalt.read(f)
     }
 }
 

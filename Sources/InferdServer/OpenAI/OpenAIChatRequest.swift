@@ -18,6 +18,9 @@ package struct OpenAIChatRequest: Sendable {
         if onBusy != nil, sessionID == nil {
             throw .invalid("on_busy applies only with session_id", param: "on_busy")
         }
+        if parameters.cacheSalt != nil, sessionID != nil {
+            throw .invalid(CacheSalt.refusedForSessions, param: CacheSalt.field)
+        }
         guard let raw = f["messages"] else {
             throw .invalid("messages is required", param: "messages", code: .missingRequiredParameter)
         }

@@ -12,6 +12,8 @@ struct OpenAIGenerationParameters: Sendable {
     var maxTokensParam: String
     /// The `priority` and `timeout_seconds` extensions.
     var admission: AdmissionFields
+    /// The `cache_salt` extension (see `CacheSalt`).
+    var cacheSalt: String?
 
     init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
         guard let model = try f.string("model") else {
@@ -45,6 +47,7 @@ struct OpenAIGenerationParameters: Sendable {
         }
         options = o
         admission = try Self.admission(f)
+        cacheSalt = try CacheSalt.read(f)
     }
 
     /// The sampling fields OpenAI's routes share (with inferd's extensions `top_k`, `min_p`,

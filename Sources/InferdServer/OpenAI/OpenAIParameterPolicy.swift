@@ -25,7 +25,7 @@ struct OpenAIParameterPolicy: Sendable {
     static let common: Set<String> = [
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
         "presence_penalty", "frequency_penalty", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos",
-        "priority", "timeout_seconds",
+        "priority", "timeout_seconds", "cache_salt",
         "response_format", "grammar",
     ]
 

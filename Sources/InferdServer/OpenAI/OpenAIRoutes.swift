@@ -122,7 +122,7 @@ struct OpenAIRoutes: Sendable {
     ) throws(OpenAIError) -> AdmittedGeneration {
         do {
             var generation = try generations.makeRequest(
-                prompt: prompt, options: p.options, backend: backend, for: request,
+                prompt: prompt, options: p.options, backend: backend, for: request, cacheSalt: p.cacheSalt,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
             generation.priority = p.admission.priority
             generation.deadline = p.admission.deadline(from: arrival)

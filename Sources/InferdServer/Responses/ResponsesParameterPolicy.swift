@@ -8,7 +8,7 @@ enum ResponsesParameterPolicy {
         "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "store", "metadata",
         "truncation", "stream", "background", "previous_response_id", "conversation", "text",
         // inferd's extensions, as on the chat route.
-        "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos",
+        "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos", "cache_salt",
     ]
 
     /// Accepted without effect: identifiers and cache hints that change nothing inferd does.

@@ -26,6 +26,8 @@ package struct ResponsesRequest: Sendable {
     /// `text` echoed on the response object.
     var text = ResponseObject.TextFormat()
     var admission: AdmissionFields
+    /// The `cache_salt` extension (see `CacheSalt`); refused with a conversation (a session).
+    var cacheSalt: String?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
@@ -67,6 +69,10 @@ package struct ResponsesRequest: Sendable {
         o.format = format
         options = o
         admission = try OpenAIGenerationParameters.admission(f)
+        cacheSalt = try CacheSalt.read(f)
+        if cacheSalt != nil, conversationID != nil {
+            throw .invalid(CacheSalt.refusedForSessions, param: CacheSalt.field)
+        }
     }
 
     /// `conversation`: `"conv_…"` or `{"id": "conv_…"}`.

@@ -100,7 +100,7 @@ struct ResponsesRoutes: Sendable {
         var generation: BackendRequest
         do {
             generation = try generations.makeRequest(
-                prompt: prompt, options: body.options, backend: backend, for: request,
+                prompt: prompt, options: body.options, backend: backend, for: request, cacheSalt: body.cacheSalt,
                 names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
         } catch {
             throw OpenAIError(error)

@@ -42,10 +42,11 @@ final class GenerationService: Sendable {
 
     /// Validates options and the context budget before anything is computed or streamed. Every
     /// error names its field as `names` spells it for the caller's wire format. The request is
-    /// labelled with `request`'s id and scoped to its API key's owner (reuse stays within a key).
+    /// labelled with `request`'s id and scoped to its API key's owner and `cacheSalt` (reuse of
+    /// kept prefixes and merged generations stays within that scope).
     func makeRequest(
         prompt: PreparedPrompt, options: GenerationOptionsBody?, backend: any GenerationBackend,
-        for request: HTTPRequest, names: FieldNames = .native
+        for request: HTTPRequest, cacheSalt: String? = nil, names: FieldNames = .native
     ) throws(HTTPError) -> BackendRequest {
         let o = options ?? GenerationOptionsBody()
         let (sampling, stop) = try o.validatedSamplingAndStop(names: names)
@@ -58,7 +59,8 @@ final class GenerationService: Sendable {
         }
         var generation = BackendRequest(
             prompt: prompt, maxTokens: maxTokens, sampling: sampling, stop: stop, label: request.id)
-        generation.scope = GenerationScope(tenant: request.context.value(AccessControl.ContextKey.owner) ?? "")
+        generation.scope = GenerationScope(
+            tenant: request.context.value(AccessControl.ContextKey.owner) ?? "", cacheSalt: cacheSalt)
         generation.ignoreEndOfGeneration = o.ignoreEos ?? false
         generation.constraint = try o.format?.constraint(backend: backend)
         return generation
