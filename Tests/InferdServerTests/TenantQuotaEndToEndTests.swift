@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import InferdServer
+import Sessions
 
 /// Per-key quotas over real sockets (issue #39), with several API keys: one key filling its
 /// quotas is refused with 429 and never evicts or blocks another key's responses, sessions or
@@ -87,9 +88,14 @@ import Testing
     /// background responses. Now C gives up only its own oldest, and at the server's total a key
     /// with nothing of its own to give up is refused (429) instead of evicting anyone.
     @Test func oneKeyFillingItsQuotaNeverEvictsAnotherKeysResponses() async throws {
+        try await oneKeyFillingItsQuotaNeverEvictsAnotherKeysResponses(store: nil)
+    }
+
+    /// With `store`: the stored responses in it (`TenantQuotaPostgresServerTests` passes PostgreSQL).
+    func oneKeyFillingItsQuotaNeverEvictsAnotherKeysResponses(store: (any ResponseStoring)?) async throws {
         let gate = Gate()
         try await RunningServer.with(
-            state: .ready(Self.backend(gate)),
+            state: .ready(Self.backend(gate)), responses: store,
             configure: {
                 $0.apiKeys = Self.keys
                 $0.maxStoredResponsesPerKey = 3
