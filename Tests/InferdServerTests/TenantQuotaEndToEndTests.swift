@@ -1,11 +1,11 @@
 import Backend
 import Foundation
+import Sessions
 import Telemetry
 import TestSupport
 import Testing
 
 @testable import InferdServer
-import Sessions
 
 /// Per-key quotas over real sockets (issue #39), with several API keys: one key filling its
 /// quotas is refused with 429 and never evicts or blocks another key's responses, sessions or
@@ -216,20 +216,23 @@ import Sessions
             // Not stored, not a stored message: the body and prompt limits apply, not this one.
             #expect(try await respond(s, key: Self.a, big, ["store": false]).status == 200)
 
-            let session = try #require(try await call(s, "POST", "/v1/sessions", key: Self.a, [:]).json?["id"] as? String)
+            let session = try #require(
+                try await call(s, "POST", "/v1/sessions", key: Self.a, [:]).json?["id"] as? String)
             let turn = "/v1/sessions/\(session)/responses"
             let bigTurn = try await refusal("POST", turn, ["prompt": big])
             #expect(bigTurn.status == 413 && bigTurn.param == "prompt", "\(bigTurn)")
             // 60 + 2 bytes a turn: three fit (186), the fourth would pass 200.
             for _ in 0..<3 { #expect(try await call(s, "POST", turn, key: Self.a, ["prompt": fits]).status == 200) }
             let full = try await refusal("POST", turn, ["prompt": fits])
-            #expect(full.status == 429 && full.code == "quota_exceeded" && full.param == "max_transcript_bytes", "\(full)")
+            #expect(
+                full.status == 429 && full.code == "quota_exceeded" && full.param == "max_transcript_bytes", "\(full)")
             #expect(full.message.contains("is 200") && full.message.contains("186"), "\(full)")
             // The session is still readable and a short turn still fits.
             #expect(try await call(s, "POST", turn, key: Self.a, ["prompt": "hi"]).status == 200)
 
             // A conversation's items: each within max_item_bytes, together within the transcript.
-            let conv = try #require(try await call(s, "POST", "/v1/conversations", key: Self.a, [:]).json?["id"] as? String)
+            let conv = try #require(
+                try await call(s, "POST", "/v1/conversations", key: Self.a, [:]).json?["id"] as? String)
             let items = "/v1/conversations/\(conv)/items"
             let bigItem = try await refusal("POST", items, ["items": [["role": "user", "content": big]]])
             #expect(bigItem.status == 413 && bigItem.param == "items[0].content", "\(bigItem)")
@@ -240,7 +243,9 @@ import Sessions
             // 180 bytes held: a response in it adds its 25-byte input as a turn, past 200.
             let input = String(repeating: "z", count: 25)
             let conversationTurn = WireError(try await respond(s, key: Self.a, input, ["conversation": conv]))
-            #expect(conversationTurn.status == 429 && conversationTurn.param == "max_transcript_bytes", "\(conversationTurn)")
+            #expect(
+                conversationTurn.status == 429 && conversationTurn.param == "max_transcript_bytes",
+                "\(conversationTurn)")
             #expect(try await respond(s, key: Self.a, "hi", ["conversation": conv]).status == 200)
 
             // Sessions and conversations together: A holds 2 (the refused ones made none); one more
@@ -272,11 +277,24 @@ import Sessions
                 return WireError(try await offPool { try s.client().postJSON(path, json) })
             }
             let cases: [(String, [String: Any], String, String)] = [
-                ("/v1/sessions", ["instructions": String(repeating: "i", count: 200_000)], "context_length_exceeded", "instructions"),
-                ("/v1/sessions", ["instructions": String(repeating: "i", count: 110)], "prompt_too_long", "instructions"),
+                (
+                    "/v1/sessions", ["instructions": String(repeating: "i", count: 200_000)], "context_length_exceeded",
+                    "instructions"
+                ),
+                (
+                    "/v1/sessions", ["instructions": String(repeating: "i", count: 110)], "prompt_too_long",
+                    "instructions"
+                ),
                 ("/v1/sessions", ["options": ["max_tokens": 99_999_999]], "max_tokens_too_large", "options.max_tokens"),
-                ("/v1/sessions", ["instructions": String(repeating: "i", count: 90), "options": ["max_tokens": 60]], "context_length_exceeded", "options.max_tokens"),
-                ("/v1/conversations", ["items": [["role": "system", "content": String(repeating: "i", count: 200)]]], "context_length_exceeded", "items"),
+                (
+                    "/v1/sessions", ["instructions": String(repeating: "i", count: 90), "options": ["max_tokens": 60]],
+                    "context_length_exceeded", "options.max_tokens"
+                ),
+                (
+                    "/v1/conversations",
+                    ["items": [["role": "system", "content": String(repeating: "i", count: 200)]]],
+                    "context_length_exceeded", "items"
+                ),
             ]
             for (path, body, code, param) in cases {
                 let e = try await create(path, body)

@@ -13,7 +13,8 @@ extension HTTPError {
 
     /// 413 naming the field that holds the message too large.
     init(_ e: TenantQuota.ItemTooLarge) {
-        self = .payloadTooLarge("\(e.field) is \(e.bytes) bytes; this server stores at most \(e.limit) (max_item_bytes)")
+        self = .payloadTooLarge(
+            "\(e.field) is \(e.bytes) bytes; this server stores at most \(e.limit) (max_item_bytes)")
         param = e.field
     }
 }
