@@ -39,6 +39,27 @@ public struct GenerationLimits: Sendable, Equatable {
         }
     }
 
+    /// A session's defaults, checked when it is created (or they change), since every turn carries
+    /// them: its instructions (`instructionTokens`) must fit the context and `maxPromptTokens`,
+    /// and its default `max_tokens` the limit and, after the instructions, the context. A context
+    /// overflow with instructions that fit alone is the budget's fault (the caller names
+    /// `max_tokens`); unlike `check`, a budget past the context is never let through to a later check.
+    public func checkDefaults(instructionTokens: Int, maxTokens: Int?, contextLength: Int) throws(Violation) {
+        if let m = maxTokens, m < 1 { throw .maxTokensBelowOne(m) }
+        if instructionTokens >= contextLength {
+            throw .contextOverflow(
+                promptTokens: instructionTokens, maxTokens: maxTokens ?? 1, contextLength: contextLength)
+        }
+        if instructionTokens > maxPromptTokens {
+            throw .promptTooLong(promptTokens: instructionTokens, limit: maxPromptTokens)
+        }
+        guard let m = maxTokens else { return }
+        if m > maxTokensLimit { throw .maxTokensTooLarge(m, limit: maxTokensLimit) }
+        if instructionTokens + m > contextLength {
+            throw .contextOverflow(promptTokens: instructionTokens, maxTokens: m, contextLength: contextLength)
+        }
+    }
+
     /// The completion budget of a prompt about to run: the requested one, else as much as fits up
     /// to the default and the limit (at least 1); throws when prompt and budget overflow the context.
     public func budget(promptTokens: Int, requestedMaxTokens: Int?, contextLength: Int) throws(Violation) -> Int {

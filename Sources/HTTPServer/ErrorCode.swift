@@ -80,6 +80,9 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case sessionFull = "session_full"
     /// The API key already holds the most sessions allowed.
     case sessionLimit = "session_limit"
+    /// The API key holds the most its quota allows (stored or background responses, transcript
+    /// bytes); `param` names the quota's setting.
+    case quotaExceeded = "quota_exceeded"
     /// A turn reuses a request id the session already has.
     case duplicateRequest = "duplicate_request"
     /// The turn runs on another server sharing the store; the cancel must go there.

@@ -43,7 +43,7 @@ public final class InferdApp: Sendable {
         archive = ResponseArchive(
             store: responses ?? ResponseStore.inMemory(), live: ResponseRegistry(), caches: sessions.environment.caches,
             access: access, replicaId: configuration.effectiveReplicaId, maxAgeDays: configuration.responseMaxAgeDays,
-            maxStored: configuration.maxStoredResponses, logger: logger, clock: clock)
+            quota: configuration.tenantQuota, logger: logger, clock: clock)
     }
 
     public func makeRouter() -> Router {
@@ -54,9 +54,8 @@ public final class InferdApp: Sendable {
         let replicaId = configuration.effectiveReplicaId
         let turns = SessionTurns(
             sessions: sessions, generations: generations, access: access, host: host,
-            maxTurns: configuration.maxSessionTurns)
-        let conversations = ConversationRoutes(
-            turns: turns, archive: archive, access: access, maxSessionsPerKey: configuration.maxSessionsPerKey)
+            maxTurns: configuration.maxSessionTurns, quota: configuration.tenantQuota)
+        let conversations = ConversationRoutes(turns: turns, archive: archive, access: access)
         OperationsRoutes(
             host: host, sessions: sessions, generations: generations, metrics: metrics, startedAt: startedAt
         ).register(router)
@@ -65,10 +64,7 @@ public final class InferdApp: Sendable {
             generations: generations, archive: archive, conversations: conversations, access: access, host: host
         ).register(router)
         conversations.register(router)
-        SessionRoutes(
-            turns: turns, access: access, host: host, replicaId: replicaId,
-            maxSessionsPerKey: configuration.maxSessionsPerKey
-        ).register(router)
+        SessionRoutes(turns: turns, access: access, host: host, replicaId: replicaId).register(router)
         OpenAIRoutes(generations: generations, turns: turns, host: host, startedAt: startedAt).register(router)
         return router
     }

@@ -26,6 +26,7 @@ enum ServeCommand {
         let httpConfiguration: HTTPServer.Configuration
         do {
             let (keys, metricsKey) = try config.keyrings()
+            try config.checkQuotas()
             httpConfiguration = try HTTPServer.Configuration(config)
             logger.info(
                 "authentication",

@@ -79,8 +79,13 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var chatTemplate = ""
     /// Stored responses (`/v1/responses`, `store: true`) older than this many days are deleted.
     public var responseMaxAgeDays = 30
-    /// Most stored responses kept; past it the oldest finished ones are deleted first.
+    /// Most stored responses of all keys together; reaching it never deletes another key's.
     public var maxStoredResponses = 10_000
+    /// Per-key quotas (`ServerConfiguration+Quotas`).
+    public var maxStoredResponsesPerKey = 1000
+    public var maxBackgroundResponsesPerKey = 8
+    public var maxItemBytes = 256 << 10
+    public var maxTranscriptBytes = 1 << 20
     /// Which backend answers generations, and its upstreams (`ServerConfiguration+Upstream`).
     public var upstream = UpstreamConfiguration()
 
@@ -126,7 +131,7 @@ extension ServerConfiguration {
         }
     }
 
-    static let settings: [Setting] = coreSettings + remoteSettings
+    static let settings: [Setting] = coreSettings + remoteSettings + quotaSettings
 
     private static let coreSettings: [Setting] = [
         str("host", "Address to listen on.", \.host),
@@ -219,7 +224,8 @@ extension ServerConfiguration {
             "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
             \.responseMaxAgeDays, min: 1),
         int(
-            "max_stored_responses", "Most stored /v1/responses kept; past it the oldest finished are deleted.",
+            "max_stored_responses",
+            "Most stored /v1/responses of all keys together; past it a key stores only by giving up its own oldest finished one, else 429.",
             \.maxStoredResponses, min: 1),
         int(
             "max_active_sequences", "Generations the engine runs at once (one batched pass); the rest wait in a queue.",

@@ -196,27 +196,47 @@ public final class PostgresResponseStore: ResponseStoring, @unchecked Sendable {
     }
 
     @discardableResult
-    public func prune(olderThan cutoff: Int, keepingAtMost limit: Int) async throws(StoreError) -> [String] {
+    public func prune(olderThan cutoff: Int) async throws(StoreError) -> [String] {
         let c = main
         return try await worker.run { () throws(StoreError) in
-            try c.transaction { () throws(StoreError) in
-                let finished = "status NOT IN ('queued', 'in_progress')"
-                var rows = try c.query(
-                    "DELETE FROM responses WHERE \(finished) AND created < $1 RETURNING created, seq, id",
-                    ["\(cutoff)"])
-                let total = Int(try c.query("SELECT COUNT(*) FROM responses").first?.first.flatMap { $0 } ?? "") ?? 0
-                if total > limit {
-                    // Another replica pruning at once deletes the same oldest rows: never more than asked.
-                    rows += try c.query(
-                        """
-                        DELETE FROM responses WHERE id IN (
-                            SELECT id FROM responses WHERE \(finished) ORDER BY created, seq LIMIT $1)
-                        RETURNING created, seq, id
-                        """, ["\(total - limit)"])
-                }
-                return rows.map { (Int($0[0] ?? "") ?? 0, Int($0[1] ?? "") ?? 0, $0[2] ?? "") }
-                    .sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
-            }
+            try c.query(
+                "DELETE FROM responses WHERE status NOT IN ('queued', 'in_progress') AND created < $1 RETURNING created, seq, id",
+                ["\(cutoff)"]
+            ).map { (Int($0[0] ?? "") ?? 0, Int($0[1] ?? "") ?? 0, $0[2] ?? "") }
+                .sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
+        }
+    }
+
+    public func holdings(of owner: String?) async throws(StoreError) -> ResponseHoldings {
+        let c = main
+        return try await worker.run { () throws(StoreError) in
+            let row = try c.query(
+                """
+                SELECT COUNT(*), COUNT(*) FILTER (WHERE owner IS NOT DISTINCT FROM $1),
+                    COUNT(*) FILTER (WHERE owner IS NOT DISTINCT FROM $1 AND \(Self.unfinished)) FROM responses
+                """, [owner]
+            ).first
+            func n(_ i: Int) -> Int { Int((row?[i]).flatMap { $0 } ?? "") ?? 0 }
+            return ResponseHoldings(owned: n(1), ownedUnfinished: n(2), total: n(0))
+        }
+    }
+
+    @discardableResult
+    public func evictOldestFinished(of owner: String?, count: Int) async throws(StoreError) -> [String] {
+        guard count > 0 else { return [] }
+        let c = main
+        return try await worker.run { () throws(StoreError) in
+            // Another replica evicting for the same owner at once deletes the same oldest rows:
+            // never more than asked, and never another owner's.
+            try c.query(
+                """
+                DELETE FROM responses WHERE id IN (
+                    SELECT id FROM responses WHERE owner IS NOT DISTINCT FROM $1
+                        AND status NOT IN ('queued', 'in_progress') ORDER BY created, seq LIMIT $2)
+                RETURNING created, seq, id
+                """, [owner, "\(count)"]
+            ).map { (Int($0[0] ?? "") ?? 0, Int($0[1] ?? "") ?? 0, $0[2] ?? "") }
+                .sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
         }
     }
 

@@ -111,28 +111,48 @@ public final class ResponseStore: ResponseStoring {
         (try? db.query("SELECT COUNT(*) FROM responses").first?.first?.int) ?? 0
     }
 
-    /// Retention: deletes finished responses created before `olderThan` (Unix seconds), then the
-    /// oldest finished ones beyond `keepingAtMost`. Unfinished ones are never pruned. Returns the
-    /// ids deleted.
+    /// Retention by age: deletes finished responses created before `olderThan` (Unix seconds),
+    /// whoever owns them. Unfinished ones are never pruned. Returns the ids deleted.
     @discardableResult
-    public func prune(olderThan cutoff: Int, keepingAtMost limit: Int) throws(StoreError) -> [String] {
+    public func prune(olderThan cutoff: Int) throws(StoreError) -> [String] {
         try db.transaction { t throws(StoreError) in
-            let finished = "status NOT IN ('queued', 'in_progress')"
-            var ids = try t.query(
-                "SELECT id FROM responses WHERE \(finished) AND created < ? ORDER BY created, rowid", [.int(cutoff)]
+            let ids = try t.query(
+                "SELECT id FROM responses WHERE \(Self.finished) AND created < ? ORDER BY created, rowid",
+                [.int(cutoff)]
             ).compactMap { $0.first?.text }
             for id in ids { try t.query("DELETE FROM responses WHERE id = ?", [.text(id)]) }
-            let total = try t.query("SELECT COUNT(*) FROM responses").first?.first?.int ?? 0
-            if total > limit {
-                let extra = try t.query(
-                    "SELECT id FROM responses WHERE \(finished) ORDER BY created, rowid LIMIT ?", [.int(total - limit)]
-                ).compactMap { $0.first?.text }
-                for id in extra { try t.query("DELETE FROM responses WHERE id = ?", [.text(id)]) }
-                ids += extra
-            }
             return ids
         }
     }
+
+    public func holdings(of owner: String?) throws(StoreError) -> ResponseHoldings {
+        let who: SQLiteDatabase.Value = owner.map { .text($0) } ?? .null
+        let row = try db.query(
+            """
+            SELECT COUNT(*), COALESCE(SUM(owner IS ?), 0),
+                COALESCE(SUM(owner IS ? AND status IN ('queued', 'in_progress')), 0) FROM responses
+            """, [who, who]
+        ).first
+        return ResponseHoldings(
+            owned: row?[1].int ?? 0, ownedUnfinished: row?[2].int ?? 0, total: row?[0].int ?? 0)
+    }
+
+    /// Deletes at most `count` of `owner`'s oldest finished responses; never another owner's.
+    @discardableResult
+    public func evictOldestFinished(of owner: String?, count: Int) throws(StoreError) -> [String] {
+        guard count > 0 else { return [] }
+        let who: SQLiteDatabase.Value = owner.map { .text($0) } ?? .null
+        return try db.transaction { t throws(StoreError) in
+            let ids = try t.query(
+                "SELECT id FROM responses WHERE owner IS ? AND \(Self.finished) ORDER BY created, rowid LIMIT ?",
+                [who, .int(count)]
+            ).compactMap { $0.first?.text }
+            for id in ids { try t.query("DELETE FROM responses WHERE id = ?", [.text(id)]) }
+            return ids
+        }
+    }
+
+    private static let finished = "status NOT IN ('queued', 'in_progress')"
 
     /// One server runs every response it stores: its registry cancels them, nobody else asks.
     public func requestCancel(_ id: String) async throws(StoreError) -> Bool { false }

@@ -24,10 +24,16 @@ public protocol ResponseStoring: Sendable {
     func load(_ id: String) async throws(StoreError) -> StoredResponse?
     /// Removes a response; false when there was none.
     @discardableResult func delete(_ id: String) async throws(StoreError) -> Bool
-    /// Retention: deletes finished responses created before `olderThan` (Unix seconds), then the
-    /// oldest finished ones beyond `keepingAtMost`, oldest first. Unfinished ones are never pruned.
-    /// Returns the ids deleted.
-    @discardableResult func prune(olderThan cutoff: Int, keepingAtMost limit: Int) async throws(StoreError) -> [String]
+    /// Retention by age: deletes finished responses created before `olderThan` (Unix seconds),
+    /// whoever owns them (age is a response's own). Unfinished ones are never pruned. Returns the
+    /// ids deleted, oldest first.
+    @discardableResult func prune(olderThan cutoff: Int) async throws(StoreError) -> [String]
+    /// What `owner` (nil: nobody authenticated) and everyone together hold now.
+    func holdings(of owner: String?) async throws(StoreError) -> ResponseHoldings
+    /// Retention by count, within one owner: deletes at most `count` of `owner`'s own oldest
+    /// finished responses, never another owner's and never an unfinished one. Returns the ids
+    /// deleted, oldest first.
+    @discardableResult func evictOldestFinished(of owner: String?, count: Int) async throws(StoreError) -> [String]
 
     /// A conversation's metadata (the server's JSON), kept beside the session it names.
     func saveConversationMetadata(_ id: String, _ payload: String) async throws(StoreError)

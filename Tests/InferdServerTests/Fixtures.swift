@@ -1,6 +1,7 @@
 import Engine
 import Foundation
 import HTTPServer
+import Sessions
 import Telemetry
 import TestSupport
 import Timekeeping
@@ -40,6 +41,7 @@ struct RunningServer {
     /// test moves every deadline at once).
     static func start(
         state: ModelHost.State? = nil, metrics: Metrics = Metrics(), clock: any TimeSource = .system,
+        responses: (any ResponseStoring)? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws -> RunningServer {
         var config = ServerConfiguration()
@@ -49,7 +51,9 @@ struct RunningServer {
         let host = ModelHost(singleFlight: config.singleFlight)
         host.finish(try state ?? .ready(SharedModel.engine()))
         let logs = LogCapture()
-        let app = InferdApp(configuration: config, host: host, logger: logs.logger, metrics: metrics, clock: clock)
+        let app = InferdApp(
+            configuration: config, host: host, logger: logs.logger, metrics: metrics, responses: responses,
+            clock: clock)
         let server = HTTPServer(
             configuration: try HTTPServer.Configuration(config), router: app.makeRouter(), logger: logs.logger,
             metrics: metrics, clock: clock)
@@ -62,11 +66,11 @@ struct RunningServer {
     /// Starts a server, runs `body` with it, and awaits its shutdown whether `body` returns or
     /// throws, so a test ends only once its server is gone (a `defer { Task { … } }` never waits).
     static func with(
-        state: ModelHost.State? = nil, metrics: Metrics = Metrics(),
+        state: ModelHost.State? = nil, metrics: Metrics = Metrics(), responses: (any ResponseStoring)? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: (RunningServer) async throws -> Void
     ) async throws {
-        let s = try start(state: state, metrics: metrics, configure: configure)
+        let s = try start(state: state, metrics: metrics, responses: responses, configure: configure)
         do {
             try await body(s)
             await s.server.shutdown()

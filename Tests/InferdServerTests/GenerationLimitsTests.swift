@@ -40,4 +40,29 @@ import Testing
             try limits.check(promptTokens: 10, requestedMaxTokens: 200, contextLength: 1000)
         }
     }
+
+    /// A session's defaults at creation: the budget `check` lets through when it is past the
+    /// context (so a turn's context check answers) is refused here, since every turn would fail.
+    @Test func sessionDefaultsAreCheckedAtCreation() throws {
+        typealias V = GenerationLimits.Violation
+        try limits.checkDefaults(instructionTokens: 50, maxTokens: 100, contextLength: 1000)
+        try limits.checkDefaults(instructionTokens: 0, maxTokens: nil, contextLength: 1000)
+        #expect(throws: V.maxTokensTooLarge(99_999_999, limit: 100)) {
+            try limits.checkDefaults(instructionTokens: 0, maxTokens: 99_999_999, contextLength: 1000)
+        }
+        #expect(throws: V.maxTokensBelowOne(0)) {
+            try limits.checkDefaults(instructionTokens: 0, maxTokens: 0, contextLength: 1000)
+        }
+        #expect(throws: V.promptTooLong(promptTokens: 51, limit: 50)) {
+            try limits.checkDefaults(instructionTokens: 51, maxTokens: nil, contextLength: 1000)
+        }
+        // Instructions past the context: the context answers, as for a prompt.
+        #expect(throws: V.contextOverflow(promptTokens: 200_000, maxTokens: 1, contextLength: 1000)) {
+            try limits.checkDefaults(instructionTokens: 200_000, maxTokens: nil, contextLength: 1000)
+        }
+        // Instructions and budget within the limits that together pass a small context.
+        #expect(throws: V.contextOverflow(promptTokens: 40, maxTokens: 90, contextLength: 100)) {
+            try limits.checkDefaults(instructionTokens: 40, maxTokens: 90, contextLength: 100)
+        }
+    }
 }

@@ -72,8 +72,10 @@ extension StoreKind {
         #expect(try await reopened.load("done") == nil && reopened.count == 2)
     }
 
+    /// Retention by age is every owner's; by count it is one owner's own oldest finished, never
+    /// another owner's (issue #39: one key's responses once evicted another's) nor a running one.
     @Test(arguments: StoreKind.available)
-    func retentionDropsOldFinishedResponsesFirstAndNeverRunningOnes(_ kind: StoreKind) async throws {
+    func retentionDropsOldFinishedResponsesFirstAndNeverRunningOnesNorAnotherOwners(_ kind: StoreKind) async throws {
         let place = try kind.newPlace()
         defer { kind.cleanUp(place) }
         let store = try kind.openResponses(place)
@@ -82,12 +84,22 @@ extension StoreKind {
         for (i, status) in statuses.enumerated() {
             try await store.save(Self.response("r\(i)", created: 100 + min(i, 5), status: status))
         }
-        #expect(try await store.prune(olderThan: 102, keepingAtMost: 100) == ["r0"])
-        #expect(try await store.prune(olderThan: 0, keepingAtMost: 3) == ["r2", "r3", "r4"])
-        #expect(store.count == 3)
-        for id in ["r1", "r5", "r6"] { #expect(try await store.load(id) != nil) }
-        #expect(try await store.prune(olderThan: 0, keepingAtMost: 0) == ["r5", "r6"])
+        // Older than every k1 response but r0's age: other owners', kept by anything k1 does.
+        try await store.save(Self.response("b0", created: 102, status: "completed", owner: "k2"))
+        try await store.save(Self.response("n0", created: 102, status: "completed", owner: nil))
+        #expect(try await store.prune(olderThan: 102) == ["r0"])
+        #expect(
+            try await store.holdings(of: "k1") == ResponseHoldings(owned: 6, ownedUnfinished: 1, total: 8))
+        #expect(try await store.evictOldestFinished(of: "k1", count: 3) == ["r2", "r3", "r4"])
+        #expect(store.count == 5)
+        for id in ["r1", "r5", "r6", "b0", "n0"] { #expect(try await store.load(id) != nil) }
+        #expect(try await store.evictOldestFinished(of: "k1", count: 10) == ["r5", "r6"])
         #expect(try await store.load("r1")?.status == "in_progress")
+        #expect(try await store.holdings(of: nil) == ResponseHoldings(owned: 1, ownedUnfinished: 0, total: 3))
+        #expect(try await store.evictOldestFinished(of: nil, count: 5) == ["n0"])
+        #expect(try await store.evictOldestFinished(of: "k3", count: 5) == [])
+        #expect(try await store.load("b0") != nil)
+        #expect(try await store.holdings(of: "k2") == ResponseHoldings(owned: 1, ownedUnfinished: 0, total: 2))
     }
 
     // MARK: Several replicas on one PostgreSQL database

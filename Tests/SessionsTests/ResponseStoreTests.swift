@@ -53,9 +53,9 @@ import Testing
             try store.save(Self.response("r\(i)", created: 100 + i, status: status))
         }
         // By age: finished ones created before 102 go; the running r1 stays.
-        #expect(try store.prune(olderThan: 102, keepingAtMost: 100) == ["r0"])
-        // By count: the oldest finished beyond the limit, oldest first.
-        #expect(try store.prune(olderThan: 0, keepingAtMost: 3) == ["r2", "r3"])
+        #expect(try store.prune(olderThan: 102) == ["r0"])
+        // By count: the owner's oldest finished, oldest first.
+        #expect(try store.evictOldestFinished(of: "k1", count: 2) == ["r2", "r3"])
         #expect(store.count == 3)
         #expect(try store.load("r1") != nil && store.load("r4") != nil && store.load("r5") != nil)
     }

@@ -130,6 +130,15 @@ struct ConversationItemRoutes: Sendable {
             let message = try ResponsesRequest.message(item, path: "items[\(i)]")
             messages.append(TranscriptEdit.Message(role: message.role, text: message.text))
         }
+        do {
+            for (i, m) in messages.enumerated() {
+                try conversations.turns.checkItem(m.text, field: "items[\(i)].content")
+            }
+            try await conversations.turns.checkTranscript(
+                session, adding: messages.reduce(0) { $0 + $1.text.utf8.count })
+        } catch {
+            throw OpenAIError(error)
+        }
         let held = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt || $0.kind.itemRole != nil }
         let maxTurns = conversations.turns.maxTurns
         guard held.count + messages.count <= maxTurns else {

@@ -27,20 +27,7 @@ extension ConversationRoutes {
                 "with conversation, truncation must be disabled (a conversation keeps its whole transcript)",
                 param: "truncation")
         }
-        let turn: TurnRequest
-        do {
-            turn = try await turns.admit(
-                to: session, id: request.id, prompt: body.input[0].text, onBusy: nil, onCancel: nil,
-                admission: body.admission, arrival: arrival, options: body.options, backend: backend,
-                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
-        } catch {
-            var e = OpenAIError(error)
-            switch error.code {
-            case .sessionBusy, .sessionQueueFull, .sessionNotFound: e.param = "conversation"
-            default: break
-            }
-            throw e
-        }
+        if body.store { try await archive.admitStored(owner: access.owner(of: request)) }
         let object = ResponseObject(
             id: ResponseObject.makeID("resp"), createdAt: Int(Date().timeIntervalSince1970),
             conversation: .init(id: conversationID), status: body.background ? "queued" : "in_progress",
@@ -52,8 +39,24 @@ extension ConversationRoutes {
                 response: object, input: body.input,
                 history: [HistoryMessage(role: "user", content: body.input[0].text)],
                 owner: access.owner(of: request)))
+        // Live before the turn is admitted: a background one counts against its key's quota at once.
+        try archive.goLive(run)
+        let turn: TurnRequest
+        do {
+            turn = try await turns.admit(
+                to: session, id: request.id, prompt: body.input[0].text, onBusy: nil, onCancel: nil,
+                admission: body.admission, arrival: arrival, options: body.options, backend: backend,
+                names: .openAI(maxTokens: "max_output_tokens", prompt: "input"))
+        } catch {
+            archive.live.remove(run.id)
+            var e = OpenAIError(error)
+            switch error.code {
+            case .sessionBusy, .sessionQueueFull, .sessionNotFound: e.param = "conversation"
+            default: break
+            }
+            throw e
+        }
         await archive.persist(run.record)
-        archive.live.add(run)
         let finisher = ResponseFinisher(
             archive: archive, run: run, backend: backend, sequence: nil, capacity: 0, requestID: request.id)
         // A background response is stopped only by the cancel route (the server owns its Task).

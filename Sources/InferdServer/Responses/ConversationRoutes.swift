@@ -14,8 +14,6 @@ struct ConversationRoutes: Sendable {
     let turns: SessionTurns
     let archive: ResponseArchive
     let access: AccessControl
-    /// Sessions one API key may hold (`max_sessions_per_key`).
-    let maxSessionsPerKey: Int
 
     var sessions: SessionManager { turns.sessions }
 
@@ -73,20 +71,28 @@ struct ConversationRoutes: Sendable {
                         "items[\(i)]: a conversation starts with system or developer items only; user and assistant items come from its responses",
                         param: "items[\(i)].role")
                 }
+                do {
+                    try turns.checkItem(message.text, field: "items[\(i)].content")
+                } catch {
+                    throw OpenAIError(error)
+                }
                 instructions.append(message.text)
             }
         }
+        let joined = instructions.isEmpty ? nil : instructions.joined(separator: "\n\n")
         let owner = access.owner(of: request)
-        guard sessions.count(ownedBy: owner) < maxSessionsPerKey else {
-            throw OpenAIError(
-                status: 429,
-                message: "this API key already has \(maxSessionsPerKey) sessions, the most allowed",
-                type: "invalid_request_error", code: .sessionLimit)
+        do {
+            // The items become the session's instructions, which every response carries.
+            try turns.checkDefaults(
+                instructions: joined, maxTokens: nil, names: .openAI(maxTokens: "max_output_tokens", prompt: "items"))
+            try await turns.admitSession(owner: owner)
+        } catch {
+            throw OpenAIError(error)
         }
         let session: Session
         do {
             session = try await sessions.create(
-                instructions: instructions.isEmpty ? nil : instructions.joined(separator: "\n\n"), onBusy: .queue,
+                instructions: joined, onBusy: .queue,
                 options: nil, owner: owner)
             if !metadata.isEmpty {
                 try await archive.store.saveConversationMetadata(

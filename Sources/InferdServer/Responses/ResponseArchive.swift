@@ -25,9 +25,11 @@ struct ResponseArchive: Sendable {
     let caches: KVCacheBudget
     let access: AccessControl
     let replicaId: String
-    /// Retention: `response_max_age_days` and `max_stored_responses`.
+    /// Retention by age: `response_max_age_days`.
     let maxAgeDays: Int
-    let maxStored: Int
+    /// Stored and background responses per key (`max_stored_responses_per_key`,
+    /// `max_stored_responses`, `max_background_responses_per_key`), and message sizes.
+    let quota: TenantQuota
     let logger: Logger
     /// Where polling a shared store waits and its timeouts are read.
     let clock: any TimeSource
@@ -46,12 +48,35 @@ struct ResponseArchive: Sendable {
                     status: record.response.status, payload: WireJSON.string(record), replica: replicaId))
             if applyRetention, !record.response.isFinished {
                 let cutoff = Int(Date().timeIntervalSince1970) - maxAgeDays * 86_400
-                for id in try await store.prune(olderThan: cutoff, keepingAtMost: maxStored) {
-                    caches.drop(Self.cacheOwner(id))
-                }
+                var dropped = try await store.prune(olderThan: cutoff)
+                // Within its own quota: only this key's oldest finished ones make room, never another's.
+                let held = try await store.holdings(of: record.owner)
+                dropped += try await store.evictOldestFinished(of: record.owner, count: quota.evictions(after: held))
+                for id in dropped { caches.drop(Self.cacheOwner(id)) }
             }
         } catch {
             logger.error("response store write failed", ["response_id": record.response.id, "error": "\(error)"])
+        }
+    }
+
+    /// Before a response of `owner` is stored: 429 `quota_exceeded` when the key holds its quota
+    /// of unfinished stored responses, or the store its total and the key nothing of its own to give up.
+    func admitStored(owner: String?) async throws(OpenAIError) {
+        let held: ResponseHoldings
+        do {
+            held = try await store.holdings(of: owner)
+        } catch {
+            throw OpenAIError(HTTPError(error))
+        }
+        if let refusal = quota.admitStoredResponse(held) { throw OpenAIError(HTTPError(refusal)) }
+    }
+
+    /// Makes `run` live; a background one only while its key runs fewer than its quota (checked
+    /// and counted at once, so concurrent requests cannot pass it together).
+    func goLive(_ run: ResponseRun) throws(OpenAIError) {
+        let limit = quota
+        if let refusal = live.add(run, admitting: { limit.admitBackgroundResponse(running: $0) }) {
+            throw OpenAIError(HTTPError(refusal))
         }
     }
 

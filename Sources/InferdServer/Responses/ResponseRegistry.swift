@@ -25,6 +25,23 @@ final class ResponseRegistry: Sendable {
         entries.withLock { $0[run.id] = Entry(run: run) }
     }
 
+    /// Adds `run` unless it is a background response and `admitting`, given how many background
+    /// responses its owner runs here now, refuses it; counted and added under one lock.
+    func add(_ run: ResponseRun, admitting: (Int) -> TenantQuota.Refusal?) -> TenantQuota.Refusal? {
+        let record = run.record
+        return entries.withLock { e in
+            if record.response.background {
+                let running = e.values.filter { entry in
+                    let r = entry.run.record
+                    return r.response.background && !r.response.isFinished && r.owner == record.owner
+                }.count
+                if let refusal = admitting(running) { return refusal }
+            }
+            e[run.id] = Entry(run: run)
+            return nil
+        }
+    }
+
     /// Records a background response's Task; ignored when the response already ended.
     func setTask(_ id: String, _ task: Task<Void, Never>) {
         entries.withLock { e in

@@ -8,6 +8,8 @@ package struct ResponsesRequest: Sendable {
 
     var model: String
     var input: [ResponseItem]
+    /// `input` was one string, not a list of items (errors about it name `input`).
+    var inputIsText = false
     var instructions: String?
     var maxOutputTokens: Int?
     /// As written (echoed back exactly); the options carry them as the engine's floats.
@@ -63,6 +65,7 @@ package struct ResponsesRequest: Sendable {
                 strict: try given.bool("strict"), description: try given.string("description"))
         }
         input = try Self.input(f)
+        if case .string = f["input"] { inputIsText = true }
 
         var o = try OpenAIGenerationParameters.sampling(f)
         o.maxTokens = maxOutputTokens
@@ -89,6 +92,9 @@ package struct ResponsesRequest: Sendable {
         default: throw f.typeError("conversation", "a string or an object with an id", raw)
         }
     }
+
+    /// The field holding input item `i`'s text, as a request names it.
+    func inputField(_ i: Int) -> String { inputIsText ? "input" : "input[\(i)].content" }
 
     /// `input`: a string (one user message) or a list of message items.
     static func input(_ f: OpenAIFields) throws(OpenAIError) -> [ResponseItem] {

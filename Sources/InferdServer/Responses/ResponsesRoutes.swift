@@ -46,28 +46,50 @@ struct ResponsesRoutes: Sendable {
             return try await conversations.respond(
                 body, conversationID: conversation, backend: backend, request: request, arrival: arrival)
         }
+        if body.store {
+            try checkItems(body)
+            try await archive.admitStored(owner: access.owner(of: request))
+        }
         let prepared = try await prepare(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let context = request.context
+        let run = ResponseRun(prepared.record)
         let generation: AdmittedGeneration
         do {
-            // A background response is stopped only by the cancel route (the server owns its Task).
-            generation = try generations.admit(
-                prepared.generation, backend: backend, requestID: request.id, route: "responses", arrival: arrival,
-                reason: { body.background ? .cancelRequest : context.cancellationReason })
+            // Live before it is admitted: a background one counts against its key's quota at once.
+            try archive.goLive(run)
+            do {
+                // A background response is stopped only by the cancel route (the server owns its Task).
+                generation = try generations.admit(
+                    prepared.generation, backend: backend, requestID: request.id, route: "responses",
+                    arrival: arrival, reason: { body.background ? .cancelRequest : context.cancellationReason })
+            } catch {
+                archive.live.remove(id)
+                throw OpenAIError(error)
+            }
         } catch {
             archive.releaseCache(nil, capacity: 0, responseID: id, keep: false, backend: backend)
-            throw OpenAIError(error)
+            throw error
         }
-        let run = ResponseRun(prepared.record)
         await archive.persist(run.record)
-        archive.live.add(run)
         let finisher = ResponseFinisher(
             archive: archive, run: run, backend: backend, sequence: prepared.generation.sequence,
             capacity: prepared.cacheCapacity, requestID: request.id)
         return try await archive.answer(generation, run: run, background: body.background, stream: body.stream) {
             outcome in
             await finisher.finish(outcome)
+        }
+    }
+
+    /// A stored response's messages (`input`, `instructions`) each within `max_item_bytes`.
+    func checkItems(_ body: ResponsesRequest) throws(OpenAIError) {
+        do {
+            for (i, item) in body.input.enumerated() {
+                try archive.quota.checkItem(item.text, field: body.inputField(i))
+            }
+            if let instructions = body.instructions { try archive.quota.checkItem(instructions, field: "instructions") }
+        } catch {
+            throw OpenAIError(HTTPError(error))
         }
     }
 
@@ -88,6 +110,16 @@ struct ResponsesRoutes: Sendable {
             history = record.history
         }
         let input = body.input.map { HistoryMessage(role: $0.role, content: $0.text) }
+        if body.store {
+            // A stored response keeps its whole chain: as a session's transcript, it is bounded.
+            let bytes = history.reduce(0) { $0 + $1.content.utf8.count }
+            let adding = input.reduce(0) { $0 + $1.content.utf8.count }
+            if let refusal = archive.quota.admitTranscript(
+                bytes: bytes, adding: adding, of: "the previous_response_id chain")
+            {
+                throw OpenAIError(HTTPError(refusal), param: refusal.quota)
+            }
+        }
         var messages = history + input
         var prompt = try self.prompt(body.instructions, messages, backend: backend)
         if body.truncation == "auto" {

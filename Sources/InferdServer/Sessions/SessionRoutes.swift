@@ -13,8 +13,6 @@ struct SessionRoutes: Sendable {
     let access: AccessControl
     let host: ModelHost
     let replicaId: String
-    /// Sessions one API key may hold (`max_sessions_per_key`).
-    let maxSessionsPerKey: Int
 
     var sessions: SessionManager { turns.sessions }
 
@@ -32,18 +30,12 @@ struct SessionRoutes: Sendable {
         let body = try CreateSessionBody(request)
         let onBusy = body.onBusy ?? .queue
         if let o = body.options { _ = try turns.parameters(o) }
+        try turns.checkDefaults(
+            instructions: body.instructions, maxTokens: body.options?.maxTokens,
+            names: FieldNames(optionsPrefix: "options.", maxTokens: "max_tokens", prompt: "instructions"))
         let options = body.options.map { WireJSON.string($0) }
         let owner = access.owner(of: request)
-        do {
-            try await sessions.synchronize()
-        } catch {
-            throw HTTPError(error)
-        }
-        guard sessions.count(ownedBy: owner) < maxSessionsPerKey else {
-            throw HTTPError.tooManyRequests(
-                "this API key already has \(maxSessionsPerKey) sessions, the most allowed; delete one first",
-                code: .sessionLimit)
-        }
+        try await turns.admitSession(owner: owner)
         let session: Session
         do {
             session = try await sessions.create(

@@ -16,6 +16,8 @@ struct SessionTurns: Sendable {
     let host: ModelHost
     /// Turns a session keeps at most (`max_session_turns`).
     let maxTurns: Int
+    /// Sessions per key, bytes per message and per transcript.
+    let quota: TenantQuota
 
     /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
     /// Another key's session answers exactly as a missing one: its existence is not revealed.
@@ -45,6 +47,8 @@ struct SessionTurns: Sendable {
         guard !prompt.isEmpty else {
             throw .badRequest("prompt must not be empty", code: .invalidRequest, param: names.prompt)
         }
+        try checkItem(prompt, field: names.prompt)
+        try await checkTranscript(session, adding: prompt.utf8.count)
         let base = session.options.flatMap {
             try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
         }
@@ -85,6 +89,53 @@ struct SessionTurns: Sendable {
             throw e
         }
         return turn
+    }
+
+    /// One message to be stored, within `max_item_bytes` (else 413 naming `field`).
+    func checkItem(_ text: String, field: String) throws(HTTPError) {
+        do {
+            try quota.checkItem(text, field: field)
+        } catch {
+            throw HTTPError(error)
+        }
+    }
+
+    /// The session's transcript may take `adding` more bytes (`max_transcript_bytes`), else 429
+    /// `quota_exceeded`. Checked on admission: a turn's answer may pass it by its `max_tokens`.
+    func checkTranscript(_ session: Session, adding: Int) async throws(HTTPError) {
+        let bytes = await session.snapshot(backend: nil).entries.reduce(0) { $0 + $1.content.utf8.count }
+        if let refusal = quota.admitTranscript(bytes: bytes, adding: adding) { throw HTTPError(refusal) }
+    }
+
+    /// Before a session (or conversation) of `owner` is created: 429 `session_limit` at
+    /// `max_sessions_per_key`.
+    func admitSession(owner: String?) async throws(HTTPError) {
+        do {
+            try await sessions.synchronize()
+        } catch {
+            throw HTTPError(error)
+        }
+        if let refusal = quota.admitSession(held: sessions.count(ownedBy: owner)) { throw HTTPError(refusal) }
+    }
+
+    /// A new session's instructions and default options, checked as every turn will carry them:
+    /// the instructions within `max_item_bytes`, the context and `max_prompt_tokens` (400 naming
+    /// `names.prompt`), the default `max_tokens` within `max_tokens_limit` and, after the
+    /// instructions, the context (400 naming it). Without a model loaded yet, the token counts
+    /// wait for the first turn.
+    func checkDefaults(instructions: String?, maxTokens: Int?, names: FieldNames) throws(HTTPError) {
+        if let instructions { try checkItem(instructions, field: names.prompt) }
+        guard let backend = host.backend else { return }
+        var tokens = 0
+        if let instructions { tokens = try generations.prepare(backend, .text(instructions)).tokenCount }
+        do {
+            try generations.limits.checkDefaults(
+                instructionTokens: tokens, maxTokens: maxTokens, contextLength: backend.contextLength)
+        } catch {
+            var e = HTTPError(error, names: names)
+            if case .contextOverflow = error, tokens < backend.contextLength { e.param = names.maxTokensParam }
+            throw e
+        }
     }
 
     /// An admitted turn, to be run by the route (in its request's Task, or a Task the server owns
