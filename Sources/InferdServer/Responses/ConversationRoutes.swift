@@ -78,10 +78,10 @@ struct ConversationRoutes: Sendable {
         }
         let owner = access.owner(of: request)
         guard sessions.count(ownedBy: owner) < maxSessionsPerKey else {
+            // The same 429 as every other limit of the server (`rate_limit_error`), not a bad request.
             throw OpenAIError(
-                status: 429,
-                message: "this API key already has \(maxSessionsPerKey) sessions, the most allowed",
-                type: "invalid_request_error", code: .sessionLimit)
+                HTTPError.tooManyRequests(
+                    "this API key already has \(maxSessionsPerKey) sessions, the most allowed", code: .sessionLimit))
         }
         let session: Session
         do {
