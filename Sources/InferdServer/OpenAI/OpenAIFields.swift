@@ -18,7 +18,7 @@ package struct OpenAIFields: Sendable {
 
     /// A member as written, in key order; from the unordered value (keys sorted) without the original.
     func orderedValue(_ key: String) -> JSONValue? {
-        // A key given twice: the last one counts, as in `values`.
+        // A request body never gives a key twice (refused when parsed); elsewhere the last counts, as in `values`.
         if let members = ordered?.objectMembers { return members.last { $0.key == key }?.value }
         return self[key].map(JSONValue.init)
     }
