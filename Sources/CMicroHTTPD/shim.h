@@ -35,6 +35,21 @@ typedef struct inferd_mhd_config {
     void *logger_cls;
 } inferd_mhd_config;
 
+/// Decodes a URL's (or query argument's) `%HH` escapes as libmicrohttpd's own decoder does, except
+/// that an escaped NUL (`%00`) becomes DEL (0x7F). Exists because the path reaches the access
+/// handler as a C string: a decoded NUL would cut it there, so `/v1/sessions/ID%00junk` would read
+/// as `/v1/sessions/ID`. DEL is a control character too, so whatever refuses control characters
+/// (ids in paths and queries) refuses it instead of seeing the text before it.
+static inline size_t inferd_mhd_unescape(void *cls, struct MHD_Connection *connection, char *s) {
+    (void)cls;
+    (void)connection;
+    size_t length = MHD_http_unescape(s);
+    for (size_t i = 0; i < length; i++) {
+        if (s[i] == '\0') s[i] = 0x7f;
+    }
+    return length;
+}
+
 /// Starts a daemon. Exists because `MHD_start_daemon` is variadic and does not import into Swift.
 /// Returns NULL on failure with `*error_out` set to an errno-style code (EINVAL for a bad host,
 /// otherwise whatever errno the failed bind/listen left, or 0 when libmicrohttpd gave none).
@@ -71,6 +86,7 @@ static inline struct MHD_Daemon *inferd_mhd_start(const inferd_mhd_config *c, in
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)c->completed, c->completed_cls},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)c->notify_connection, c->notify_connection_cls},
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)c->logger, c->logger_cls},
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)inferd_mhd_unescape, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     int tls = (flags & MHD_USE_TLS) && c->tls_cert_pem != NULL && c->tls_key_pem != NULL;

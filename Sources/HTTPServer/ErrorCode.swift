@@ -9,6 +9,8 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case missingBody = "missing_body"
     /// Arrays and objects nest deeper than the server's limit.
     case jsonTooDeep = "json_too_deep"
+    /// An object in the body gives the same key twice (at any depth): readers disagree on which counts.
+    case duplicateKey = "duplicate_key"
     /// A required field is missing, a policy is not one of its names, or the request cannot be rendered.
     case invalidRequest = "invalid_request"
     /// A field holds a value of the right JSON kind but outside what it accepts.

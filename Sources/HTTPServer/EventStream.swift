@@ -18,6 +18,15 @@ public final class EventStream: Sendable {
         }
     }
 
+    /// An ordered event whose SSE `id:` is `id` (a resumable stream's own sequence number, so a
+    /// reconnect's `Last-Event-ID` names the same event whichever connection sent it).
+    public func send(event: String, data: String, id: Int) {
+        exchange.enqueue {
+            $0.send(event: event, data: data, id: id)
+            return false
+        }
+    }
+
     /// A bare `data: …` event (no `event:` or `id:` line), never dropped and kept in order with
     /// `send(event:data:)`. For wire formats such as OpenAI's that carry everything in `data`.
     public func send(data: String) {

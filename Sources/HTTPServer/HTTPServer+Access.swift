@@ -108,7 +108,10 @@ extension HTTPServer {
         switch match {
         case .found(let pattern, let h, let p):
             exchange.route = pattern
-            handler = h
+            handler = { req in
+                try req.refuseControlCharacters()
+                return try await h(req)
+            }
             parameters = p
         case .notFound:
             handler = { req in throw HTTPError.notFound("no route for \(req.method) \(req.path)") }

@@ -8,6 +8,8 @@ import Telemetry
 struct SSEQueue {
     enum Item: Equatable {
         case event(name: String, data: String)
+        /// An ordered event carrying its own id (a resumable stream's sequence number).
+        case identified(name: String, data: String, id: Int)
         case snapshot(name: String, data: String)
         /// A nameless, id-less event: only `data:` lines.
         case data(String)
@@ -15,7 +17,8 @@ struct SSEQueue {
 
         var estimatedBytes: Int {
             switch self {
-            case .event(let n, let d), .snapshot(let n, let d): n.utf8.count + d.utf8.count + 24
+            case .event(let n, let d), .snapshot(let n, let d), .identified(let n, let d, _):
+                n.utf8.count + d.utf8.count + 24
             case .data(let d): d.utf8.count + 8
             case .heartbeat: SSEFormat.heartbeat.count
             }
@@ -47,6 +50,16 @@ struct SSEQueue {
     mutating func send(event: String, data: String) {
         guard !finished else { return }
         pending.append(.event(name: event, data: data))
+        eventsAccepted += 1
+        notePeak()
+    }
+
+    /// Appends an ordered event whose `id:` is `id` rather than the next number: a resumable
+    /// stream numbers its events itself, so a client's `Last-Event-ID` names one on any
+    /// connection. Events after it without their own id continue from `id + 1`. Ignored after `finish()`.
+    mutating func send(event: String, data: String, id: Int) {
+        guard !finished else { return }
+        pending.append(.identified(name: event, data: data, id: id))
         eventsAccepted += 1
         notePeak()
     }
@@ -96,6 +109,10 @@ struct SSEQueue {
                 case .event(let name, let data), .snapshot(let name, let data):
                     out += SSEFormat.encode(event: name, id: nextID, data: data)
                     nextID += 1
+                    events += 1
+                case .identified(let name, let data, let id):
+                    out += SSEFormat.encode(event: name, id: id, data: data)
+                    nextID = id + 1
                     events += 1
                 case .data(let data):
                     out += SSEFormat.encode(data: data)

@@ -34,6 +34,11 @@ enum ServeCommand {
                     "api_keys": "\(keys.entries.count)", "key_ids": keys.entries.map(\.id).joined(separator: ","),
                     "metrics": metricsKey != nil ? "own_key" : (keys.isEnabled ? config.metricsAuth.rawValue : "open"),
                 ])
+            if !keys.isEnabled && !config.listensOnLoopbackOnly {
+                logger.warning(
+                    "authentication off on a non-loopback address",
+                    ["host": config.host, "port": "\(config.port)", "hint": "set api_keys to require a key"])
+            }
         } catch {
             FileHandle.standardError.write(Data("inferd: \(error)\n".utf8))
             return 2

@@ -124,11 +124,14 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         _ = try await worker.run { () throws(StoreError) in try c.query("SELECT 1") }
     }
 
-    public func sessionOfRequest(_ requestID: String) async throws(StoreError) -> String? {
+    public func sessionOfRequest(_ requestID: String, owner: String?) async throws(StoreError) -> String? {
         let c = main
         return try await worker.run { () throws(StoreError) in
             try c.query(
-                "SELECT session_id FROM entries WHERE request_id = $1 AND kind = 'response' LIMIT 1", [requestID]
+                """
+                SELECT e.session_id FROM entries e JOIN sessions s ON s.id = e.session_id
+                WHERE e.request_id = $1 AND e.kind = 'response' AND s.owner IS NOT DISTINCT FROM $2 LIMIT 1
+                """, [requestID, owner]
             ).first?.first ?? nil
         }
     }

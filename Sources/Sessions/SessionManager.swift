@@ -4,7 +4,8 @@ import Telemetry
 
 /// All sessions of a server: creates them, finds them, deletes them, and brings them back from
 /// the store at start-up. Also knows which session a live or recently ended request id belongs
-/// to, for `POST /v1/requests/{id}/cancel` (see `RequestIndex`: the index is bounded).
+/// to, for `POST /v1/requests/{id}/cancel` (see `RequestIndex`: the index is bounded, and each
+/// owner has its own namespace of ids: a request is indexed under its session's owner).
 public final class SessionManager: Sendable {
     public let environment: SessionEnvironment
     private let sessions = Locked<[String: Session]>([:])
@@ -27,19 +28,22 @@ public final class SessionManager: Sendable {
         // (a late cancel still says how they ended); older ones only through their session.
         let recorded = stored.flatMap { s in
             s.entries.compactMap { e in
-                e.kind == .response ? e.requestID.map { (s.created, e.position, $0, s.id) } : nil
+                e.kind == .response ? e.requestID.map { (s.created, e.position, $0, s.id, s.owner) } : nil
             }
         }
         let recent = recorded.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.suffix(recentRequests)
         requestIndex.withLock { index in
-            for (_, _, request, session) in recent where index.admitted(request, session: session) {
-                index.ended(request)
+            for (_, _, request, session, owner) in recent
+            where index.admitted(request, owner: owner, session: session) {
+                index.ended(request, owner: owner)
             }
         }
     }
 
     private func makeSession(_ stored: StoredSession) -> Session {
-        Session(stored: stored, env: environment) { [requestIndex] id in requestIndex.withLock { $0.ended(id) } }
+        Session(stored: stored, env: environment) { [requestIndex, owner = stored.owner] id in
+            requestIndex.withLock { $0.ended(id, owner: owner) }
+        }
     }
 
     /// Request ids indexed now (live plus recently ended); never more than live + `recentRequests`.
@@ -99,16 +103,17 @@ public final class SessionManager: Sendable {
         sessions.withLock { Array($0.values) }.sorted { ($0.created, $0.id) < ($1.created, $1.id) }
     }
 
-    /// Admits a request to a session and remembers where it lives.
+    /// Admits a request to a session and remembers where it lives, under the session's owner.
     /// Indexed before the session sees it, so a request that ends at once still leaves the index.
     public func admit(_ request: TurnRequest, to session: Session, backend model: any GenerationBackend)
         async throws(SessionError)
     {
-        let indexed = requestIndex.withLock { $0.admitted(request.id, session: session.id) }
+        let owner = session.owner
+        let indexed = requestIndex.withLock { $0.admitted(request.id, owner: owner, session: session.id) }
         do {
             try await session.admit(request, backend: model)
         } catch {
-            if indexed { requestIndex.withLock { $0.refused(request.id) } }
+            if indexed { requestIndex.withLock { $0.refused(request.id, owner: owner) } }
             throw error
         }
     }
@@ -135,17 +140,21 @@ public final class SessionManager: Sendable {
         }
     }
 
-    /// `session(forRequest:)`, and with a shared store also a request recorded by another server.
-    public func find(forRequest requestID: String) async throws(StoreError) -> Session? {
-        if let local = session(forRequest: requestID) { return local }
-        guard environment.store.isShared, let sid = try await environment.store.sessionOfRequest(requestID) else {
+    /// `session(forRequest:owner:)`, and with a shared store also a request recorded by another server.
+    public func find(forRequest requestID: String, owner: String?) async throws(StoreError) -> Session? {
+        if let local = session(forRequest: requestID, owner: owner) { return local }
+        guard environment.store.isShared,
+            let sid = try await environment.store.sessionOfRequest(requestID, owner: owner)
+        else {
             return nil
         }
         return try await find(sid)
     }
 
-    public func session(forRequest requestID: String) -> Session? {
-        guard let sid = requestIndex.withLock({ $0.session(for: requestID) }) else { return nil }
+    /// The session of `owner`'s request `requestID` (owner: the session's owner, nil without keys);
+    /// another owner's request with the same id is not found.
+    public func session(forRequest requestID: String, owner: String?) -> Session? {
+        guard let sid = requestIndex.withLock({ $0.session(for: requestID, owner: owner) }) else { return nil }
         return session(sid)
     }
 

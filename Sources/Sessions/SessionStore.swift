@@ -32,8 +32,9 @@ public protocol SessionStore: Sendable {
     /// A discarded turn leaves the transcript.
     func removeEntries(session: String, positions: [Int]) async throws(StoreError)
     func deleteSession(_ id: String) async throws(StoreError)
-    /// The session whose transcript records request `requestID`, if any.
-    func sessionOfRequest(_ requestID: String) async throws(StoreError) -> String?
+    /// The session of `owner` (nil: sessions without one) whose transcript records request
+    /// `requestID`, if any: request ids are scoped by owner.
+    func sessionOfRequest(_ requestID: String, owner: String?) async throws(StoreError) -> String?
     /// The right to run one turn of `session` now, or nil when another server holds it. Whoever
     /// holds it releases it when the turn is recorded; a server that dies loses it at once.
     /// Taking it also records `interrupted` any response left `in_progress` by a dead server.

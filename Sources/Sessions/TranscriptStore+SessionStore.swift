@@ -16,9 +16,12 @@ extension TranscriptStore: SessionStore {
         }
     }
 
-    public func sessionOfRequest(_ requestID: String) throws(StoreError) -> String? {
+    public func sessionOfRequest(_ requestID: String, owner: String?) throws(StoreError) -> String? {
         try db.query(
-            "SELECT session_id FROM entries WHERE request_id = ? AND kind = 'response' LIMIT 1", [.text(requestID)]
+            """
+            SELECT e.session_id FROM entries e JOIN sessions s ON s.id = e.session_id
+            WHERE e.request_id = ? AND e.kind = 'response' AND s.owner IS ? LIMIT 1
+            """, [.text(requestID), owner.map { .text($0) } ?? .null]
         ).first?.first?.text
     }
 

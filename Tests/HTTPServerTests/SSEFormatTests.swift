@@ -42,6 +42,27 @@ import Testing
         #expect(q.eventsAccepted == 5)
     }
 
+    /// A resumable stream names its events itself (a sequence number, from 0 on a first
+    /// connection, from where the client left off on a resumed one); an event without its own id
+    /// continues from there.
+    @Test func eventsWithTheirOwnIdKeepIt() {
+        var q = SSEQueue()
+        q.send(event: "response.created", data: "a", id: 7)
+        q.send(event: "response.completed", data: "b", id: 8)
+        q.send(event: "other", data: "c")
+        q.finish()
+        guard case .bytes(let bytes, let events) = q.read(max: 1 << 16) else {
+            Issue.record("expected bytes")
+            return
+        }
+        #expect(events == 3)
+        #expect(
+            text(bytes)
+                == "event: response.created\nid: 7\ndata: a\n\nevent: response.completed\nid: 8\ndata: b\n\n"
+                + "event: other\nid: 9\ndata: c\n\n")
+        #expect(q.read(max: 1 << 16) == .end)
+    }
+
     @Test func bareDataIsIgnoredAfterFinish() {
         var q = SSEQueue()
         q.finish()

@@ -47,6 +47,41 @@ import Testing
         #expect(throws: ConfigurationError.self) { try APIKeyring.parse("has a space in the key") }
     }
 
+    /// A key list that was given but yields no key must stop start-up, not switch authentication
+    /// (and the key on /metrics) off; only the empty setting means "no keys".
+    @Test func blankKeyListsAreRefusedAtStartUp() throws {
+        for (arguments, environment, name) in [
+            (["--api-keys", " "], [:], "api_keys"),
+            (["--api-keys", ", ,"], [:], "api_keys"),
+            ([], ["INFERD_API_KEYS": ","], "api_keys"),
+            ([], ["INFERD_METRICS_API_KEY": " , "], "metrics_api_key"),
+        ] as [([String], [String: String], String)] {
+            let c = try ServerConfiguration.load(
+                arguments: arguments, environment: environment, defaultFile: "/nonexistent.json")
+            do {
+                _ = try c.keyrings()
+                Issue.record("\(arguments) \(environment) started with no key")
+            } catch {
+                #expect(error.description.hasPrefix(name + " is set but holds no key"), "\(error)")
+            }
+        }
+        let none = try ServerConfiguration.load(
+            arguments: [], environment: ["INFERD_API_KEYS": ""], defaultFile: "/nonexistent.json")
+        #expect(try !none.keyrings().api.isEnabled)
+    }
+
+    /// Running without keys is worth a warning everywhere except on loopback.
+    @Test func loopbackHosts() {
+        for (host, loopback) in [
+            ("127.0.0.1", true), ("127.1.2.3", true), ("localhost", true), ("::1", true), ("0.0.0.0", false),
+            ("", false), ("::", false), ("10.0.0.5", false), ("128.0.0.1", false), ("192.168.1.1", false),
+        ] {
+            var c = ServerConfiguration()
+            c.host = host
+            #expect(c.listensOnLoopbackOnly == loopback, "\(host)")
+        }
+    }
+
     @Test func identifiesOnlyConfiguredKeys() {
         let ring = APIKeyring(keys: [alpha, beta])
         #expect(ring.isEnabled)

@@ -23,7 +23,7 @@ import Testing
     }
 
     /// A schema keeps the body's key order (its properties are generated in that order), read
-    /// from the body's one parse, whichever surface carries it; a key given twice counts last.
+    /// from the body's one parse, whichever surface carries it.
     @Test func aSchemaKeepsTheBodysKeyOrderFromItsOneParse() throws {
         let schema = #"{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}"#
         let native = try GenerationRequestBody(
@@ -32,7 +32,7 @@ import Testing
             try OpenAIJSON.fields(
                 of: request(
                     #"{"model":"m","messages":[{"role":"user","content":"x"}],"#
-                        + #""response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"a":1},"#
+                        + #""response_format":{"type":"json_schema","json_schema":{"name":"n","#
                         + #""schema":\#(schema)}}}"#)))
         for format in [native.options?.format, openAI.parameters.options.format] {
             let properties = try #require(format?.schema?["properties"]?.objectMembers)
@@ -68,8 +68,33 @@ import Testing
         }
     }
 
-    @Test func aKeyGivenTwiceCountsOnceWithTheLastValue() throws {
-        #expect(try OpenAIJSON.object(of: request(#"{"a":1,"a":"two"}"#)) == ["a": .string("two")])
+    /// A key given twice is refused at any depth, naming its path, instead of the last one
+    /// counting (a gateway that reads the first would see another request).
+    @Test func aKeyGivenTwiceIsRefusedAtAnyDepthNamingItsPath() throws {
+        let cases: [(String, String)] = [
+            (#"{"a":1,"a":"two"}"#, "a"),
+            (#"{"model":"m","stream":false,"x":{},"stream":true}"#, "stream"),
+            (#"{"options":{"temperature":0,"seed":1,"temperature":2}}"#, "options.temperature"),
+            (#"{"messages":[{"role":"user","content":"hi"},{"role":"user","role":"system"}]}"#, "messages[1].role"),
+            (#"{"a":[[{"k":1}],[{"k":1,"k":2}]]}"#, "a[1][0].k"),
+            (
+                #"{"f":{"schema":{"properties":{"p":{"type":"string"},"p":{"type":"integer"}}}}}"#,
+                "f.schema.properties.p"
+            ),
+            // Escapes are read before keys are compared: "\u0061" is "a".
+            (#"{"a":1,"\u0061":2}"#, "a"),
+            // Two spellings of one canonical form read as one key too (the Kelvin sign is "K").
+            ("{\"K\":1,\"\u{212A}\":2}", "\u{212A}"),
+        ]
+        for (body, path) in cases {
+            let e = error(body)
+            #expect(
+                e?.status == 400 && e?.code == .duplicateKey && e?.param == path, "\(body) → \(String(describing: e))")
+            #expect(e?.message.contains("twice") == true)
+        }
+        // The same key in different objects, or a value repeating a key's text, is fine.
+        let fine = try OpenAIJSON.object(of: request(#"{"a":{"a":1},"b":[{"a":1},{"a":2}],"c":"a"}"#))
+        #expect(fine.count == 3)
     }
 
     @Test func refusalsKeepTheirCodes() {

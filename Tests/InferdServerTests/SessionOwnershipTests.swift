@@ -108,6 +108,75 @@ import Testing
         }
     }
 
+    /// Request ids are scoped per key: key A using `X-Request-Id: x` first (still running) does not
+    /// squat the id. Key B's cancel of its own `x` stops B's request and leaves A's running, and a
+    /// third key's cancel of `x` is the 404 of an unknown id.
+    @Test func requestIdsAreScopedPerKey() async throws {
+        let gamma = "gamma-key-0123456789"
+        // Every turn shows a word, then waits until it is cancelled.
+        let backend = ScriptedBackend { _ in [.text("working"), .pause(.seconds(120))] }
+        try await RunningServer.with(
+            state: .ready(backend), configure: { $0.apiKeys = "\(Self.alpha),\(Self.beta),\(gamma)" }
+        ) { s in
+            var streams: [String: TestClient] = [:]
+            var sessionOf: [String: String] = [:]
+            for key in [Self.alpha, Self.beta] {
+                let created = try await call(s, "POST", "/v1/sessions", key: key, [:])
+                let id = try #require(created.json?["id"] as? String)
+                sessionOf[key] = id
+                streams[key] = try await offPool {
+                    let c = try s.client()
+                    let (status, headers) = try c.startStream(
+                        "/v1/sessions/\(id)/responses", jsonString(["prompt": "Hi", "stream": true]),
+                        headers: [("Authorization", "Bearer \(key)"), ("X-Request-Id", "shared-id")])
+                    guard status == 200 else { throw ClientError(description: "status \(status)") }
+                    #expect(headers.first { $0.0.lowercased() == "x-request-id" }?.1 == "shared-id")
+                    var reader = SSEReader()
+                    try c.readEvents(into: &reader) { $0.events.contains { $0.name == "snapshot" } }
+                    return c
+                }
+            }
+            let stranger = try await call(s, "POST", "/v1/requests/shared-id/cancel", key: gamma)
+            let unknown = try await call(s, "POST", "/v1/requests/never-used/cancel", key: gamma)
+            #expect(stranger.status == 404 && stranger.errorCode == "request_not_found", "\(stranger.text)")
+            #expect(stranger.text == unknown.text.replacingOccurrences(of: "never-used", with: "shared-id"))
+
+            // B (the second to use the id) cancels its own request.
+            let b = try await call(s, "POST", "/v1/requests/shared-id/cancel", key: Self.beta)
+            #expect(b.status == 200, "\(b.text)")
+            #expect(b.json?["cancelled"] as? Bool == true && b.json?["was"] as? String == "running")
+            #expect(
+                try await call(s, "GET", "/v1/sessions/\(sessionOf[Self.beta]!)", key: Self.beta).json?["status"]
+                    as? String == "idle")
+            // A's request with the same id still runs.
+            let a = try await call(s, "GET", "/v1/sessions/\(sessionOf[Self.alpha]!)", key: Self.alpha)
+            #expect(a.json?["status"] as? String == "responding", "\(a.text)")
+            let cancelA = try await call(s, "POST", "/v1/requests/shared-id/cancel", key: Self.alpha)
+            #expect(cancelA.status == 200 && cancelA.json?["was"] as? String == "running", "\(cancelA.text)")
+            for c in streams.values { c.close() }
+        }
+    }
+
+    /// The session limit is a quota, with one error type on both surfaces: `insufficient_quota`
+    /// on `/v1/conversations` (OpenAI's shape) as on `/v1/sessions`, not `invalid_request_error`.
+    @Test func theSessionLimitIsAQuotaErrorOnBothSurfaces() async throws {
+        try await RunningServer.with(
+            state: .ready(Self.backend),
+            configure: {
+                $0.apiKeys = Self.alpha
+                $0.maxSessionsPerKey = 1
+            }
+        ) { s in
+            #expect(try await call(s, "POST", "/v1/conversations", key: Self.alpha, [:]).status == 200)
+            for path in ["/v1/conversations", "/v1/sessions"] {
+                let r = try await call(s, "POST", path, key: Self.alpha, [:])
+                #expect(r.status == 429 && r.errorCode == "session_limit", "\(path): \(r.text)")
+                let error = r.json?["error"] as? [String: Any]
+                #expect(error?["type"] as? String == "insufficient_quota", "\(path): \(r.text)")
+            }
+        }
+    }
+
     @Test func ownersSurviveARestartAndOldDatabasesGainTheColumn() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-own-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

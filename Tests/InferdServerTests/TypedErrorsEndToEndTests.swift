@@ -41,6 +41,35 @@ import Testing
         }
     }
 
+    /// A key given twice is a 400 `duplicate_key` naming its path on every surface, at any depth.
+    @Test func duplicateKeysAreRefusedOnEverySurface() async throws {
+        try await serve { s in
+            let model = Self.backend.modelName
+            let cases: [(String, String, String)] = [
+                ("/v1/generations", #"{"prompt":"hi","prompt":"other"}"#, "prompt"),
+                (
+                    "/v1/generations", #"{"prompt":"hi","options":{"max_tokens":1,"max_tokens":900}}"#,
+                    "options.max_tokens"
+                ),
+                ("/v1/sessions", #"{"options":{"temperature":0},"options":{}}"#, "options"),
+                (
+                    "/v1/chat/completions",
+                    #"{"model":"\#(model)","messages":[{"role":"user","content":"a","content":"b"}]}"#,
+                    "messages[0].content"
+                ),
+                ("/v1/responses", #"{"model":"\#(model)","input":"hi","model":"other"}"#, "model"),
+                ("/v1/conversations", #"{"metadata":{"k":"1","k":"2"}}"#, "metadata.k"),
+            ]
+            for (path, body, field) in cases {
+                let e = try await post(s, path, body)
+                #expect(e.status == 400 && e.code == "duplicate_key" && e.param == field, "\(path) \(body) → \(e)")
+            }
+            // Nothing was created by the refused bodies.
+            let list = try await offPool { try s.client().request("GET", "/v1/sessions") }
+            #expect((list.json?["data"] as? [Any])?.count == 0)
+        }
+    }
+
     @Test func unknownFieldsAreRefusedOnEveryNativeRoute() async throws {
         try await serve { s in
             let cases: [(String, String, String)] = [

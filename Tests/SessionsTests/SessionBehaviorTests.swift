@@ -348,7 +348,8 @@ import Testing
         #expect(await s.transcript.map(\.kind) == [.instructions, .prompt, .response, .prompt, .response])
         #expect(await s.responses().map(\.status) == [.completed, .interrupted])
         // A late cancel of a request recorded before the restart says how it ended.
-        let late = await h.manager.session(forRequest: "r1")?.cancel(requestID: "r1", reason: .cancelRequest)
+        let late = await h.manager.session(forRequest: "r1", owner: nil)?.cancel(
+            requestID: "r1", reason: .cancelRequest)
         #expect(late?.outcome.status == .completed)
         // The interrupted turn is not shown to the model; the session goes on.
         let next = try await h.respond(Harness.request("r3", "again"), s)

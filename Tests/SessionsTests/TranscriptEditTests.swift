@@ -59,7 +59,9 @@ import Testing
         #expect(s.entries[1] == TranscriptEntry(position: 1, kind: .deleted, content: ""), "nothing of it is kept")
         #expect(s.entries[2].content == "hello" && s.entries[2].requestID == "r1")
         #expect(s.entries[3].content == "My name is Ada. 🦊" && s.entries[4].content == "Be 'kind'.")
-        #expect(try await reopened.sessionOfRequest("r1") == "s1")
+        #expect(try await reopened.sessionOfRequest("r1", owner: nil) == "s1")
+        // Request ids are scoped by owner: a key's own "r1" is not this session's.
+        #expect(try await reopened.sessionOfRequest("r1", owner: "0123abcd") == nil)
         #expect(try reopened.loadAll().first?.entries == s.entries)
     }
 

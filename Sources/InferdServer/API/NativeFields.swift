@@ -45,6 +45,8 @@ struct NativeFields: Sendable {
     func string(_ key: String) throws(HTTPError) -> String? {
         try read { () throws(OpenAIError) in try fields.string(key) }
     }
+    /// A string naming something by id: see `OpenAIFields.id`.
+    func id(_ key: String) throws(HTTPError) -> String? { try read { () throws(OpenAIError) in try fields.id(key) } }
     func bool(_ key: String) throws(HTTPError) -> Bool? { try read { () throws(OpenAIError) in try fields.bool(key) } }
     func int(_ key: String) throws(HTTPError) -> Int? { try read { () throws(OpenAIError) in try fields.int(key) } }
 

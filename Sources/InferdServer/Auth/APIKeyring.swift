@@ -52,7 +52,8 @@ public struct APIKeyring: Sendable, Equatable {
     public static func keyID(_ key: String) -> String { SHA256.hex(Array(SHA256.hash(Array(key.utf8)).prefix(4))) }
 
     /// Reads the `api_keys` setting: "" (none), "k1,k2,…", or "@/path" (one key per line; blank
-    /// lines and lines starting with # are skipped). Spaces around keys are dropped.
+    /// lines and lines starting with # are skipped). Spaces around keys are dropped. A setting
+    /// that is not empty yet yields no key (" ", ",", an empty file) is refused.
     public static func parse(_ setting: String, name: String = "api_keys") throws(ConfigurationError) -> [String] {
         let text: String
         if setting.hasPrefix("@") {
@@ -68,6 +69,12 @@ public struct APIKeyring: Sendable, Equatable {
         }
         let keys = setting.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
+        }
+        // A setting that was given but holds no key (" ", ",") must not switch authentication off:
+        // only the empty setting means "no keys".
+        guard !keys.isEmpty || setting.isEmpty else {
+            throw ConfigurationError(
+                "\(name) is set but holds no key (only spaces and commas); leave it empty to run without keys")
         }
         return try validated(keys, name: name)
     }
@@ -102,5 +109,17 @@ extension ServerConfiguration {
             metricsAPIKey.isEmpty
             ? nil : APIKeyring(keys: try APIKeyring.parse(metricsAPIKey, name: "metrics_api_key"))
         return (api, metrics)
+    }
+}
+
+extension ServerConfiguration {
+    /// True when `host` can only be reached from this machine (127.0.0.0/8, ::1, localhost): the
+    /// one place where running without API keys is not an exposure worth a warning.
+    public var listensOnLoopbackOnly: Bool {
+        let host = host.trimmingCharacters(in: .whitespaces).lowercased()
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        var v4 = in_addr()
+        guard inet_pton(AF_INET, host, &v4) == 1 else { return false }
+        return UInt32(bigEndian: v4.s_addr) >> 24 == 127
     }
 }

@@ -13,7 +13,7 @@ package struct OpenAIChatRequest: Sendable {
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
-        sessionID = try f.string("session_id")
+        sessionID = try f.id("session_id")
         onBusy = try f.choice("on_busy")
         if onBusy != nil, sessionID == nil {
             throw .invalid("on_busy applies only with session_id", param: "on_busy")

@@ -1,3 +1,4 @@
+import HTTPServer
 import StructuredOutput
 
 /// A JSON object read one typed field at a time. Null counts as absent, as in OpenAI's API;
@@ -18,7 +19,7 @@ package struct OpenAIFields: Sendable {
 
     /// A member as written, in key order; from the unordered value (keys sorted) without the original.
     func orderedValue(_ key: String) -> JSONValue? {
-        // A key given twice: the last one counts, as in `values`.
+        // A request body never gives a key twice (refused when parsed); elsewhere the last counts, as in `values`.
         if let members = ordered?.objectMembers { return members.last { $0.key == key }?.value }
         return self[key].map(JSONValue.init)
     }
@@ -37,6 +38,19 @@ package struct OpenAIFields: Sendable {
     func string(_ key: String) throws(OpenAIError) -> String? {
         guard let v = self[key] else { return nil }
         guard case .string(let s) = v else { throw typeError(key, "a string", v) }
+        return s
+    }
+
+    /// A string naming something by id (`previous_response_id`, `session_id`, `conversation`):
+    /// one holding a control character is a 400 naming the field, never looked up (a NUL would
+    /// otherwise end it early wherever it meets a C string, and no id holds one).
+    func id(_ key: String) throws(OpenAIError) -> String? {
+        guard let s = try string(key) else { return nil }
+        if let scalar = ControlCharacters.first(in: s) {
+            throw .invalid(
+                "\(name(key)) holds a control character (\(ControlCharacters.describe(scalar))); ids never do",
+                param: name(key))
+        }
         return s
     }
 

@@ -20,15 +20,16 @@ extension OpenAIJSON {
         case .object(let members):
             var object: [String: OpenAIJSON] = [:]
             object.reserveCapacity(members.count)
-            // A key given twice: the last one counts, as most JSON readers do.
+            // A request body never gives a key twice (`fields(of:)` refuses it); elsewhere the last counts.
             for m in members { object[m.key] = OpenAIJSON(m.value) }
             self = .object(object)
         }
     }
 
     /// The request's body as a JSON object: `HTTPRequest.checkedJSONBody`'s errors; 400
-    /// `invalid_json` naming the byte where the JSON is malformed; 400 `invalid_value` when it
-    /// is JSON but not an object (each route words that one itself).
+    /// `invalid_json` naming the byte where the JSON is malformed; 400 `duplicate_key` naming the
+    /// path of a key an object gives twice, at any depth; 400 `invalid_value` when it is JSON but
+    /// not an object (each route words that one itself).
     package static func object(of request: HTTPRequest) throws -> [String: OpenAIJSON] {
         try fields(of: request).values
     }
@@ -42,6 +43,12 @@ extension OpenAIJSON {
             value = try JSONParser.parse(bytes: body)
         } catch {
             throw HTTPError.badRequest("request body is not valid JSON: \(error.description)", code: .invalidJSON)
+        }
+        if let path = value.firstDuplicateKey(), case .key(let key)? = path.last {
+            let name = JSONValue.describe(path)
+            throw HTTPError.badRequest(
+                "the request body gives the key '\(key)' twice (at \(name)); each key may appear once per object",
+                code: .duplicateKey, param: name)
         }
         guard case .object(let object) = OpenAIJSON(value) else {
             throw HTTPError.badRequest("the request body must be a JSON object", code: .invalidValue)

@@ -23,7 +23,7 @@ extension ResponseArchive {
         }
         if stream {
             return .eventStream { stream in
-                run.subscribe(after: -1) { e in stream.send(event: e.type, data: WireJSON.string(e)) }
+                run.subscribe(after: -1) { e in Self.send(e, to: stream) }
                 _ = await finish(await generation.run(observer: run.apply))
             }
         }
@@ -43,8 +43,15 @@ extension ResponseArchive {
         }
         if run.record.response.isFinished { continuation.finish() }
         // The stream's own Task: its client leaving ends this loop, never the response.
-        for await e in events { stream.send(event: e.type, data: WireJSON.string(e)) }
+        for await e in events { send(e, to: stream) }
         run.unsubscribe(token)
+    }
+
+    /// One event on a Responses stream: its SSE `id:` is its `sequence_number`, on the first
+    /// connection as on a resumed one, so a browser `EventSource` that reconnects sends the last
+    /// one it saw as `Last-Event-ID` and `GET /v1/responses/{id}?stream=true` continues after it.
+    static func send(_ e: ResponseStreamEvent, to stream: EventStream) {
+        stream.send(event: e.type, data: WireJSON.string(e), id: e.sequenceNumber)
     }
 
     /// A background response's generation, run to its end in the Task the server keeps for it. On a

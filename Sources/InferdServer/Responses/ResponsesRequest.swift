@@ -51,7 +51,7 @@ package struct ResponsesRequest: Sendable {
         guard ["disabled", "auto"].contains(truncation) else {
             throw .invalid("truncation must be disabled or auto, got '\(truncation)'", param: "truncation")
         }
-        previousResponseID = try f.string("previous_response_id")
+        previousResponseID = try f.id("previous_response_id")
         conversationID = try Self.conversation(f)
         if conversationID != nil, previousResponseID != nil {
             throw .invalid(
@@ -82,9 +82,9 @@ package struct ResponsesRequest: Sendable {
     static func conversation(_ f: OpenAIFields) throws(OpenAIError) -> String? {
         guard let raw = f["conversation"] else { return nil }
         switch raw {
-        case .string(let s): return s
+        case .string: return try f.id("conversation")
         case .object(let o):
-            guard let id = try OpenAIFields(o, path: "conversation").string("id") else {
+            guard let id = try OpenAIFields(o, path: "conversation").id("id") else {
                 throw .invalid(
                     "conversation.id is required", param: "conversation.id", code: .missingRequiredParameter)
             }

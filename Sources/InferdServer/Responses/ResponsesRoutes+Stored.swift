@@ -6,8 +6,9 @@ import Sessions
 /// background one. A response is visible only to the API key that created it; to any other it
 /// answers exactly as an unknown id (404), so its existence is not revealed.
 extension ResponsesRoutes {
-    /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` (from the
-    /// first without it), live ones following while it still runs.
+    /// `GET /v1/responses/{id}`; with `stream=true`, its events after `starting_after` and after the
+    /// `Last-Event-ID` header (an `EventSource` reconnecting; each event's SSE id is its sequence
+    /// number), from the first without either, live ones following while it still runs.
     func get(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
         if let unknown = request.query.keys.sorted().first(where: {
@@ -35,6 +36,16 @@ extension ResponsesRoutes {
             }
             after = n
         }
+        // An EventSource reconnecting sends the id of the last event it got; with `starting_after`
+        // on the same URL, the later of the two counts (no event is sent twice).
+        if stream, let raw = request.headers["Last-Event-ID"]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty {
+            guard let n = Int(raw), n >= 0 else {
+                throw OpenAIError.invalid(
+                    "Last-Event-ID must be the id of an event of this stream (a sequence number), got '\(raw)'",
+                    param: "Last-Event-ID")
+            }
+            after = max(after, n)
+        }
         let (record, live) = try await archive.current(id, request)
         guard stream else { return .json(record.response) }
         let start = after
@@ -46,7 +57,7 @@ extension ResponsesRoutes {
                     final.response.isFinished
                 else { return }
                 let run = ResponseRun(final)
-                let token = run.subscribe(after: start) { e in stream.send(event: e.type, data: WireJSON.string(e)) }
+                let token = run.subscribe(after: start) { e in ResponseArchive.send(e, to: stream) }
                 run.unsubscribe(token)
             }
         }

@@ -123,7 +123,9 @@ struct SessionRoutes: Sendable {
         let rid = request.pathParameters["request_id"] ?? ""
         let found: Session?
         do {
-            found = try await sessions.find(forRequest: rid)
+            // Each key has its own namespace of request ids: another key's request with this id
+            // is not found (the same 404 as an id nobody used).
+            found = try await sessions.find(forRequest: rid, owner: access.owner(of: request))
         } catch {
             throw HTTPError(error)
         }

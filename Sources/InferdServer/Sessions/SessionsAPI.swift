@@ -50,7 +50,7 @@ package struct SessionCancelBody: Sendable {
     var requestId: String?
 
     package init(_ request: HTTPRequest) throws {
-        requestId = try NativeFields.body(of: request, allowed: ["request_id"], optional: true).string("request_id")
+        requestId = try NativeFields.body(of: request, allowed: ["request_id"], optional: true).id("request_id")
     }
 }
 
