@@ -60,8 +60,9 @@ public final class ModelHost: Sendable {
         }
     }
 
-    /// The backend itself, never the single-flight wrapper (a session's turns go there), or 503
-    /// while the model is still loading (or failed to load).
+    /// The backend itself, never the single-flight wrapper (a session's turns go there; with a
+    /// per-key limit, through the same `TenantShareBackend` counts), or 503 while the model is
+    /// still loading (or failed to load).
     func requireSessionBackend() throws(HTTPError) -> any GenerationBackend {
         let backend = try requireBackend()
         return state.withLock { $0.session } ?? backend

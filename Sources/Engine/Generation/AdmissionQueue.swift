@@ -170,8 +170,12 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     mutating func update(now: Instant) -> [Action] {
         // Runs every engine round: it builds no array unless it has something to report.
         var actions: [Action] = []
-        expire(\.interactive, now: now, into: &actions)
-        expire(\.background, now: now, into: &actions)
+        let expiredInteractive = Self.expire(&interactive, now: now, into: &actions)
+        let expiredBackground = Self.expire(&background, now: now, into: &actions)
+        if expiredInteractive || expiredBackground {
+            reordered = true
+            rotation.forgetIdle(waiting: Set((interactive + background).map { $0.tenant }))
+        }
         for r in running where r.deadline.map({ $0 <= now }) ?? false {
             finished(r.id, now: now)
             actions.append(.expireActive(r.id))
@@ -213,20 +217,21 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
         return actions
     }
 
-    /// Takes the waiters past their deadlines out of `list`, in order.
-    private mutating func expire(
-        _ list: WritableKeyPath<Self, [Waiter]>, now: Instant, into actions: inout [Action]
-    ) {
+    /// Takes the waiters past their deadlines out of `list`, in order; true if there were any.
+    /// Static over one array (no key path: a generic type's is made at run time, every round).
+    private static func expire(_ list: inout [Waiter], now: Instant, into actions: inout [Action]) -> Bool {
+        var expired = false
         var i = 0
-        while i < self[keyPath: list].count {
-            if let deadline = self[keyPath: list][i].deadline, deadline <= now {
-                let waiter = self[keyPath: list].remove(at: i)
-                actions.append(.expireWaiting(waiter.id))
-                stoppedWaiting(waiter.tenant)
+        while i < list.count {
+            if let deadline = list[i].deadline, deadline <= now {
+                actions.append(.expireWaiting(list[i].id))
+                list.remove(at: i)
+                expired = true
             } else {
                 i += 1
             }
         }
+        return expired
     }
 
     private func hasWaiters(_ tenant: String) -> Bool {
@@ -284,14 +289,14 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     private func orderedPlaces(at now: Instant) -> [(Lane, Int)] {
         var simulated = rotation
         var result: [(Lane, Int)] = []
-        var backgroundTenants = background.map(\.tenant)
+        var backgroundTenants = background.map { $0.tenant }
         var backgroundIndices = Array(background.indices)
         if let head = background.first, isStarved(head, at: now), let j = simulated.next(among: backgroundTenants) {
             result.append((.background, j))
             simulated.placed(backgroundTenants.remove(at: j))
             backgroundIndices.remove(at: j)
         }
-        result += simulated.order(of: interactive.map(\.tenant)).map { (.interactive, $0) }
+        result += simulated.order(of: interactive.map { $0.tenant }).map { (.interactive, $0) }
         result += simulated.order(of: backgroundTenants).map { (.background, backgroundIndices[$0]) }
         return result
     }
@@ -304,12 +309,12 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     /// interactive class, else the background class; within a class the fair choice.
     private mutating func popNext(at now: Instant) -> Waiter? {
         if let head = background.first, isStarved(head, at: now),
-            let i = rotation.next(among: background.lazy.map(\.tenant))
+            let i = rotation.next(among: background.lazy.map { $0.tenant })
         {
             return background.remove(at: i)
         }
-        if let i = rotation.next(among: interactive.lazy.map(\.tenant)) { return interactive.remove(at: i) }
-        if let i = rotation.next(among: background.lazy.map(\.tenant)) { return background.remove(at: i) }
+        if let i = rotation.next(among: interactive.lazy.map { $0.tenant }) { return interactive.remove(at: i) }
+        if let i = rotation.next(among: background.lazy.map { $0.tenant }) { return background.remove(at: i) }
         return nil
     }
 

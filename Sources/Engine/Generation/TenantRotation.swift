@@ -45,6 +45,12 @@ package struct TenantRotation: Sendable, Equatable {
         if holding[tenant] == nil { lastPlaced[tenant] = nil }
     }
 
+    /// Forgets every tenant that holds no place and is not among `waiting` (after waiters left
+    /// in bulk, as when deadlines pass).
+    package mutating func forgetIdle(waiting: Set<String>) {
+        lastPlaced = lastPlaced.filter { holding[$0.key] != nil || waiting.contains($0.key) }
+    }
+
     /// The index of the waiter to place next, given the waiters' tenants in their queue order;
     /// nil when there are none. Allocates nothing.
     package func next<C: Collection>(among tenants: C) -> C.Index? where C.Element == String {
