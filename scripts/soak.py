@@ -293,7 +293,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
     ap.add_argument("--clients", type=int, default=int(os.environ.get("SOAK_CLIENTS", 12)))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", 1)))
-    ap.add_argument("--flood-clients", type=int, default=int(os.environ.get("SOAK_FLOOD_CLIENTS", 48)))
+    ap.add_argument("--flood-clients", type=int, default=int(os.environ.get("SOAK_FLOOD_CLIENTS", 80)))
     a = ap.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="inferd-soak-")
@@ -349,7 +349,8 @@ def main():
         ("/health still 200 after the load", health_ok),
         ("SIGTERM exits 0", exit_code == 0),
     ]
-    print(f"\nsoak summary: {a.clients} clients for {elapsed:.0f} s against {a.binary} (log: {log_path})")
+    print(f"\nsoak summary: {a.clients} clients and {a.flood_clients} flooding ones for {elapsed:.0f} s against "
+          f"{a.binary} (log: {log_path})")
     print(f"  sent {c['sent']}: completed {c['completed']}, cancelled {c['cancelled']}, refused {c['refused']}, "
           f"failed {c['failed']} ({c['sent'] / max(elapsed, 1):.1f} req/s)")
     for kind in sorted(counts.kinds):
