@@ -98,6 +98,8 @@ fuzz-replay: deps
 	@for t in gguf json http template; do "$$(swift build $(SWIFT_FLAGS) --show-bin-path)/inferd-fuzz" $$t Fuzz/corpus/$$t || exit 1; done
 
 # Many loopback clients against the release binary for SOAK_SECONDS (default 120); not in CI.
+# Meanwhile SOAK_FLOOD_CLIENTS (80) of a third key flood past its share: they may only get 429
+# key_busy, and the first key's clients must see no failure (fair shares, #39).
 SOAK_SECONDS ?= 120
 soak: deps model build
 	python3 scripts/soak.py --binary $(BIN) --model $(MODEL) --seconds $(SOAK_SECONDS)

@@ -60,7 +60,7 @@ let package = Package(
         // Knows nothing of HTTP or JSON wire formats.
         // The generation backend protocol (conversation or raw prompt in, events and a result out)
         // and its local implementation, the engine. Routes and sessions see only the protocol.
-        .target(name: "Backend", dependencies: ["Engine", "GenerationVocabulary", "Telemetry"]),
+        .target(name: "Backend", dependencies: ["Engine", "GenerationVocabulary", "Telemetry", "Timekeeping"]),
         // A backend that sends the conversation to an OpenAI-compatible upstream (vLLM, llama.cpp's
         // server, another inferd) over libcurl, streaming its deltas back as snapshots.
         .target(

@@ -10,6 +10,12 @@ disconnect and stop), or a bad request (bad JSON, too deep, max_tokens over the 
 wrong key, unknown path, oversized body). Every request sent is classified by the client as
 completed, cancelled, refused (the expected 4xx) or failed (anything else); they must add up.
 
+Meanwhile FLOOD_CLIENTS threads of a third key flood the server (fair shares, issue #39): each
+keeps one long stream or background response in flight and asks again at once, more than the
+key's share (`per_key_max_generations`, by default half the engine's places). The flooding key
+may get 429 `key_busy` (refused) but nothing else; the first key's clients must still see no
+failure at all (no 503 `server_busy`, no timeout).
+
 At the end: the process is alive, failed == 0, the server's own request count matches what was
 sent, threads / fds / RSS after the load settles are within the bounds below of their values
 after warm-up, and SIGTERM exits 0. Standard library only.
@@ -23,6 +29,7 @@ FD_BOUND = 4              # extra open fds allowed
 RSS_BOUND_MB = 64         # extra resident memory allowed
 KEY = "soak-key-0123456789abcdef"
 OTHER_KEY = "soak-other-key-0123456789"
+FLOOD_KEY = "soak-flood-key-0123456789"
 
 
 
@@ -143,6 +150,40 @@ def client(port, deadline, counts, rng):
             counts.add("failed", kind, repr(e))
 
 
+def flood_client(port, deadline, counts, rng, model):
+    """Keeps one generation of the flooding key in flight: a long stream read to its end, or a
+    background response (which holds a place but no connection). 200 or 429 key_busy only."""
+    auth = {"Authorization": f"Bearer {FLOOD_KEY}", "Content-Type": "application/json"}
+    while time.monotonic() < deadline:
+        kind = rng.choices(["flood_stream", "flood_background"], weights=[3, 1])[0]
+        if kind == "flood_stream":
+            path = "/v1/generations"
+            body = {"prompt": f"Count to one hundred. ({rng.random()})", "stream": True,
+                    "options": {"max_tokens": 64, "ignore_eos": True, "temperature": 0.7}}
+        else:
+            path = "/v1/responses"
+            body = {"model": model, "input": f"Count to one hundred. ({rng.random()})", "background": True,
+                    "max_output_tokens": 64, "ignore_eos": True, "temperature": 0.7}
+        counts.sent()
+        try:
+            s = raw_request(port, "POST", path, json.dumps(body).encode(), auth)
+            data = read_all(s)
+            s.close()
+        except Exception as e:  # noqa: BLE001
+            counts.add("failed", kind, repr(e))
+            continue
+        st = status_of(data)
+        if st == 429 and b'"key_busy"' in data:
+            counts.add("refused", kind)
+            time.sleep(0.05)  # a flood, not a spin
+        elif st == 200 and (kind == "flood_background" or data.count(b"event: completed") == 1):
+            counts.add("completed", kind)
+            if kind == "flood_background":
+                time.sleep(1.0)  # it runs on without a connection: keep about one per thread
+        else:
+            counts.add("failed", kind, data[:300])
+
+
 MONITOR = {"answered": 0}  # /health and /metrics calls the soak itself made (the server counts them too)
 
 
@@ -252,19 +293,23 @@ def main():
     ap.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 120)))
     ap.add_argument("--clients", type=int, default=int(os.environ.get("SOAK_CLIENTS", 12)))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", 1)))
+    ap.add_argument("--flood-clients", type=int, default=int(os.environ.get("SOAK_FLOOD_CLIENTS", 80)))
     a = ap.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="inferd-soak-")
-    env = dict(os.environ, INFERD_API_KEYS=f"{KEY},{OTHER_KEY}")
+    env = dict(os.environ, INFERD_API_KEYS=f"{KEY},{OTHER_KEY},{FLOOD_KEY}")
     proc, port, log, log_path = start_server(
         "soak", a.binary, a.model, data_dir, extra_args=("--max-tokens-limit", "256"), env=env,
         health=lambda port: get(port, "/health")[0])  # counted: the server counts these probes too
 
     counts = Counts()
+    model = json.loads(get(port, "/health")[1]).get("model", "")
     warmup = min(15.0, a.seconds / 4)
     deadline = time.monotonic() + a.seconds
     threads = [threading.Thread(target=client, args=(port, deadline, counts, random.Random(a.seed * 1000 + i)))
                for i in range(a.clients)]
+    threads += [threading.Thread(target=flood_client, args=(port, deadline, counts, random.Random(a.seed * 7919 + i), model))
+                for i in range(a.flood_clients)]
     t0 = time.monotonic()
     for t in threads:
         t.start()
@@ -288,7 +333,12 @@ def main():
 
     c = counts.c
     accounted = c["completed"] + c["cancelled"] + c["refused"] + c["failed"]
+    flood = {k: v for k, v in counts.kinds.items() if k.startswith("flood_")}
+    flood_refused = sum(v.get("refused", 0) for v in flood.values())
+    flood_completed = sum(v.get("completed", 0) for v in flood.values())
     checks = [
+        ("the flooding key was served and refused 429 key_busy past its share (none of it 503)",
+         a.flood_clients == 0 or (flood_refused > 0 and flood_completed > 0)),
         ("server alive at the end", alive),
         ("every request accounted for (completed + cancelled + refused + failed = sent)", accounted == c["sent"]),
         ("no failed requests", c["failed"] == 0),
@@ -299,7 +349,8 @@ def main():
         ("/health still 200 after the load", health_ok),
         ("SIGTERM exits 0", exit_code == 0),
     ]
-    print(f"\nsoak summary: {a.clients} clients for {elapsed:.0f} s against {a.binary} (log: {log_path})")
+    print(f"\nsoak summary: {a.clients} clients and {a.flood_clients} flooding ones for {elapsed:.0f} s against "
+          f"{a.binary} (log: {log_path})")
     print(f"  sent {c['sent']}: completed {c['completed']}, cancelled {c['cancelled']}, refused {c['refused']}, "
           f"failed {c['failed']} ({c['sent'] / max(elapsed, 1):.1f} req/s)")
     for kind in sorted(counts.kinds):

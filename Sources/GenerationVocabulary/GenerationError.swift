@@ -10,6 +10,10 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
     /// `max_queue` generations already wait; nothing was started. Try again in about
     /// `retryAfterSeconds`.
     case serverBusy(queueLength: Int, retryAfterSeconds: Int)
+    /// The request's tenant (its API key) already holds `limit` generations running or waiting, its
+    /// fair share (`per_key_max_generations`); nothing was started. Try again in about
+    /// `retryAfterSeconds`. The server itself may have room: other tenants are still served.
+    case tenantBusy(holding: Int, limit: Int, retryAfterSeconds: Int)
     /// The request's deadline passed before it was given a place; nothing was computed.
     case queueTimeout
     /// A remote backend's upstream did not take the request: unreachable (after trying the next
@@ -32,6 +36,8 @@ public enum GenerationError: Error, Equatable, CustomStringConvertible, Sendable
         case .computeFailed(let why): "generation failed: \(why)"
         case .shuttingDown: "the engine is shutting down"
         case .serverBusy(let n, _): "the server is busy: \(n) requests are already waiting"
+        case .tenantBusy(let n, let limit, _):
+            "this API key already has \(n) generations running or waiting, its share of at most \(limit)"
         case .queueTimeout: "the request timed out while waiting for the engine"
         case .upstreamUnavailable(let why, _): "the upstream is unavailable: \(why)"
         case .upstreamRejected(_, let message): "the upstream refused the request: \(message)"

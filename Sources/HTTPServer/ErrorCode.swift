@@ -103,6 +103,9 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case modelUnavailable = "model_unavailable"
     /// The engine's queue is full; sent with `Retry-After`.
     case serverBusy = "server_busy"
+    /// The API key already holds its share of generations (`per_key_max_generations`); sent
+    /// with `Retry-After` (429: the key's limit, not the server's).
+    case keyBusy = "key_busy"
     /// `timeout_seconds` passed before the request got a place.
     case timeout = "timeout"
     /// The request was cancelled by its owner (a session turn through the OpenAI chat route, a

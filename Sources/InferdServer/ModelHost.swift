@@ -13,6 +13,8 @@ import Timekeeping
 /// With single-flight on, the ready backend is wrapped once in a `SingleFlightBackend`, and
 /// stateless generations get the wrapper (`backend`, `requireBackend`); a session's turns get the
 /// backend itself (`requireSessionBackend`), since a turn holding its KV sequence never shares.
+/// With a per-key limit (`per_key_max_generations`), both go through one `TenantShareBackend`'s
+/// counts first: under single-flight for stateless generations, directly for a session's turns.
 public final class ModelHost: Sendable {
     public enum State: Sendable {
         case loading
@@ -22,12 +24,19 @@ public final class ModelHost: Sendable {
 
     /// The state as set, and the backend stateless generations use (the ready one, wrapped when
     /// single-flight is on).
-    private let state = Locked<(State, shared: (any GenerationBackend)?)>((.loading, nil))
+    private let state = Locked<(State, shared: (any GenerationBackend)?, session: (any GenerationBackend)?)>(
+        (.loading, nil, nil))
     private let singleFlight: Bool
+    private let perKeyMaxGenerations: Int
+    private let clock: any TimeSource
 
     /// `singleFlight` wraps the ready backend in a `SingleFlightBackend` for stateless generations.
-    public init(singleFlight: Bool = true) {
+    /// `perKeyMaxGenerations` above 0 limits the generations one API key's owner holds at once,
+    /// running or waiting (`TenantShareBackend`; `clock` times them for `Retry-After`).
+    public init(singleFlight: Bool = true, perKeyMaxGenerations: Int = 0, clock: any TimeSource = .system) {
         self.singleFlight = singleFlight
+        self.perKeyMaxGenerations = perKeyMaxGenerations
+        self.clock = clock
     }
 
     public var current: State { state.withLock { $0.0 } }
@@ -41,7 +50,7 @@ public final class ModelHost: Sendable {
     /// The backend for stateless generations, or 503 while the model is still loading (or failed
     /// to load).
     func requireBackend() throws(HTTPError) -> any GenerationBackend {
-        let (current, shared) = state.withLock { $0 }
+        let (current, shared, _) = state.withLock { $0 }
         switch current {
         case .ready(let backend): return shared ?? backend
         case .loading:
@@ -51,11 +60,18 @@ public final class ModelHost: Sendable {
         }
     }
 
-    /// The backend itself, never the single-flight wrapper (a session's turns go there), or 503
-    /// while the model is still loading (or failed to load).
+    /// The backend itself, never the single-flight wrapper (a session's turns go there; with a
+    /// per-key limit, through the same `TenantShareBackend` counts), or 503 while the model is
+    /// still loading (or failed to load).
     func requireSessionBackend() throws(HTTPError) -> any GenerationBackend {
         let backend = try requireBackend()
-        return (backend as? SingleFlightBackend)?.wrapped ?? backend
+        return state.withLock { $0.session } ?? backend
+    }
+
+    /// Throws `tenantBusy` when `tenant` already holds its share of generations (a session's turn
+    /// asks before its stream starts; it is submitted later, when its session's queue reaches it).
+    func checkShare(of tenant: String) throws(GenerationError) {
+        try (state.withLock { $0.session } as? TenantShareBackend)?.checkShare(of: tenant)
     }
 
     /// Starts loading `path` in the background and returns at once. `admission` bounds the
@@ -128,9 +144,14 @@ public final class ModelHost: Sendable {
     /// Sets the state directly (tests, and `generate`, which loads in the foreground).
     public func finish(_ newState: State) {
         var shared: (any GenerationBackend)?
+        var session: (any GenerationBackend)?
         if case .ready(let backend) = newState {
-            shared = singleFlight ? SingleFlightBackend.over(backend) : backend
+            let limited: any GenerationBackend =
+                perKeyMaxGenerations > 0
+                ? TenantShareBackend(wrapping: backend, limit: perKeyMaxGenerations, clock: clock) : backend
+            shared = singleFlight ? SingleFlightBackend.over(limited) : limited
+            session = limited
         }
-        state.withLock { $0 = (newState, shared) }
+        state.withLock { $0 = (newState, shared, session) }
     }
 }

@@ -89,7 +89,8 @@ enum ServeCommand {
             logger.error("chat template unusable", ["chat_template": config.chatTemplate, "error": "\(error)"])
             return 1
         }
-        let host = ModelHost(singleFlight: config.singleFlight)
+        let host = ModelHost(
+            singleFlight: config.singleFlight, perKeyMaxGenerations: config.effectivePerKeyMaxGenerations, clock: clock)
         let app = InferdApp(
             configuration: config, host: host, logger: logger, metrics: metrics, sessions: sessions,
             responses: responses, clock: clock)

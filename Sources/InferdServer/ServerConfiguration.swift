@@ -71,6 +71,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxActiveSequences = 8
     /// Generations that may wait for a place; one more is refused with 503 `server_busy`.
     public var maxQueue = 64
+    /// Most generations one API key holds at once, running or waiting (its fair share); one more
+    /// gets 429 `key_busy`. -1: half of `max_active_sequences` + `max_queue`; 0: no limit.
+    /// Without `api_keys` there is one tenant and no limit.
+    public var perKeyMaxGenerations = -1
     /// How long an interactive request waits before a running background one yields its place.
     public var preemptAfterMs = 500
     /// Identical deterministic requests in flight share one generation.
@@ -233,6 +237,10 @@ extension ServerConfiguration {
         int(
             "max_queue", "Generations that may wait for a place; one more gets 503 server_busy with Retry-After.",
             \.maxQueue, min: 0),
+        int(
+            "per_key_max_generations",
+            "Most generations one API key holds, running or waiting; more get 429 key_busy (-1: half of max_active_sequences + max_queue; 0: no limit).",
+            \.perKeyMaxGenerations, min: -1),
         int(
             "preempt_after_ms", "How long an interactive request waits before a running background one is parked.",
             \.preemptAfterMs, min: 0),

@@ -39,12 +39,12 @@ extension OpenAIRemoteBackend {
                 attempt = try await attemptOnce(
                     upstream: upstream, path: path, body: body, request: request, onEvent: onEvent)
             } catch {
-                dispatcher.release(upstream, since: since)
+                dispatcher.release(upstream, since: since, tenant: ticket.tenant)
                 throw error
             }
             switch attempt {
             case .result(let result):
-                dispatcher.release(upstream, since: since)
+                dispatcher.release(upstream, since: since, tenant: ticket.tenant)
                 observe(upstream, reachable: true)
                 return result
             case .unreachable(let message):
@@ -58,10 +58,10 @@ extension OpenAIRemoteBackend {
                 tries += 1
                 // Refused or unreachable before anything was sent: another upstream once, no more.
                 guard tries < 2, !Task.isCancelled else {
-                    dispatcher.release(upstream, since: since)
+                    dispatcher.release(upstream, since: since, tenant: ticket.tenant)
                     throw .upstreamUnavailable(message, retryAfterSeconds: 2)
                 }
-                guard let next = dispatcher.retarget(from: upstream, since: since) else {
+                guard let next = dispatcher.retarget(from: upstream, since: since, tenant: ticket.tenant) else {
                     throw .upstreamUnavailable(message, retryAfterSeconds: 2)
                 }
                 upstream = next

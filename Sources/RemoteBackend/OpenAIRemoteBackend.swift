@@ -151,7 +151,8 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
         _ request: BackendRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> UpstreamDispatcher.Ticket {
         if state.withLock({ $0.shutDown }) { throw .shuttingDown }
-        return try dispatcher.enter(priority: request.priority, deadline: request.deadline, onEvent: onEvent)
+        return try dispatcher.enter(
+            priority: request.priority, tenant: request.scope.tenant, deadline: request.deadline, onEvent: onEvent)
     }
 
     /// Stops admitting generations and cancels those running (their connections close).

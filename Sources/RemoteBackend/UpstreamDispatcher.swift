@@ -13,6 +13,8 @@ final class UpstreamDispatcher: @unchecked Sendable {
         let id: UInt64
         let upstream: Int?
         let entered: ContinuousClock.Instant
+        /// Whose generation it is: fair shares between tenants in the queue.
+        let tenant: String
     }
 
     /// How waiting ended.
@@ -52,14 +54,14 @@ final class UpstreamDispatcher: @unchecked Sendable {
     /// Throws `serverBusy` when the queue is full, `upstreamUnavailable` when every upstream is
     /// down, `shuttingDown` after `close`.
     func enter(
-        priority: GenerationPriority, deadline: ContinuousClock.Instant?,
+        priority: GenerationPriority, tenant: String = "", deadline: ContinuousClock.Instant?,
         onEvent: @escaping @Sendable (GenerationEvent) -> Void
     ) throws(GenerationError) -> Ticket {
         let now = ContinuousClock.now
         let (decision, id, moved): (Scheduler.Decision?, UInt64, [Scheduler.Action]) = state.withLock { s in
             guard !s.closed else { return (nil, 0, []) }
             s.nextID += 1
-            let (decision, moved) = s.scheduler.submit(s.nextID, priority: priority)
+            let (decision, moved) = s.scheduler.submit(s.nextID, priority: priority, tenant: tenant)
             if case .queued = decision { s.slots[s.nextID] = Slot(onEvent: onEvent) }
             return (decision, s.nextID, moved)
         }
@@ -68,7 +70,7 @@ final class UpstreamDispatcher: @unchecked Sendable {
         switch decision {
         case .assigned(let upstream):
             onChange()
-            return Ticket(id: id, upstream: upstream, entered: now)
+            return Ticket(id: id, upstream: upstream, entered: now, tenant: tenant)
         case .queued(let position):
             onEvent(.queued(position: position))
             if let deadline {
@@ -85,7 +87,7 @@ final class UpstreamDispatcher: @unchecked Sendable {
                 }
             }
             onChange()
-            return Ticket(id: id, upstream: nil, entered: now)
+            return Ticket(id: id, upstream: nil, entered: now, tenant: tenant)
         case .refused(let queueLength, let retryAfter):
             throw .serverBusy(queueLength: queueLength, retryAfterSeconds: retryAfter)
         case .unavailable:
@@ -121,15 +123,17 @@ final class UpstreamDispatcher: @unchecked Sendable {
     }
 
     /// A generation moves off an unreachable upstream to one that can take it now, if any.
-    func retarget(from upstream: Int, since start: ContinuousClock.Instant) -> Int? {
-        let (next, actions) = state.withLock { $0.scheduler.retarget(from: upstream, held: .now - start) }
+    func retarget(from upstream: Int, since start: ContinuousClock.Instant, tenant: String = "") -> Int? {
+        let (next, actions) = state.withLock {
+            $0.scheduler.retarget(from: upstream, held: .now - start, tenant: tenant)
+        }
         perform(actions)
         return next
     }
 
     /// A generation's place on `upstream` is free.
-    func release(_ upstream: Int, since start: ContinuousClock.Instant) {
-        let actions = state.withLock { $0.scheduler.release(upstream, held: .now - start) }
+    func release(_ upstream: Int, since start: ContinuousClock.Instant, tenant: String = "") {
+        let actions = state.withLock { $0.scheduler.release(upstream, held: .now - start, tenant: tenant) }
         perform(actions)
         onChange()
     }

@@ -1,3 +1,4 @@
+import Engine
 import GenerationVocabulary
 
 /// Which upstream runs each generation and which generations wait, as pure state: every change
@@ -11,8 +12,10 @@ import GenerationVocabulary
 ///   its share of `weight / Σ weights` to within one pick, spread out rather than in bursts.
 /// - A new generation runs at once when one can take it and nobody waits; otherwise it waits,
 ///   unless `maxQueue` already wait: then it is refused with a `Retry-After` estimate.
-///   Interactive waiters go before background ones, first come first served within each (no
-///   preemption: a remote generation cannot be parked). Waiters hear their position.
+///   Interactive waiters go before background ones (no preemption: a remote generation cannot
+///   be parked); within each, tenants share places fairly as in the engine's queue
+///   (`TenantRotation`: fewest places held, then placed least recently, then first come first
+///   served). Waiters hear their position.
 /// - When every upstream is down a new generation is refused at once (`unavailable`), and the
 ///   waiters are told so when the last one goes down.
 /// - A generation whose upstream was unreachable may move to another one at once (`retarget`),
@@ -45,6 +48,7 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
 
     private struct Waiter: Sendable {
         var id: ID
+        var tenant: String
         var lastPosition: Int?
     }
 
@@ -54,6 +58,8 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
     private var background: [Waiter] = []
     /// How long a generation holds a place, smoothed; nil until one has finished.
     private var meanService: Duration?
+    /// Places held and last given, by tenant: which waiter goes next within a class.
+    private var rotation = TenantRotation()
 
     init(upstreams: [(weight: Int, maxActive: Int)], maxQueue: Int) {
         self.upstreams = upstreams.map { Upstream(weight: max(1, $0.weight), maxActive: max(1, $0.maxActive)) }
@@ -66,13 +72,16 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
 
     /// A new generation: where it runs, or its place in the queue; the actions are the other
     /// waiters' new positions (an interactive one goes ahead of background ones).
-    mutating func submit(_ id: ID, priority: GenerationPriority) -> (Decision, [Action]) {
+    mutating func submit(_ id: ID, priority: GenerationPriority, tenant: String = "") -> (Decision, [Action]) {
         guard anyUp else { return (.unavailable, []) }
-        if waitingCount == 0, let i = pick(excluding: []) { return (.assigned(upstream: i), []) }
+        if waitingCount == 0, let i = pick(excluding: []) {
+            rotation.placed(tenant)
+            return (.assigned(upstream: i), [])
+        }
         guard waitingCount < maxQueue else {
             return (.refused(queueLength: waitingCount, retryAfterSeconds: retryAfterSeconds), [])
         }
-        let waiter = Waiter(id: id, lastPosition: nil)
+        let waiter = Waiter(id: id, tenant: tenant, lastPosition: nil)
         switch priority {
         case .interactive: interactive.append(waiter)
         case .background: background.append(waiter)
@@ -85,15 +94,22 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
         return (.queued(position: mine), others)
     }
 
-    /// Moves a running generation off `upstream` (it was unreachable) to another one that can
-    /// take it now, if any; the old place is freed either way.
-    mutating func retarget(from upstream: Int, held: Duration) -> (Int?, [Action]) {
+    /// Moves a running generation of `tenant` off `upstream` (it was unreachable) to another one
+    /// that can take it now, if any; the old place is freed either way (and the tenant's, if it
+    /// found none: the generation ends).
+    mutating func retarget(from upstream: Int, held: Duration, tenant: String = "") -> (Int?, [Action]) {
         let next = pick(excluding: [upstream])
-        return (next, release(upstream, held: held))
+        if next == nil { rotation.released(tenant, stillWaiting: hasWaiters(tenant)) }
+        return (next, free(upstream, held: held))
     }
 
-    /// A generation on `upstream` ended after holding its place for `held`.
-    mutating func release(_ upstream: Int, held: Duration) -> [Action] {
+    /// A generation of `tenant` on `upstream` ended after holding its place for `held`.
+    mutating func release(_ upstream: Int, held: Duration, tenant: String = "") -> [Action] {
+        rotation.released(tenant, stillWaiting: hasWaiters(tenant))
+        return free(upstream, held: held)
+    }
+
+    private mutating func free(_ upstream: Int, held: Duration) -> [Action] {
         upstreams[upstream].active -= 1
         // Smoothed so one unusually long or short generation moves the estimate only a little.
         meanService = meanService.map { $0 * 0.8 + held * 0.2 } ?? held
@@ -106,33 +122,31 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
         upstreams[upstream].score = 0
         if up { return admit() }
         guard !anyUp else { return [] }
-        defer {
-            interactive.removeAll()
-            background.removeAll()
-        }
-        return (interactive + background).map { .unavailable($0.id) }
+        return removeAllWaiting().map { .unavailable($0) }
     }
 
     /// Takes a waiter out of the queue (it was cancelled or its deadline passed). Nil when it was
     /// not waiting; else the positions that changed.
     mutating func remove(_ id: ID) -> [Action]? {
+        let waiter: Waiter
         if let i = interactive.firstIndex(where: { $0.id == id }) {
-            interactive.remove(at: i)
+            waiter = interactive.remove(at: i)
         } else if let i = background.firstIndex(where: { $0.id == id }) {
-            background.remove(at: i)
+            waiter = background.remove(at: i)
         } else {
             return nil
         }
+        if !hasWaiters(waiter.tenant) { rotation.stoppedWaiting(waiter.tenant) }
         return positions()
     }
 
     /// Takes every waiter out of the queue (shutdown); returns their ids.
     mutating func removeAllWaiting() -> [ID] {
-        defer {
-            interactive.removeAll()
-            background.removeAll()
-        }
-        return (interactive + background).map(\.id)
+        let all = interactive + background
+        interactive.removeAll()
+        background.removeAll()
+        for waiter in all { rotation.stoppedWaiting(waiter.tenant) }
+        return all.map(\.id)
     }
 
     /// Seconds until a place is likely to free up: the mean time a generation holds a place
@@ -165,17 +179,33 @@ struct UpstreamScheduler<ID: Hashable & Sendable>: Sendable {
     private mutating func admit() -> [Action] {
         var actions: [Action] = []
         while waitingCount > 0, let i = pick(excluding: []) {
-            let waiter = interactive.isEmpty ? background.removeFirst() : interactive.removeFirst()
+            let waiter: Waiter
+            if let next = rotation.next(among: interactive.lazy.map(\.tenant)) {
+                waiter = interactive.remove(at: next)
+            } else {
+                waiter = background.remove(at: rotation.next(among: background.lazy.map(\.tenant))!)
+            }
+            rotation.placed(waiter.tenant)
             actions.append(.assign(waiter.id, upstream: i))
         }
         return actions + positions()
     }
 
+    private func hasWaiters(_ tenant: String) -> Bool {
+        interactive.contains { $0.tenant == tenant } || background.contains { $0.tenant == tenant }
+    }
+
+    /// Every waiter's place in the fair order (interactive class first), reported when it changed.
     private mutating func positions() -> [Action] {
         var actions: [Action] = []
         var position = 0
-        for i in interactive.indices { Self.notify(&interactive[i], &position, into: &actions) }
-        for i in background.indices { Self.notify(&background[i], &position, into: &actions) }
+        var simulated = rotation
+        for i in simulated.order(of: interactive.map(\.tenant)) {
+            Self.notify(&interactive[i], &position, into: &actions)
+        }
+        for i in simulated.order(of: background.map(\.tenant)) {
+            Self.notify(&background[i], &position, into: &actions)
+        }
         return actions
     }
 

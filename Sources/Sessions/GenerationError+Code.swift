@@ -11,6 +11,7 @@ extension GenerationError {
         case .computeFailed: "generation_failed"
         case .shuttingDown: "shutting_down"
         case .serverBusy: "server_busy"
+        case .tenantBusy: "key_busy"
         case .queueTimeout: "timeout"
         case .upstreamUnavailable: "upstream_unavailable"
         case .upstreamRejected: "upstream_rejected"

@@ -171,7 +171,7 @@ extension Session {
             outcome.error = .generation(error)
             responseEntry.status = .failed
             switch error {
-            case .queueTimeout, .serverBusy:
+            case .queueTimeout, .serverBusy, .tenantBusy:
                 // Refused, or timed out before it got a place in the engine: the cache is untouched.
                 keepCache = true
             default:

@@ -60,7 +60,8 @@ import Testing
         let errors: [GenerationError] = [
             .contextOverflow(promptTokens: 1, maxTokens: 1, contextLength: 1), .emptyPrompt,
             .invalidOption(name: "temperature", reason: "r"), .computeFailed("f"), .shuttingDown,
-            .serverBusy(queueLength: 1, retryAfterSeconds: 1), .queueTimeout,
+            .serverBusy(queueLength: 1, retryAfterSeconds: 1), .tenantBusy(holding: 2, limit: 2, retryAfterSeconds: 1),
+            .queueTimeout,
             .upstreamUnavailable("u", retryAfterSeconds: 1), .upstreamRejected(.unprocessable, message: "m"),
             .upstreamFailed("f"),
         ]

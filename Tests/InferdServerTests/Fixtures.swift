@@ -48,7 +48,8 @@ struct RunningServer {
         config.port = 0
         config.drainSeconds = 2
         configure(&config)
-        let host = ModelHost(singleFlight: config.singleFlight)
+        let host = ModelHost(
+            singleFlight: config.singleFlight, perKeyMaxGenerations: config.effectivePerKeyMaxGenerations)
         host.finish(try state ?? .ready(SharedModel.engine()))
         let logs = LogCapture()
         let app = InferdApp(

@@ -1,4 +1,5 @@
 import Backend
+import Engine
 import HTTPServer
 import TestSupport
 import Testing
@@ -29,6 +30,23 @@ import Testing
         host.finish(.ready(backend))
         #expect(try host.requireBackend() as? ScriptedBackend === backend)
         #expect(try host.requireSessionBackend() as? ScriptedBackend === backend)
+    }
+
+    @Test func aPerKeyLimitCountsStatelessGenerationsAndSessionTurnsTogether() async throws {
+        let backend = ScriptedBackend(reply: "ok")
+        let host = ModelHost(singleFlight: true, perKeyMaxGenerations: 1)
+        host.finish(.ready(backend))
+        let shared = try #require(try host.requireBackend() as? SingleFlightBackend)
+        let limited = try #require(shared.wrapped as? TenantShareBackend)
+        #expect(limited.wrapped as? ScriptedBackend === backend)
+        #expect(try host.requireSessionBackend() is TenantShareBackend)
+        var request = BackendRequest(prompt: backend.prepare(.text("hi")), maxTokens: 2)
+        request.scope = GenerationScope(tenant: "alice")
+        let pending = try shared.submit(request) { _ in }
+        #expect(throws: GenerationError.self) { try host.checkShare(of: "alice") }
+        try host.checkShare(of: "bob")
+        #expect(try await pending.result().content == "ok")
+        try host.checkShare(of: "alice")
     }
 
     @Test func neitherIsHandedOutBeforeTheModelIsReady() {

@@ -94,6 +94,24 @@ import Testing
         #expect(s.waitingCount == 0)
     }
 
+    @Test func anotherTenantsFirstWaiterGoesAheadOfATenantWithManyWaiting() {
+        var s = S(upstreams: [(1, 1)], maxQueue: 8)
+        #expect(s.submit(0, priority: .interactive, tenant: "A").0 == .assigned(upstream: 0))
+        for id in 1...3 { _ = s.submit(id, priority: .interactive, tenant: "A") }
+        // A holds the place and waits three times: B's first waiter goes ahead of all three.
+        let (decision, moved) = s.submit(10, priority: .interactive, tenant: "B")
+        #expect(decision == .queued(position: 1))
+        #expect(moved == [.position(1, 2), .position(2, 3), .position(3, 4)])
+        #expect(
+            s.release(0, held: .seconds(1), tenant: "A") == [
+                .assign(10, upstream: 0), .position(1, 1), .position(2, 2), .position(3, 3),
+            ])
+        // Both wait now: A (holding none once B's ends) and B take turns.
+        _ = s.submit(11, priority: .interactive, tenant: "B")
+        #expect(s.release(0, held: .seconds(1), tenant: "B").first == .assign(1, upstream: 0))
+        #expect(s.release(0, held: .seconds(1), tenant: "A").first == .assign(11, upstream: 0))
+    }
+
     @Test func retargetMovesToAnotherUpstreamAheadOfTheQueue() {
         var s = S(upstreams: [(1, 1), (1, 1)], maxQueue: 2)
         #expect(s.submit(1, priority: .interactive).0 == .assigned(upstream: 0))

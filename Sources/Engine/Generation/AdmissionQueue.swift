@@ -8,7 +8,10 @@ import Telemetry
 /// - At most `maxActiveSequences` generations run. A new one runs at once when there is room
 ///   and nobody waits; otherwise it waits, unless `maxQueue` already wait: then it is refused
 ///   (with a `Retry-After` estimate).
-/// - Waiting order: interactive before background, first come first served within each.
+/// - Waiting order: interactive before background. Within each, tenants share places fairly
+///   (`TenantRotation`): the next place goes to the tenant holding the fewest places, then to the
+///   one placed least recently, then first come first served; a tenant's own waiters keep their
+///   order. With one tenant (no API keys) that is first come, first served.
 ///   Waiters hear their 1-based position whenever it changes.
 /// - Deadlines: a waiter past its deadline leaves the queue (`expireWaiting`); a running
 ///   generation past it is ended (`expireActive`).
@@ -47,6 +50,8 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     struct Waiter: Sendable, Equatable {
         var id: ID
         var priority: GenerationPriority
+        /// Whose work it is (opaque): fair shares are kept between tenants.
+        var tenant: String
         var deadline: Instant?
         var waitingSince: Instant
         /// Time it already held a place (a parked generation), for the mean service time.
@@ -57,6 +62,7 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     struct Running: Sendable, Equatable {
         var id: ID
         var priority: GenerationPriority
+        var tenant: String
         var deadline: Instant?
         var admittedAt: Instant
         var served: Duration
@@ -70,6 +76,13 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     private var background: [Waiter] = []
     /// Mean time a generation holds a place, smoothed; nil until one has finished.
     private(set) var meanService: Duration?
+    /// Places held and last given, by tenant: who goes next within a class.
+    private var rotation = TenantRotation()
+    /// The waiting order may have changed since positions were last told (a waiter came or went,
+    /// a place was taken or freed); `update` recomputes them only then, or when the starvation
+    /// guard's head changes, so a round with nothing new allocates nothing.
+    private var reordered = false
+    private var starvedHeadWhenTold = false
 
     init(policy: AdmissionPolicy) { self.policy = policy }
 
@@ -80,50 +93,58 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     func isRunning(_ id: ID) -> Bool { running.contains { $0.id == id } }
     func isWaiting(_ id: ID) -> Bool { (interactive + background).contains { $0.id == id } }
 
+    /// Generations of `tenant` holding a place.
+    func runningCount(of tenant: String) -> Int { rotation.holding(tenant) }
+
     /// Waiting ids in the order they will be given a place, as of `now`.
     func order(at now: Instant) -> [ID] { ordered(at: now).map(\.id) }
 
     // MARK: Changes
 
     mutating func submit(
-        _ id: ID, priority: GenerationPriority, deadline: Instant?, now: Instant
+        _ id: ID, priority: GenerationPriority, tenant: String = "", deadline: Instant?, now: Instant
     ) -> SubmitDecision {
         if running.count < policy.maxActiveSequences && waitingCount == 0 {
-            running.append(Running(id: id, priority: priority, deadline: deadline, admittedAt: now, served: .zero))
+            running.append(
+                Running(
+                    id: id, priority: priority, tenant: tenant, deadline: deadline, admittedAt: now, served: .zero))
+            rotation.placed(tenant)
             return .admitted
         }
         guard waitingCount < policy.maxQueue else {
             return .refused(queueLength: waitingCount, retryAfterSeconds: retryAfterSeconds)
         }
-        let waiter = Waiter(id: id, priority: priority, deadline: deadline, waitingSince: now)
+        let waiter = Waiter(id: id, priority: priority, tenant: tenant, deadline: deadline, waitingSince: now)
         switch priority {
         case .interactive: interactive.append(waiter)
         case .background: background.append(waiter)
         }
+        reordered = true
         return .queued(position: order(at: now).firstIndex(of: id)! + 1)
     }
 
     /// Takes a waiter out of the queue (it was cancelled). False when it is not waiting: a
     /// running generation is stopped by the worker and reported with `finished`.
     mutating func remove(_ id: ID) -> Bool {
+        let waiter: Waiter
         if let i = interactive.firstIndex(where: { $0.id == id }) {
-            interactive.remove(at: i)
-            return true
+            waiter = interactive.remove(at: i)
+        } else if let i = background.firstIndex(where: { $0.id == id }) {
+            waiter = background.remove(at: i)
+        } else {
+            return false
         }
-        if let i = background.firstIndex(where: { $0.id == id }) {
-            background.remove(at: i)
-            return true
-        }
-        return false
+        stoppedWaiting(waiter.tenant)
+        return true
     }
 
     /// Takes every waiter out of the queue (shutdown); returns their ids.
     mutating func removeAllWaiting() -> [ID] {
-        defer {
-            interactive.removeAll()
-            background.removeAll()
-        }
-        return (interactive + background).map(\.id)
+        let all = interactive + background
+        interactive.removeAll()
+        background.removeAll()
+        for waiter in all { stoppedWaiting(waiter.tenant) }
+        return all.map(\.id)
     }
 
     /// The worker stepped these running generations once more.
@@ -138,6 +159,8 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     mutating func finished(_ id: ID, now: Instant) -> Bool {
         guard let i = running.firstIndex(where: { $0.id == id }) else { return false }
         let r = running.remove(at: i)
+        rotation.released(r.tenant, stillWaiting: hasWaiters(r.tenant))
+        reordered = true
         recordService(r.served + (now - r.admittedAt))
         return true
     }
@@ -147,8 +170,12 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
     mutating func update(now: Instant) -> [Action] {
         // Runs every engine round: it builds no array unless it has something to report.
         var actions: [Action] = []
-        Self.expire(&interactive, now: now, into: &actions)
-        Self.expire(&background, now: now, into: &actions)
+        let expiredInteractive = Self.expire(&interactive, now: now, into: &actions)
+        let expiredBackground = Self.expire(&background, now: now, into: &actions)
+        if expiredInteractive || expiredBackground {
+            reordered = true
+            rotation.forgetIdle(waiting: Set((interactive + background).map { $0.tenant }))
+        }
         for r in running where r.deadline.map({ $0 <= now }) ?? false {
             finished(r.id, now: now)
             actions.append(.expireActive(r.id))
@@ -157,41 +184,64 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
             while running.count < policy.maxActiveSequences, let next = popNext(at: now) {
                 running.append(
                     Running(
-                        id: next.id, priority: next.priority, deadline: next.deadline, admittedAt: now,
-                        served: next.served))
+                        id: next.id, priority: next.priority, tenant: next.tenant, deadline: next.deadline,
+                        admittedAt: now, served: next.served))
+                rotation.placed(next.tenant)
+                reordered = true
                 actions.append(.admit(next.id))
             }
             guard let victim = preemptionVictim(at: now) else { break }
             let r = running.remove(at: victim)
+            rotation.released(r.tenant, stillWaiting: true)
+            reordered = true
             background.insert(
                 Waiter(
-                    id: r.id, priority: r.priority, deadline: r.deadline, waitingSince: now,
+                    id: r.id, priority: r.priority, tenant: r.tenant, deadline: r.deadline, waitingSince: now,
                     served: r.served + (now - r.admittedAt)),
                 at: 0)
             actions.append(.park(r.id))
         }
-        // Positions in the order of `ordered(at:)`, without building it.
-        var position = 0
+        // Positions, only when the order may have changed: a round with nothing new builds nothing.
         let starvedHead = background.first.map { isStarved($0, at: now) } ?? false
-        if starvedHead { Self.notify(&background[0], &position, into: &actions) }
-        for i in interactive.indices { Self.notify(&interactive[i], &position, into: &actions) }
-        for i in background.indices.dropFirst(starvedHead ? 1 : 0) {
-            Self.notify(&background[i], &position, into: &actions)
+        if reordered || starvedHead != starvedHeadWhenTold {
+            reordered = false
+            starvedHeadWhenTold = starvedHead
+            var position = 0
+            for (lane, i) in orderedPlaces(at: now) {
+                switch lane {
+                case .interactive: Self.notify(&interactive[i], &position, into: &actions)
+                case .background: Self.notify(&background[i], &position, into: &actions)
+                }
+            }
         }
         return actions
     }
 
-    /// Takes the waiters past their deadlines out of `list`, in order.
-    private static func expire(_ list: inout [Waiter], now: Instant, into actions: inout [Action]) {
+    /// Takes the waiters past their deadlines out of `list`, in order; true if there were any.
+    /// Static over one array (no key path: a generic type's is made at run time, every round).
+    private static func expire(_ list: inout [Waiter], now: Instant, into actions: inout [Action]) -> Bool {
+        var expired = false
         var i = 0
         while i < list.count {
             if let deadline = list[i].deadline, deadline <= now {
                 actions.append(.expireWaiting(list[i].id))
                 list.remove(at: i)
+                expired = true
             } else {
                 i += 1
             }
         }
+        return expired
+    }
+
+    private func hasWaiters(_ tenant: String) -> Bool {
+        interactive.contains { $0.tenant == tenant } || background.contains { $0.tenant == tenant }
+    }
+
+    /// A waiter of `tenant` left without a place.
+    private mutating func stoppedWaiting(_ tenant: String) {
+        reordered = true
+        if !hasWaiters(tenant) { rotation.stoppedWaiting(tenant) }
     }
 
     /// Gives the next position to `waiter`, reporting it when it changed.
@@ -231,17 +281,40 @@ struct AdmissionQueue<ID: Hashable & Sendable>: Sendable {
         !running.contains { $0.priority == .background } && now - head.waitingSince >= policy.starvationAfter
     }
 
-    private func ordered(at now: Instant) -> [Waiter] {
-        if let head = background.first, isStarved(head, at: now) {
-            return [head] + interactive + background.dropFirst()
+    private enum Lane { case interactive, background }
+
+    /// The waiters in the order they will be given places, as (class, index) pairs: a starved
+    /// background head first, then the interactive class, then the background class, each in
+    /// its fair order (each placing counting for the ones after it).
+    private func orderedPlaces(at now: Instant) -> [(Lane, Int)] {
+        var simulated = rotation
+        var result: [(Lane, Int)] = []
+        var backgroundTenants = background.map { $0.tenant }
+        var backgroundIndices = Array(background.indices)
+        if let head = background.first, isStarved(head, at: now), let j = simulated.next(among: backgroundTenants) {
+            result.append((.background, j))
+            simulated.placed(backgroundTenants.remove(at: j))
+            backgroundIndices.remove(at: j)
         }
-        return interactive + background
+        result += simulated.order(of: interactive.map { $0.tenant }).map { (.interactive, $0) }
+        result += simulated.order(of: backgroundTenants).map { (.background, backgroundIndices[$0]) }
+        return result
     }
 
+    private func ordered(at now: Instant) -> [Waiter] {
+        orderedPlaces(at: now).map { lane, i in lane == .interactive ? interactive[i] : background[i] }
+    }
+
+    /// The next waiter to get a place: the starved background one (the guard), else the
+    /// interactive class, else the background class; within a class the fair choice.
     private mutating func popNext(at now: Instant) -> Waiter? {
-        if let head = background.first, isStarved(head, at: now) { return background.removeFirst() }
-        if !interactive.isEmpty { return interactive.removeFirst() }
-        if !background.isEmpty { return background.removeFirst() }
+        if let head = background.first, isStarved(head, at: now),
+            let i = rotation.next(among: background.lazy.map { $0.tenant })
+        {
+            return background.remove(at: i)
+        }
+        if let i = rotation.next(among: interactive.lazy.map { $0.tenant }) { return interactive.remove(at: i) }
+        if let i = rotation.next(among: background.lazy.map { $0.tenant }) { return background.remove(at: i) }
         return nil
     }
 

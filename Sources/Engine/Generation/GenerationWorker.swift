@@ -81,7 +81,8 @@ final class GenerationWorker: @unchecked Sendable {
             return
         }
         let decision = admission.submit(
-            job.admissionID, priority: job.request.priority, deadline: job.request.deadline, now: clock.now)
+            job.admissionID, priority: job.request.priority, tenant: job.request.scope.tenant,
+            deadline: job.request.deadline, now: clock.now)
         switch decision {
         case .admitted:
             jobs[job.admissionID] = job

@@ -137,6 +137,13 @@ final class GenerationService: Sendable {
         switch error {
         case .serverBusy, .queueTimeout, .upstreamUnavailable:
             logger.info("generation refused", ["request_id": requestID, "code": answer.code.rawValue])
+        case .tenantBusy:
+            // Load of one key, not a failure: counted on its own, so a key at its share shows.
+            metrics.counter(
+                "inferd_key_busy_total",
+                help: "Generations refused because their API key already held its share (per_key_max_generations)."
+            ).increment()
+            logger.info("generation refused", ["request_id": requestID, "code": answer.code.rawValue])
         default:
             countFailure(requestID: requestID, error: "\(error)")
         }

@@ -23,6 +23,10 @@ extension HTTPError {
             self.init(
                 status: 503, message: "\(error); retry in about \(retryAfter) s", type: "server_error",
                 code: ErrorCode(error), retryAfterSeconds: retryAfter)
+        case .tenantBusy(_, _, let retryAfter):
+            self.init(
+                status: 429, message: "\(error); retry in about \(retryAfter) s", type: "rate_limit_error",
+                code: ErrorCode(error), retryAfterSeconds: retryAfter)
         case .queueTimeout:
             self.init(
                 status: 503, message: "\(error) (timeout_seconds passed before it started)", type: "server_error",
@@ -117,6 +121,7 @@ extension ErrorCode {
         case .computeFailed: self = .generationFailed
         case .shuttingDown: self = .shuttingDown
         case .serverBusy: self = .serverBusy
+        case .tenantBusy: self = .keyBusy
         case .queueTimeout: self = .timeout
         case .upstreamUnavailable: self = .upstreamUnavailable
         case .upstreamRejected: self = .upstreamRejected

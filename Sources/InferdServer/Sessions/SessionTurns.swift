@@ -37,8 +37,9 @@ struct SessionTurns: Sendable {
     /// Checks and admits one turn: the session's options under the request's, its `on_busy` unless
     /// the request names one, the request's numbers against the server's limits (the context
     /// budget, which depends on the transcript, is checked when the turn runs). A full engine queue
-    /// is 503 `server_busy` here, before any stream starts; the turn is submitted to the engine
-    /// only when the session's own queue reaches it.
+    /// is 503 `server_busy` here, before any stream starts, and a key already holding its share of
+    /// generations 429 `key_busy`; the turn is submitted to the engine only when the session's own
+    /// queue reaches it, and counts against its key's share from then until it ends.
     func admit(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
@@ -74,6 +75,7 @@ struct SessionTurns: Sendable {
             id: id, prompt: prompt, onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
             priority: admission.priority, parameters: parameters, deadline: admission.deadline(from: arrival))
         do {
+            try host.checkShare(of: session.owner ?? "")
             try backend.checkCapacity()
         } catch {
             throw generations.recordFailure(error, requestID: id)
