@@ -16,4 +16,28 @@ public struct GenerationScope: Hashable, Sendable {
 
     /// Everyone together: authentication off and no salt.
     public static let shared = GenerationScope()
+
+    /// Whether this is the one scope of a server without keys and a request without salt.
+    public var isShared: Bool { tenant.isEmpty && cacheSalt == nil }
+}
+
+/// Byte for byte, not Swift's `String` equality: that equates canonically equivalent strings
+/// ("\u{E9}" and "e\u{301}"), so two salts a client treats as different would share a cache.
+extension GenerationScope {
+    public static func == (a: GenerationScope, b: GenerationScope) -> Bool {
+        a.tenant.utf8.elementsEqual(b.tenant.utf8)
+            && (a.cacheSalt?.utf8).map { s in b.cacheSalt.map { s.elementsEqual($0.utf8) } ?? false }
+                ?? (b.cacheSalt == nil)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in tenant.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)  // never a UTF-8 byte: ends the tenant
+        if let cacheSalt {
+            hasher.combine(true)
+            for byte in cacheSalt.utf8 { hasher.combine(byte) }
+        } else {
+            hasher.combine(false)
+        }
+    }
 }

@@ -3,16 +3,19 @@ import HTTPServer
 /// `cache_salt`: a request's partition of its API key's cache scope (as vLLM offers). Kept KV
 /// prefixes and merged generations are shared only between requests with the same key and the
 /// same salt, so clients sharing a key can keep their prompts from showing in each other's
-/// `cached_tokens` or timing. A non-empty string of at most `maxLength` characters without
-/// control characters; a session turn has its own KV cache and refuses it.
+/// `cached_tokens` or timing. A non-empty string of at most `maxBytes` UTF-8 bytes without
+/// control characters, compared byte for byte (`GenerationScope`); a session turn has its own KV
+/// cache and refuses it.
 enum CacheSalt {
     static let field = "cache_salt"
-    static let maxLength = 256
+    /// In UTF-8 bytes: a count of characters would let one "character" carry any number of
+    /// combining marks.
+    static let maxBytes = 256
 
     /// The checked salt, or why not (a message naming the field).
     static func check(_ salt: String) -> String? {
         if salt.isEmpty { return "cache_salt must not be empty (omit it to share the key's cache)" }
-        if salt.count > maxLength { return "cache_salt must be at most \(maxLength) characters" }
+        if salt.utf8.count > maxBytes { return "cache_salt must be at most \(maxBytes) bytes (UTF-8)" }
         if salt.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "cache_salt must not contain control characters"
         }
