@@ -135,9 +135,14 @@ extension OpenAIRemoteBackend {
         func result(_ reason: FinishReason) -> Attempt {
             let end = ContinuousClock.now
             let d = stream.decoder
+            // The upstream's prefix cache is one for every tenant of this server: its
+            // cached_tokens would show one key what another's prompts were (#39), so it is passed
+            // on only where there is one scope (no keys, no salt); otherwise 0, as if not cached.
+            let shared = request.scope.isShared
             let usage =
                 d.usage.map {
-                    GenerationUsage(promptTokens: $0.prompt, completionTokens: $0.completion, cachedTokens: $0.cached)
+                    GenerationUsage(
+                        promptTokens: $0.prompt, completionTokens: $0.completion, cachedTokens: shared ? $0.cached : 0)
                 }
                 ?? GenerationUsage(promptTokens: promptEstimate, completionTokens: d.deltas, cachedTokens: 0)
             let firstContent = stream.firstContent ?? end

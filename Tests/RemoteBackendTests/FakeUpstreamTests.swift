@@ -136,6 +136,23 @@ extension RemoteEndToEnd {
             try await expectNothingLeft(b, upstream, fds: fds)
         }
 
+        /// The upstream's cache is one for all of this server's tenants: its cached_tokens would
+        /// show one key another's prompts (#39), so only the one-scope server passes it on.
+        @Test func theUpstreamsCachedTokensArePassedOnOnlyWithOneScope() async throws {
+            let upstream = try FakeUpstream()
+            defer { upstream.stop() }
+            let b = backend([upstream.url("ok")])
+            for (scope, expected) in [
+                (GenerationScope.shared, 3), (GenerationScope(tenant: "alpha"), 0),
+                (GenerationScope(cacheSalt: "tab-1"), 0),
+            ] {
+                var r = request(b)
+                r.scope = scope
+                let result = try await run(b, r).get()
+                #expect(result.usage == GenerationUsage(promptTokens: 11, completionTokens: 5, cachedTokens: expected))
+            }
+        }
+
         @Test func theRequestCarriesTheConversationAndOptions() async throws {
             let upstream = try FakeUpstream()
             defer { upstream.stop() }
