@@ -8,8 +8,11 @@ import Testing
 /// generations are scoped by API key and `cache_salt`, so another key's probe of a kept prompt
 /// gets `cached_tokens` 0 even for the very same prompt, while the owner's own repeat reuses it.
 @Suite(.serialized) struct CacheScopeEndToEndTests {
-    static let alpha = "alpha-key-0123456789"
-    static let beta = "beta-key-9876543210"
+    /// Keys of this suite alone: the model (and its prefix cache) is shared by every server of
+    /// the test run, and another suite's key with a system prompt also starting "You are" would
+    /// have its few template tokens kept under the same tenant (CI saw cached_tokens 5).
+    static let alpha = "alpha-\(UUID().uuidString)"
+    static let beta = "beta-\(UUID().uuidString)"
     /// A system prompt holding a secret, long enough to be kept and reused (well past the
     /// cache's minimum), unique per run so nothing from an earlier run matches.
     static let secret =
@@ -47,12 +50,22 @@ import Testing
             #expect(salted.status == 200 && cached(salted) == 0, "\(salted.text)")
             let saltedAgain = try await generate(s, key: Self.alpha, salt: "tab-1")
             #expect(cached(saltedAgain) > 20, "\(saltedAgain.text)")
+            // Salts are compared byte for byte: a canonically equivalent spelling ("e" and a
+            // combining acute for "\u{E9}") is another partition, not the same one.
+            let composed = try await generate(s, key: Self.alpha, salt: "caf\u{E9}")
+            #expect(composed.status == 200 && cached(composed) == 0, "\(composed.text)")
+            let decomposed = try await generate(s, key: Self.alpha, salt: "cafe\u{301}")
+            #expect(decomposed.status == 200 && cached(decomposed) == 0, "\(decomposed.text)")
         }
     }
 
     @Test func aBadOrMisplacedCacheSaltIs400NamingIt() async throws {
         try await RunningServer.with { s in
-            for bad in [#""""#, "7", #""a\u0000b""#, "\"\(String(repeating: "s", count: 257))\""] {
+            // The bound is in UTF-8 bytes: 129 two-byte characters are 258 bytes.
+            let tooLong = [
+                "\"\(String(repeating: "s", count: 257))\"", "\"\(String(repeating: "\u{E9}", count: 129))\"",
+            ]
+            for bad in [#""""#, "7", #""a\u0000b""#] + tooLong {
                 let r = try await offPool {
                     try s.client().postJSON("/v1/generations", #"{"prompt": "Hi", "cache_salt": \#(bad)}"#)
                 }
