@@ -42,12 +42,21 @@ public protocol GenerationBackend: Sendable {
     /// `identity` names what the grammar allows (for single-flight).
     func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)?
 
+    /// The chat template's Jinja source, when this backend renders conversations itself (tool
+    /// calling reads the model's call format from it); nil otherwise (the default).
+    var chatTemplateSource: String? { get }
+
+    /// Whether the chat template renders tools and tool turns itself (its `tools` variable).
+    var rendersTools: Bool { get }
+
     /// Stops accepting work and ends what runs.
     func shutdown()
 }
 
 extension GenerationBackend {
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? { nil }
+    public var chatTemplateSource: String? { nil }
+    public var rendersTools: Bool { false }
 
     /// Submits a generation and awaits it: returns only once the backend has stopped working on
     /// it. The awaiting Task's cancellation stops it.

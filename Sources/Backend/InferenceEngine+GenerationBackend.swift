@@ -11,15 +11,20 @@ extension InferenceEngine: GenerationBackend {
 
     public var vocabularySize: Int { tokenizer.vocabularySize }
 
+    public var chatTemplateSource: String? { template?.source }
+    public var rendersTools: Bool { template?.rendersTools ?? false }
+
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
         constraint(compiled: grammar, identity: identity)
     }
 
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         switch input {
-        case .conversation(let instructions, let messages):
+        case .conversation(let instructions, let messages, let extras):
             let system = instructions.map { [ChatMessage(role: .system, content: $0)] } ?? []
-            return PreparedPrompt(input: input, tokens: try promptTokens(for: system + messages))
+            return PreparedPrompt(
+                input: input,
+                tokens: try promptTokens(for: system + messages, tools: extras.tools, arguments: extras.arguments))
         case .text(let text):
             return PreparedPrompt(input: input, tokens: rawPromptTokens(text))
         case .tokens(let ids):

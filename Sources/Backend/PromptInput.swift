@@ -4,7 +4,21 @@ import GenerationVocabulary
 /// prompt, run as given (control tokens spelled in it are parsed, as llama.cpp's completion
 /// endpoint does), or token ids a client already has.
 public enum PromptInput: Sendable, Equatable {
-    case conversation(instructions: String?, messages: [ChatMessage])
+    /// `extras`: tools and template variables the template is given besides the messages.
+    case conversation(instructions: String?, messages: [ChatMessage], extras: TemplateExtras = TemplateExtras())
     case text(String)
     case tokens([Int32])
+}
+
+/// What a chat template is given besides the messages: the tools it renders into the prompt (the
+/// `tools` variable, as Hugging Face templates read it) and further variables
+/// (`chat_template_kwargs`, such as `enable_thinking`) as a JSON object's text.
+public struct TemplateExtras: Sendable, Equatable, Hashable {
+    public var tools: [ToolDefinition]
+    public var arguments: String?
+
+    public init(tools: [ToolDefinition] = [], arguments: String? = nil) {
+        self.tools = tools
+        self.arguments = arguments
+    }
 }

@@ -71,6 +71,8 @@ public final class SingleFlightBackend: GenerationBackend {
     /// A shared generation counts once, as the wrapped backend runs it once.
     public var activeGenerations: Int { wrapped.activeGenerations }
     public var kvCache: (any KVCacheCapability)? { wrapped.kvCache }
+    public var chatTemplateSource: String? { wrapped.chatTemplateSource }
+    public var rendersTools: Bool { wrapped.rendersTools }
 
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         try wrapped.prepare(input)

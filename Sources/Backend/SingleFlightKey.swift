@@ -57,7 +57,7 @@ struct SingleFlightKey: Hashable, Sendable {
             hasher.combine(ids)
         case .input(.text(let text)):
             hasher.combine(text)
-        case .input(.conversation(let instructions, let messages)):
+        case .input(.conversation(let instructions, let messages, _)):
             hasher.combine(instructions)
             for message in messages { hasher.combine(message.content) }
         }

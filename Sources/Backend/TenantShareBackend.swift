@@ -55,6 +55,8 @@ public final class TenantShareBackend: GenerationBackend {
     public var vocabularySize: Int { wrapped.vocabularySize }
     public var activeGenerations: Int { wrapped.activeGenerations }
     public var kvCache: (any KVCacheCapability)? { wrapped.kvCache }
+    public var chatTemplateSource: String? { wrapped.chatTemplateSource }
+    public var rendersTools: Bool { wrapped.rendersTools }
 
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         try wrapped.prepare(input)

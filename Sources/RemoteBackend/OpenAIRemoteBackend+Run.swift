@@ -261,7 +261,7 @@ extension OpenAIRemoteBackend {
         }
         let path: String
         switch r.prompt.input {
-        case .conversation(let instructions, let messages):
+        case .conversation(let instructions, let messages, _):
             let system = instructions.map { [["role": "system", "content": $0]] } ?? []
             body["messages"] = system + messages.map { ["role": $0.role.rawValue, "content": $0.content] }
             path = "/chat/completions"

@@ -84,7 +84,7 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
             return PreparedPrompt(input: input, tokenCount: ids.count)
         case .text(let text):
             return PreparedPrompt(input: input, tokenCount: Self.estimateTokens(bytes: text.utf8.count, messages: 0))
-        case .conversation(let instructions, let messages):
+        case .conversation(let instructions, let messages, _):
             let bytes = (instructions?.utf8.count ?? 0) + messages.reduce(0) { $0 + $1.content.utf8.count }
             let count = messages.count + (instructions == nil ? 0 : 1)
             return PreparedPrompt(input: input, tokenCount: Self.estimateTokens(bytes: bytes, messages: count))

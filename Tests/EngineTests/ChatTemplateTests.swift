@@ -142,7 +142,19 @@ import Testing
         let messages = try JSONDecoder().decode([ChatMessage].self, from: json)
         #expect(messages == [ChatMessage(role: .user, content: "Hi"), ChatMessage(role: .assistant, content: "Hello")])
         #expect(throws: DecodingError.self) {
-            try JSONDecoder().decode(ChatMessage.self, from: Data(#"{"role":"tool","content":"x"}"#.utf8))
+            try JSONDecoder().decode(ChatMessage.self, from: Data(#"{"role":"robot","content":"x"}"#.utf8))
         }
+        // A tool result and an assistant's calls decode with their ids (stored transcripts).
+        let tool = try JSONDecoder().decode(
+            [ChatMessage].self,
+            from: Data(
+                #"[{"role":"assistant","content":"","toolCalls":[{"id":"call_1","name":"f","arguments":"{}"}]},{"role":"tool","content":"4","toolCallID":"call_1"}]"#
+                    .utf8))
+        #expect(
+            tool == [
+                ChatMessage(
+                    role: .assistant, content: "", toolCalls: [ToolCall(id: "call_1", name: "f", arguments: "{}")]),
+                ChatMessage(role: .tool, content: "4", toolCallID: "call_1"),
+            ])
     }
 }

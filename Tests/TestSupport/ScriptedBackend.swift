@@ -74,7 +74,7 @@ public final class ScriptedBackend: GenerationBackend {
             return ids
         case .text(let text):
             return text.utf8.map { Int32($0) }
-        case .conversation(let instructions, let conversation):
+        case .conversation(let instructions, let conversation, _):
             let messages = (instructions.map { [ChatMessage(role: .system, content: $0)] } ?? []) + conversation
             var out: [Int32] = []
             for m in messages {
@@ -83,6 +83,7 @@ public final class ScriptedBackend: GenerationBackend {
                     case .system: 1
                     case .user: 3
                     case .assistant: 255
+                    case .tool: 4
                     }
                 out.append(open)
                 out += m.content.utf8.map { Int32($0) }

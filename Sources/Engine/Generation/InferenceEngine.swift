@@ -78,9 +78,13 @@ public final class InferenceEngine: Sendable {
     /// from the template; message text is always plain text. Throws `ChatTemplateError` when
     /// there is no template or it cannot render the conversation. A model that asks for BOS gets
     /// exactly one: the template's own (`{{ bos_token }}`), else one put in front.
-    public func promptTokens(for messages: [ChatMessage]) throws(ChatTemplateError) -> [Int32] {
+    public func promptTokens(
+        for messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil
+    ) throws(ChatTemplateError) -> [Int32] {
         guard let template else { throw .missingTemplate }
-        return withBOS(tokenizer.encode(try template.render(messages, addGenerationPrompt: true)))
+        return withBOS(
+            tokenizer.encode(
+                try template.render(messages, tools: tools, arguments: arguments, addGenerationPrompt: true)))
     }
 
     /// A raw prompt (no chat template) as the model expects it: the BOS token first when the

@@ -73,29 +73,89 @@ public struct ChatTemplate: Sendable {
         return try ChatTemplate(source: modelTemplate, origin: "tokenizer.chat_template", tokenizer: tokenizer)
     }
 
-    func context(_ messages: [ChatMessage], addGenerationPrompt: Bool) -> [String: JinjaValue] {
-        let list: [JinjaValue] = messages.map { message in
-            .dict([
-                ("role", .string(message.role.rawValue, origin: .data)),
-                ("content", .string(message.content, origin: .data)),
-            ])
+    func context(
+        _ messages: [ChatMessage], addGenerationPrompt: Bool, tools: [ToolDefinition] = [], arguments: String? = nil
+    ) -> [String: JinjaValue] {
+        var context: [String: JinjaValue] = [:]
+        // Template variables first (`chat_template_kwargs`: `enable_thinking`, …); the
+        // conversation's own names below always win.
+        if let arguments, case .dict(let pairs)? = JinjaValue(json: arguments) {
+            for (key, value) in pairs { context[key] = value }
         }
-        return [
-            "messages": .list(list), "add_generation_prompt": .bool(addGenerationPrompt),
-            "bos_token": .string(bosToken, origin: .template), "eos_token": .string(eosToken, origin: .template),
-            "tools": .none,
+        context["messages"] = .list(messages.map(Self.value(of:)))
+        context["add_generation_prompt"] = .bool(addGenerationPrompt)
+        context["bos_token"] = .string(bosToken, origin: .template)
+        context["eos_token"] = .string(eosToken, origin: .template)
+        context["tools"] = tools.isEmpty ? .none : .list(tools.map(Self.value(of:)))
+        return context
+    }
+
+    /// A message as Hugging Face's templates read it: `role`, `content`, and for an assistant's
+    /// calls `tool_calls[].function.{name, arguments}` with the arguments as an object (templates
+    /// write them with `tojson`), for a tool's result `tool_call_id`, and `reasoning_content`.
+    static func value(of message: ChatMessage) -> JinjaValue {
+        var pairs: [(key: String, value: JinjaValue)] = [
+            ("role", .string(message.role.rawValue, origin: .data)),
+            ("content", .string(message.content, origin: .data)),
         ]
+        if let calls = message.toolCalls, !calls.isEmpty {
+            pairs.append(
+                (
+                    "tool_calls",
+                    .list(
+                        calls.map { call in
+                            .dict([
+                                ("id", .string(call.id, origin: .data)), ("type", .string("function", origin: .data)),
+                                (
+                                    "function",
+                                    .dict([
+                                        ("name", .string(call.name, origin: .data)),
+                                        (
+                                            "arguments",
+                                            JinjaValue(json: call.arguments) ?? .string(call.arguments, origin: .data)
+                                        ),
+                                    ])
+                                ),
+                            ])
+                        })
+                ))
+        }
+        if let id = message.toolCallID { pairs.append(("tool_call_id", .string(id, origin: .data))) }
+        if let reasoning = message.reasoning { pairs.append(("reasoning_content", .string(reasoning, origin: .data))) }
+        return .dict(pairs)
+    }
+
+    /// A tool as templates read `tools`: `{"type": "function", "function": {name, description,
+    /// parameters}}`.
+    static func value(of tool: ToolDefinition) -> JinjaValue {
+        var function: [(key: String, value: JinjaValue)] = [("name", .string(tool.name, origin: .data))]
+        if let description = tool.description { function.append(("description", .string(description, origin: .data))) }
+        let parameters =
+            tool.parameters.flatMap { JinjaValue(json: $0) }
+            ?? .dict([("type", .string("object", origin: .data)), ("properties", .dict([]))])
+        function.append(("parameters", parameters))
+        return .dict([("type", .string("function", origin: .data)), ("function", .dict(function))])
+    }
+
+    /// Whether the template renders tools itself (its source reads `tools`); otherwise a caller
+    /// describes them in the system message and writes calls and results as text.
+    public var rendersTools: Bool {
+        source.contains("tools") && source.contains("tool_call")
     }
 
     /// The prompt for `messages`. With `addGenerationPrompt`, it ends with the opening of an
     /// assistant turn. Throws when the template raises (say, roles that do not alternate) or
     /// passes a bound.
-    public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) throws(ChatTemplateError)
-        -> [PromptPiece]
-    {
+    /// `tools` are passed as the template's `tools` variable; `arguments` (a JSON object's text,
+    /// `chat_template_kwargs`) sets further variables such as `enable_thinking`.
+    public func render(
+        _ messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil,
+        addGenerationPrompt: Bool = true
+    ) throws(ChatTemplateError) -> [PromptPiece] {
         let output: JinjaString
         do {
-            output = try template.render(context(messages, addGenerationPrompt: addGenerationPrompt))
+            output = try template.render(
+                context(messages, addGenerationPrompt: addGenerationPrompt, tools: tools, arguments: arguments))
         } catch {
             throw .renderFailed(origin: origin, error)
         }
@@ -103,10 +163,12 @@ public struct ChatTemplate: Sendable {
     }
 
     /// The rendered prompt as text; for display and debugging.
-    public func renderText(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) throws(ChatTemplateError)
-        -> String
-    {
-        try render(messages, addGenerationPrompt: addGenerationPrompt).map { piece in
+    public func renderText(
+        _ messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil,
+        addGenerationPrompt: Bool = true
+    ) throws(ChatTemplateError) -> String {
+        try render(messages, tools: tools, arguments: arguments, addGenerationPrompt: addGenerationPrompt).map {
+            piece in
             switch piece {
             case .text(let text), .template(let text): return text
             case .special: return ""
