@@ -34,9 +34,10 @@ enum AnswerParser {
     }
 
     /// The text of `region` outside call markup (pieces trimmed, joined by a line break) and its
-    /// calls. A line start (for formats whose calls start a line) is the region's start, right
-    /// after a line break or right after a call: not after spaces, so that a grammar can keep
-    /// free text from starting a call by refusing a line break followed by the opening character.
+    /// calls. A line start (for formats whose calls start a line) is the first non-whitespace
+    /// character of the region or after a call, or the character right after a line break (not
+    /// after a line break and spaces: so a grammar keeps free text from starting a call by
+    /// refusing a line break followed by the opening character, and a leading space or opener).
     static func scan(_ b: [UInt8], _ region: Range<Int>, ended: Bool, syntax: some CallSyntax)
         -> (String, [ParsedToolCall])
     {
@@ -49,11 +50,13 @@ enum AnswerParser {
         }
         var p = region.lowerBound
         var lineStart = true
+        // Only whitespace since the region's start or the last call.
+        var leading = true
         let end = region.upperBound
         while p < end {
             let c = b[p]
-            if c == 0x20 || c == 0x09 || c == 0x0D {
-                lineStart = false
+            if ByteText.isSpace(c) {
+                lineStart = leading || c == 0x0A
                 p += 1
                 continue
             }
@@ -66,6 +69,7 @@ enum AnswerParser {
                 p = next
                 textStart = next
                 lineStart = true
+                leading = true
                 continue
             case .partial where !ended:
                 flush(p)
@@ -73,7 +77,8 @@ enum AnswerParser {
             default:
                 break
             }
-            lineStart = c == 0x0A
+            lineStart = false
+            leading = false
             p += 1
         }
         flush(end)

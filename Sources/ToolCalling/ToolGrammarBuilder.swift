@@ -6,6 +6,9 @@ import StructuredOutput
 /// - reasoning (`reasoning: true`, or required when the format starts inside it):
 ///   `<think>` text `</think>` then up to two line breaks; the text contains neither
 ///   `</think>` nor call markup, so calls come after the reasoning;
+/// - free text, for formats whose calls start a line, starts with neither whitespace nor the
+///   call's first character and has no line break followed by it (the reasoning may open with
+///   one line break);
 /// - `.none`: free text that cannot contain the format's call markup;
 /// - `.auto`: free text, or (optionally after text) calls, then optional whitespace;
 /// - `.required`: only calls (one unless parallel), then optional whitespace;
@@ -32,9 +35,10 @@ struct ToolGrammarBuilder {
         _ shape: some CallGrammarShape, use: ToolUse, reasoning: Bool, startsInReasoning: Bool
     ) throws(ToolGrammarError) -> Grammar? {
         var b = ToolGrammarBuilder(use: use)
+        // Where calls start a line, free text starts with neither whitespace nor the opener.
+        let notFirst = shape.lineOpener.isEmpty ? "" : shape.lineOpener + " \t\r\n"
         let text = GrammarExpression.rule(
-            TextExclusion.add(avoiding: shape.avoidedWords, notFirst: shape.lineOpener, prefix: "tc-text", to: &b.rules)
-        )
+            TextExclusion.add(avoiding: shape.avoidedWords, notFirst: notFirst, prefix: "tc-text", to: &b.rules))
         func calls(_ tools: [Int], parallel: Bool) throws(ToolGrammarError) -> GrammarExpression {
             var one: [GrammarExpression] = []
             for i in tools { one.append(try shape.call(&b, tool: i)) }
@@ -65,10 +69,11 @@ struct ToolGrammarBuilder {
         var root = body
         if reasoning || startsInReasoning {
             let thought = TextExclusion.add(
-                avoiding: ["</think>"] + shape.avoidedWords, notFirst: shape.lineOpener, prefix: "tc-think",
-                to: &b.rules)
+                avoiding: ["</think>"] + shape.avoidedWords, notFirst: notFirst, prefix: "tc-think", to: &b.rules)
+            // The reasoning may open with one line break (`<think>\n`), then as free text.
             let closed = GrammarExpression.sequence([
-                .rule(thought), .text("</think>"), .repetition(.text("\n"), minimum: 0, maximum: 2), body,
+                notFirst.isEmpty ? .empty : .optional(.text("\n")), .rule(thought), .text("</think>"),
+                .repetition(.text("\n"), minimum: 0, maximum: 2), body,
             ])
             root = startsInReasoning ? closed : .choice([body, .sequence([.text("<think>"), closed])])
         }

@@ -34,6 +34,9 @@ import Testing
         let b = StreamCheck.check(format, #"Calling now <|python_tag|>{"name": "f", "parameters": {}}"#)
         #expect(b.content == "Calling now")
         #expect(b.calls.count == 1)
+        // Leading whitespace of the answer is no text; mid-line JSON is.
+        #expect(StreamCheck.check(format, "\n  {\"name\": \"f\", \"parameters\": {}}").calls.count == 1)
+        #expect(StreamCheck.check(format, "See {\"name\": \"f\", \"parameters\": {}}").calls.isEmpty)
         // JSON that is not a call is text.
         let c = StreamCheck.check(format, #"{"answer": 42}"#)
         #expect(c.content == #"{"answer": 42}"#)

@@ -86,8 +86,15 @@ enum GrammarCheck {
         let m = try matcher(grammar)
         for g in good {
             #expect(accepts(m, g), "\(format.name) should accept \(g.debugDescription)", sourceLocation: sourceLocation)
-            // What the grammar lets through parses back to calls the tools have.
-            for call in format.parse(g, final: true).calls {
+            // What the grammar lets through parses back to calls the tools have (none under `.none`).
+            let calls = format.parse(g, final: true).calls
+            if use.choice == .none {
+                #expect(calls.isEmpty, "\(g.debugDescription): a call", sourceLocation: sourceLocation)
+            }
+            if use.choice == .required {
+                #expect(!calls.isEmpty, "\(g.debugDescription): no call", sourceLocation: sourceLocation)
+            }
+            for call in calls {
                 #expect(call.complete, "\(g.debugDescription): incomplete call", sourceLocation: sourceLocation)
                 #expect(
                     use.tools.contains { $0.name == call.name }, "\(g.debugDescription): unknown name",
