@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import ToolCalling
@@ -17,6 +18,19 @@ import Testing
         let smol = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>"
         #expect(ToolCallFormats.detect(templateSource: smol).name == "generic")
         #expect(ToolCallFormats.detect(templateSource: nil).name == "generic")
+    }
+
+    /// The real templates the engine's tests keep: Qwen's teach `<tool_call>`; Llama 3 (not 3.1),
+    /// Gemma 3 and SmolLM2 know no tools.
+    @Test(arguments: [
+        ("qwen2.5", "hermes"), ("qwen3", "hermes"), ("llama3", "generic"), ("gemma3", "generic"),
+        ("smollm2", "generic"),
+    ])
+    func detectsTheFixtureTemplates(_ file: String, _ expected: String) throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("EngineTests/Fixtures/templates/\(file).jinja")
+        let source = try String(contentsOf: url, encoding: .utf8)
+        #expect(ToolCallFormats.detect(templateSource: source).name == expected)
     }
 
     @Test func namedFormats() {
