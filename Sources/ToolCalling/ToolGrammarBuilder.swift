@@ -48,7 +48,7 @@ struct ToolGrammarBuilder {
         let body: GrammarExpression
         switch use.choice {
         case .none:
-            guard !use.tools.isEmpty || reasoning || startsInReasoning else { return nil }
+            guard !use.tools.isEmpty else { return nil }
             body = text
         case .auto:
             guard !use.tools.isEmpty else { return nil }

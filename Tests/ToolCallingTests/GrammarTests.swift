@@ -44,7 +44,9 @@ import Testing
         #expect(throws: ToolGrammarError.noTools) {
             try HermesFormat().grammar(for: ToolUse(tools: [], choice: .required), reasoning: false)
         }
+        // No tools and no call required: nothing to constrain.
         #expect(try HermesFormat().grammar(for: ToolUse(tools: []), reasoning: false) == nil)
+        #expect(try HermesFormat().grammar(for: ToolUse(tools: [], choice: .none), reasoning: true) == nil)
     }
 
     @Test func reasoning() throws {
