@@ -7,11 +7,3 @@ protocol CallSyntax: Sendable {
     /// `ended`: the text stops at `end` for good.
     func calls(_ b: [UInt8], at p: Int, end: Int, ended: Bool) -> CallRun
 }
-
-/// The calls one piece of markup holds and where the text goes on after it.
-struct CallRun {
-    var calls: [ParsedToolCall] = []
-    /// Just past the markup; nil: the markup runs to the end of the text (open, or malformed,
-    /// which swallows the rest of its region).
-    var end: Int?
-}
