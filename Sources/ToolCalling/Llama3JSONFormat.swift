@@ -4,7 +4,9 @@ import GenerationVocabulary
 /// line (in practice the whole answer), or after `<|python_tag|>`. Several calls are separated
 /// by `;` (`{…}; {…}`, what the grammar writes when parallel calls are allowed) or each start a
 /// line. Parsing also takes `arguments` for `parameters` and a leading `"type": "function"`.
-/// Built-in tools (`<|python_tag|>brave_search.call(…)`) are not parsed as calls.
+/// A built-in tool's call (`<|python_tag|>brave_search.call(query="x")`) is parsed as a call
+/// to `brave_search` with `{"query": "x"}`; the grammar never lets one through (free text
+/// cannot contain the tag, and calls are the tools' JSON).
 public struct Llama3JSONFormat: ToolCallFormat, CallGrammarShape {
     public let name = "llama3_json"
     public let startsInReasoning: Bool

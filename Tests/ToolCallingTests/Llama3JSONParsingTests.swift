@@ -57,6 +57,19 @@ import Testing
         #expect(a.calls == [.init(name: "f", arguments: args, complete: true)])
     }
 
+    @Test func builtInToolCalls() {
+        let a = StreamCheck.check(format, #"<|python_tag|>brave_search.call(query="weather in Paris", n=3)"#)
+        #expect(
+            a.calls == [
+                .init(name: "brave_search", arguments: #"{"query": "weather in Paris", "n": 3}"#, complete: true)
+            ])
+        #expect(a.content == "")
+        let b = StreamCheck.check(format, #"<|python_tag|>wolfram_alpha.call(query="2+2"#)
+        #expect(b.calls == [.init(name: "wolfram_alpha", arguments: #"{"query": "2+2"#, complete: false)])
+        // Code after the tag (the code interpreter) is not a call.
+        #expect(format.parse("<|python_tag|>print(1)", final: true).calls.isEmpty)
+    }
+
     @Test func cutOffCallIsIncomplete() {
         let a = StreamCheck.check(format, #"{"name": "f", "parameters": {"city": "Ber"#)
         #expect(a.calls == [.init(name: "f", arguments: #"{"city": "Ber"#, complete: false)])
