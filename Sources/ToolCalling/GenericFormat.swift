@@ -17,7 +17,8 @@ public struct GenericFormat: ToolCallFormat, CallGrammarShape {
     public func startingInReasoning(_ open: Bool) -> any ToolCallFormat { GenericFormat(startsInReasoning: open) }
 
     public func parse(_ text: String, final: Bool) -> ParsedAnswer {
-        AnswerParser.parse(text, final: final, startsInReasoning: startsInReasoning, syntax: GenericSyntax())
+        AnswerParser.parse(
+            text, final: final, startsInReasoning: startsInReasoning, syntax: FencedSyntax(inner: GenericSyntax()))
     }
 
     public func grammar(for use: ToolUse, reasoning: Bool) throws(ToolGrammarError) -> Grammar? {

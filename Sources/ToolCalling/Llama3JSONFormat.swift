@@ -18,7 +18,8 @@ public struct Llama3JSONFormat: ToolCallFormat, CallGrammarShape {
     public func startingInReasoning(_ open: Bool) -> any ToolCallFormat { Llama3JSONFormat(startsInReasoning: open) }
 
     public func parse(_ text: String, final: Bool) -> ParsedAnswer {
-        AnswerParser.parse(text, final: final, startsInReasoning: startsInReasoning, syntax: Llama3JSONSyntax())
+        AnswerParser.parse(
+            text, final: final, startsInReasoning: startsInReasoning, syntax: FencedSyntax(inner: Llama3JSONSyntax()))
     }
 
     public func grammar(for use: ToolUse, reasoning: Bool) throws(ToolGrammarError) -> Grammar? {

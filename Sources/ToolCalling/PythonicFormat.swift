@@ -21,7 +21,8 @@ public struct PythonicFormat: ToolCallFormat, CallGrammarShape {
     public func startingInReasoning(_ open: Bool) -> any ToolCallFormat { PythonicFormat(startsInReasoning: open) }
 
     public func parse(_ text: String, final: Bool) -> ParsedAnswer {
-        AnswerParser.parse(text, final: final, startsInReasoning: startsInReasoning, syntax: PythonicSyntax())
+        AnswerParser.parse(
+            text, final: final, startsInReasoning: startsInReasoning, syntax: FencedSyntax(inner: PythonicSyntax()))
     }
 
     public func grammar(for use: ToolUse, reasoning: Bool) throws(ToolGrammarError) -> Grammar? {

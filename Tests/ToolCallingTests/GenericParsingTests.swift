@@ -39,6 +39,17 @@ import Testing
         #expect(c.content == #"{"response": "hi"}"#)
     }
 
+    @Test func fencedCalls() {
+        let a = StreamCheck.check(
+            format, "Here:\n```json\n{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": 1}}]}\n```\nThanks")
+        #expect(a.calls == [.init(name: "f", arguments: #"{"a": 1}"#, complete: true)])
+        #expect(a.content == "Here:\nThanks")
+        // A fence around other JSON is text.
+        let b = StreamCheck.check(format, "```json\n{\"a\": 1}\n```")
+        #expect(b.content == "```json\n{\"a\": 1}\n```")
+        #expect(b.calls.isEmpty)
+    }
+
     @Test func callInsideReasoning() {
         let a = StreamCheck.check(
             format, "<think>\n{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": 1}}]}\n</think>\nOK")

@@ -106,7 +106,9 @@ import Testing
         try G.check(
             GenericFormat(), ToolUse(tools: tools, choice: .required, parallel: false), accepts: [call],
             rejects: [two, "Plain answer."])
-        try G.check(GenericFormat(), ToolUse(tools: tools, choice: .none), accepts: ["Text"], rejects: [call])
+        try G.check(
+            GenericFormat(), ToolUse(tools: tools, choice: .none), accepts: ["Text", "```json\n[1]\n```"],
+            rejects: [call, "Text\n```json\n" + call + "\n```", "```json\n" + call])
     }
 
     @Test func pythonicGrammar() throws {

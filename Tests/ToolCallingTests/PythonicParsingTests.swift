@@ -37,6 +37,15 @@ import Testing
         #expect(b.calls.isEmpty)
     }
 
+    @Test func fencedCalls() {
+        let a = StreamCheck.check(format, "```tool_code\n[get_time(), f(x=1)]\n```")
+        #expect(a.calls.map(\.name) == ["get_time", "f"])
+        #expect(a.content == "")
+        let b = StreamCheck.check(format, "```python\nprint([1])\n```")
+        #expect(b.calls.isEmpty)
+        #expect(b.content == "```python\nprint([1])\n```")
+    }
+
     @Test func callInsideReasoning() {
         let a = StreamCheck.check(format, "<think>\nNeed data.\n[fetch(id=7)]\n</think>\n[show(id=7)]")
         #expect(a.reasoning == "Need data.")

@@ -8,7 +8,8 @@ import Testing
     static let pieces = [
         "<tool_call>", "</tool_call>", "<tool_", "<think>", "</think>", "</thi", "<|python_tag|>", "{", "}", "[", "]",
         "(", ")", "\"", "'", "\\", ":", ",", ";", "=", " ", "\n", "\"name\"", "\"arguments\"", "\"parameters\"",
-        "\"tool_calls\"", "\"f\"", "f", "x=", "True", "None", "1", "-2.5", "é", "🌍", "text", "\\u00e9",
+        "\"tool_calls\"", "\"f\"", "f", "x=", "True", "None", "1", "-2.5", "é", "🌍", "text", "\\u00e9", "```",
+        "```json\n", "`",
     ]
 
     /// A small fixed-seed generator (SplitMix64), so failures repeat.
