@@ -39,6 +39,13 @@ public struct PythonicFormat: ToolCallFormat, CallGrammarShape {
     /// Python literals (strings, numbers, True/False/None, lists, dicts), once per grammar.
     static func addValueRules(to rules: inout [String: GrammarExpression]) {
         guard rules[value] == nil else { return }
+        // What `PythonicArguments` reads after a backslash: `\uXXXX`, `\xHH`, or any other character.
+        let hex = GrammarExpression.byteSet([0x30...0x39, 0x41...0x46, 0x61...0x66])
+        let escape = GrammarExpression.choice([
+            .characters([0x0A...0x0A, 0x75...0x75, 0x78...0x78], negated: true),
+            .sequence([.text("u"), .repetition(hex, minimum: 4, maximum: 4)]),
+            .sequence([.text("x"), .repetition(hex, minimum: 2, maximum: 2)]),
+        ])
         func quoted(_ q: String) -> GrammarExpression {
             .sequence([
                 .text(q),
@@ -46,7 +53,7 @@ public struct PythonicFormat: ToolCallFormat, CallGrammarShape {
                     .choice([
                         .characters(
                             [0x0A...0x0A, 0x5C...0x5C] + q.unicodeScalars.map { $0.value...$0.value }, negated: true),
-                        .sequence([.text("\\"), .characters([0x0A...0x0A], negated: true)]),
+                        .sequence([.text("\\"), escape]),
                     ])),
                 .text(q),
             ])

@@ -118,7 +118,14 @@ import Testing
                 #"[get_weather(city="Paris", unit='c')]"#, "[get_time(), get_weather(city=\"X\")]", "Hello [1]",
                 "Text\n[get_time()]",
             ],
-            rejects: ["[get_date()]", #"[get_weather(town="Paris")]"#, "[get_time()] trailing", "[get_time(]"])
+            rejects: [
+                "[get_date()]", #"[get_weather(town="Paris")]"#, "[get_time()] trailing", "[get_time(]",
+                #"[get_weather(city="\xZ")]"#,
+            ])
+        try G.check(
+            PythonicFormat(), ToolUse(tools: tools, choice: .required),
+            accepts: [#"[get_weather(city="caf\xe9 \u00e9 \"q\" \\", unit='c')]"#, "[get_time(a=[1, {'b': None}])]"],
+            rejects: ["Hello"])
         #expect(throws: ToolGrammarError.self) {
             try PythonicFormat().grammar(
                 for: ToolUse(tools: [ToolDefinition(name: "s", parameters: "{}", strict: true)]), reasoning: false)
