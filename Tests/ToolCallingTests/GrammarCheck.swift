@@ -1,5 +1,6 @@
 import Engine
 import GenerationVocabulary
+import StructuredOutput
 import Testing
 
 @testable import ToolCalling
@@ -35,6 +36,10 @@ enum GrammarCheck {
                 #expect(call.complete, "\(g.debugDescription): incomplete call", sourceLocation: sourceLocation)
                 #expect(
                     use.tools.contains { $0.name == call.name }, "\(g.debugDescription): unknown name",
+                    sourceLocation: sourceLocation)
+                #expect(
+                    (try? JSONParser.parse(call.arguments))?.objectMembers != nil,
+                    "\(g.debugDescription): arguments \(call.arguments) are no JSON object",
                     sourceLocation: sourceLocation)
             }
         }
