@@ -68,6 +68,9 @@ let package = Package(
         // Structured output front ends (JSON Schema, JSON mode, GBNF) compiling to the grammar IR
         // (and, through the Engine, to the matcher's form). Knows JSON Schema; the Engine does not.
         .target(name: "StructuredOutput", dependencies: ["Engine", "GenerationVocabulary"]),
+        // Tool calling: each model family's call markup parsed out of answers (streaming-safe) and
+        // grammars that keep calls to the offered tools and their schemas.
+        .target(name: "ToolCalling", dependencies: ["GenerationVocabulary", "StructuredOutput"]),
         .target(
             name: "Sessions",
             dependencies: [
@@ -102,6 +105,8 @@ let package = Package(
             name: "EngineTests", dependencies: ["Engine", "CAllocationCounter", "TestSupport", "Timekeeping"],
             exclude: ["Fixtures"]),
         .testTarget(name: "StructuredOutputTests", dependencies: ["StructuredOutput", "Engine"]),
+        .testTarget(
+            name: "ToolCallingTests", dependencies: ["ToolCalling", "StructuredOutput", "Engine", "GenerationVocabulary"]),
         .testTarget(
             name: "SessionsTests",
             dependencies: [
