@@ -81,7 +81,7 @@ let package = Package(
             name: "InferdServer",
             dependencies: [
                 "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "StructuredOutput",
-                "Telemetry", "Timekeeping", "CGnuTLS", "CMalloc",
+                "Telemetry", "Timekeeping", "ToolCalling", "CGnuTLS", "CMalloc",
             ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
         .target(
@@ -106,7 +106,8 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "StructuredOutputTests", dependencies: ["StructuredOutput", "Engine"]),
         .testTarget(
-            name: "ToolCallingTests", dependencies: ["ToolCalling", "StructuredOutput", "Engine", "GenerationVocabulary"]),
+            name: "ToolCallingTests",
+            dependencies: ["ToolCalling", "StructuredOutput", "Engine", "GenerationVocabulary"]),
         .testTarget(
             name: "SessionsTests",
             dependencies: [

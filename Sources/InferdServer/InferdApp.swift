@@ -65,7 +65,10 @@ public final class InferdApp: Sendable {
         ).register(router)
         conversations.register(router)
         SessionRoutes(turns: turns, access: access, host: host, replicaId: replicaId).register(router)
-        OpenAIRoutes(generations: generations, turns: turns, host: host, startedAt: startedAt).register(router)
+        OpenAIRoutes(
+            generations: generations, turns: turns, host: host, startedAt: startedAt,
+            toolCallFormat: configuration.toolCallFormat
+        ).register(router)
         return router
     }
 

@@ -81,6 +81,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var singleFlight = true
     /// Chat template override: "" (the model's own), a built-in name, or "@/path/file.jinja".
     public var chatTemplate = ""
+    /// How the model writes tool calls: `auto` reads it from the chat template.
+    public var toolCallFormat = ToolCallFormatSetting.auto
     /// Stored responses (`/v1/responses`, `store: true`) older than this many days are deleted.
     public var responseMaxAgeDays = 30
     /// Most stored responses of all keys together; reaching it never deletes another key's.
@@ -252,6 +254,10 @@ extension ServerConfiguration {
             "chat_template",
             "Chat template instead of the model's: chatml, llama3, gemma, qwen, or @/path/template.jinja. Empty: the model's own.",
             \.chatTemplate, optional: true),
+        choice(
+            "tool_call_format",
+            "How the model writes tool calls: auto (read from the chat template: <tool_call> hermes, <|python_tag|> llama3_json, else generic), hermes, llama3_json, pythonic or generic.",
+            \.toolCallFormat),
     ]
 
     static func str(

@@ -62,6 +62,13 @@ public struct GenericFormat: ToolCallFormat, CallGrammarShape {
         return lines.joined(separator: "\n")
     }
 
+    public func markup(for calls: [ToolCall]) -> String {
+        let items = calls.map {
+            #"{"name": \#(ToolGrammarBuilder.jsonString($0.name)), "arguments": \#($0.arguments)}"#
+        }
+        return #"{"tool_calls": ["# + items.joined(separator: ", ") + "]}"
+    }
+
     var avoidedWords: [String] { ["\n{"] }
     var lineOpener: String { "{" }
 

@@ -25,6 +25,13 @@ public struct HermesFormat: ToolCallFormat, CallGrammarShape {
 
     public func instruction(for use: ToolUse) -> String? { nil }
 
+    public func markup(for calls: [ToolCall]) -> String {
+        calls.map {
+            #"<tool_call>\#n{"name": \#(ToolGrammarBuilder.jsonString($0.name)), "arguments": \#($0.arguments)}\#n</tool_call>"#
+        }
+        .joined(separator: "\n")
+    }
+
     var avoidedWords: [String] { ["<tool_call>"] }
     var lineOpener: String { "" }
 

@@ -28,6 +28,11 @@ public struct Llama3JSONFormat: ToolCallFormat, CallGrammarShape {
 
     public func instruction(for use: ToolUse) -> String? { nil }
 
+    public func markup(for calls: [ToolCall]) -> String {
+        calls.map { #"{"name": \#(ToolGrammarBuilder.jsonString($0.name)), "parameters": \#($0.arguments)}"# }
+            .joined(separator: "; ")
+    }
+
     var avoidedWords: [String] { ["<|python_tag|>", "\n{"] }
     var lineOpener: String { "{" }
 

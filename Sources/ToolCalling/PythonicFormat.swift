@@ -31,6 +31,29 @@ public struct PythonicFormat: ToolCallFormat, CallGrammarShape {
 
     public func instruction(for use: ToolUse) -> String? { nil }
 
+    /// `[f(a=1, b="x")]`: each argument's JSON value with `true`/`false`/`null` as Python writes
+    /// them (strings stay JSON strings, which Python reads alike).
+    public func markup(for calls: [ToolCall]) -> String {
+        let items = calls.map { call -> String in
+            guard case .object(let members)? = try? JSONParser.parse(call.arguments) else { return "\(call.name)()" }
+            let arguments = members.map { "\($0.key)=\(Self.python($0.value))" }
+            return "\(call.name)(\(arguments.joined(separator: ", ")))"
+        }
+        return "[" + items.joined(separator: ", ") + "]"
+    }
+
+    static func python(_ value: JSONValue) -> String {
+        switch value {
+        case .bool(let b): b ? "True" : "False"
+        case .null: "None"
+        case .array(let items): "[" + items.map(python).joined(separator: ", ") + "]"
+        case .object(let members):
+            "{" + members.map { "\(JSONValue.string($0.key).compactText): \(python($0.value))" }.joined(separator: ", ")
+                + "}"
+        default: value.compactText
+        }
+    }
+
     var avoidedWords: [String] { ["\n["] }
     var lineOpener: String { "[" }
 

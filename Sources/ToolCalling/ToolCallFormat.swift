@@ -30,4 +30,7 @@ public protocol ToolCallFormat: Sendable {
     func grammar(for use: ToolUse, reasoning: Bool) throws(ToolGrammarError) -> Grammar?
     /// A system text for templates that know no tools (`generic`); nil otherwise.
     func instruction(for use: ToolUse) -> String?
+    /// Earlier calls written as this format's answers write them, for a history whose template
+    /// does not render `tool_calls` itself (the model then reads its own earlier calls as text).
+    func markup(for calls: [ToolCall]) -> String
 }

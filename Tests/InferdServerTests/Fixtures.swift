@@ -137,8 +137,11 @@ func jsonObject(_ text: String) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
 }
 
+/// Keys sorted: a Swift dictionary's order differs between instances with the same contents,
+/// and a body's key order can matter (a schema's `properties` order shapes the prompt and the
+/// grammar), so two requests built alike must send the same bytes.
 func jsonString(_ object: Any) -> String {
-    String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    String(decoding: try! JSONSerialization.data(withJSONObject: object, options: .sortedKeys), as: UTF8.self)
 }
 
 /// The `error` object of an error answer: `code`, `message`, `param`, `type`.

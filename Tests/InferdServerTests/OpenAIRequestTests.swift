@@ -45,11 +45,12 @@ import Testing
     }
 
     @Test func refusedAndUnknownParametersAreNamedTogether() throws {
-        let f = try fields(#"{"model": "m", "messages": [], "n": 2, "tools": [{}], "frobnicate": 1}"#)
+        let f = try fields(#"{"model": "m", "messages": [], "n": 2, "web_search_options": {}, "frobnicate": 1}"#)
         let e = try #require(error { _ = try OpenAIChatRequest(f) })
         #expect(e.status == 400 && e.code == .unsupportedParameter)
         #expect(e.param == "n")
-        #expect(e.message.contains("n=2") && e.message.contains("tools") && e.message.contains("frobnicate"))
+        #expect(
+            e.message.contains("n=2") && e.message.contains("web_search_options") && e.message.contains("frobnicate"))
     }
 
     @Test func neutralValuesOfRefusedParametersPass() throws {
@@ -111,11 +112,12 @@ import Testing
         #expect(try param(#""hi""#) == "messages")
         #expect(try param(#"[{"role": "user"}]"#) == "messages[0].content")
         #expect(try param(#"[{"role": "user", "content": 3}]"#) == "messages[0].content")
-        #expect(try param(#"[{"role": "tool", "content": "x"}]"#) == "messages[0].role")
+        #expect(try param(#"[{"role": "tool", "content": "x"}]"#) == "messages[0].tool_call_id")
+        #expect(try param(#"[{"role": "function", "content": "x"}]"#) == "messages[0].role")
         #expect(try param(#"[{"role": "user", "content": [{"type": "image_url"}]}]"#) == "messages[0].content[0].type")
         #expect(
             try param(#"[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "tool_calls": [{}]}]"#)
-                == "messages[1].tool_calls")
+                == "messages[1].tool_calls[0].id")
     }
 
     @Test func missingModelAndStreamOptionsWithoutStream() throws {

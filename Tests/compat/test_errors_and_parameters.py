@@ -74,8 +74,8 @@ def test_the_gguf_file_name_is_an_alias(client):
         ({"logprobs": True}, "logprobs"),
         ({"top_logprobs": 3, "logprobs": True}, "logprobs"),
         ({"logit_bias": {"50256": -100}}, "logit_bias"),
-        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
-        ({"tool_choice": "auto"}, "tool_choice"),
+        ({"functions": [{"name": "f", "parameters": {}}]}, "functions"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"extra_body": {"bogus_option": 1}}, "bogus_option"),
     ],
 )
@@ -151,7 +151,8 @@ def test_extensions_top_k_min_p_repeat_penalty(client, model):
     "kw, param",
     [
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x", "tool_call_id": "1"}]}, "messages[0].tool_call_id"),
+        ({"messages": [{"role": "function", "content": "x", "name": "f"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
          "messages[0].content[0].type"),
         ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),

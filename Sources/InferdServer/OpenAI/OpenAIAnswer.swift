@@ -11,23 +11,36 @@ struct OpenAIAnswer: Sendable {
     let created: Int
     let model: String
     let includeUsage: Bool
+    /// Chat with tools: the answer is read by the model's call format.
+    let tools: ToolAnswerTracker?
 
-    init(kind: OpenAICompletionBody.Kind, id: String, model: String, includeUsage: Bool) {
+    init(
+        kind: OpenAICompletionBody.Kind, id: String, model: String, includeUsage: Bool,
+        tools: ToolAnswerTracker? = nil
+    ) {
         self.kind = kind
         self.id = id
         self.created = Int(Date().timeIntervalSince1970)
         self.model = model
         self.includeUsage = includeUsage
+        self.tools = tools
     }
 
     /// Runs the generation and answers once; a cancelled or failed one is an error.
     func json(_ generation: AdmittedGeneration) async throws(OpenAIError) -> HTTPResponse {
         let outcome = await generation.run()
         if let error = Self.error(ending: outcome) { throw error }
-        return .json(
-            OpenAICompletionBody(
-                kind: kind, id: id, created: created, model: model, content: outcome.content,
-                finishReason: outcome.wireFinishReason, usage: OpenAIUsage(outcome.usage)))
+        var body = OpenAICompletionBody(
+            kind: kind, id: id, created: created, model: model, content: outcome.content,
+            finishReason: outcome.wireFinishReason, usage: OpenAIUsage(outcome.usage))
+        if let tools {
+            let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
+            body.content = message.content
+            body.reasoning = message.reasoning
+            body.toolCalls = message.calls
+            body.finishReason = message.finishReason
+        }
+        return .json(body)
     }
 
     /// The SSE side, in OpenAI's convention: bare `data:` lines, a role chunk first (chat), then
@@ -48,7 +61,12 @@ struct OpenAIAnswer: Sendable {
             stream.send(data: WireJSON.string(first))
         }
         let outcome = await generation.run { event in
-            guard case .snapshot(let content, _) = event, let piece = tracker.delta(for: content) else { return }
+            guard case .snapshot(let content, _) = event else { return }
+            if let tools {
+                send(tools.update(content, final: false), template, to: stream)
+                return
+            }
+            guard let piece = tracker.delta(for: content) else { return }
             var chunk = template
             chunk.content = piece
             stream.send(data: WireJSON.string(chunk))
@@ -57,14 +75,19 @@ struct OpenAIAnswer: Sendable {
             stream.send(data: WireJSON.string(OpenAIStreamError(error: error)))
             return
         }
-        // Text held back as a possible stop string is released with the result, not a snapshot.
-        if let rest = tracker.delta(for: outcome.content) {
+        var finish = template
+        finish.finishReason = outcome.wireFinishReason
+        if let tools {
+            // The rest (held back as possible markup or a stop string), then the calls' verdict.
+            let final = ToolAnswerTracker.isFinal(outcome.wireFinishReason)
+            send(tools.update(outcome.content, final: final), template, to: stream)
+            finish.finishReason = tools.message(outcome.content, finishReason: outcome.wireFinishReason).finishReason
+        } else if let rest = tracker.delta(for: outcome.content) {
+            // Text held back as a possible stop string is released with the result, not a snapshot.
             var chunk = template
             chunk.content = rest
             stream.send(data: WireJSON.string(chunk))
         }
-        var finish = template
-        finish.finishReason = outcome.wireFinishReason
         stream.send(data: WireJSON.string(finish))
         if includeUsage {
             var usage = template
@@ -73,6 +96,16 @@ struct OpenAIAnswer: Sendable {
             stream.send(data: WireJSON.string(usage))
         }
         stream.send(data: "[DONE]")
+    }
+
+    /// One chunk for what a snapshot added with tools: text, reasoning and call fragments.
+    func send(_ delta: ToolAnswerTracker.Delta, _ template: OpenAIStreamChunk, to stream: EventStream) {
+        guard !delta.isEmpty else { return }
+        var chunk = template
+        chunk.content = delta.content
+        chunk.reasoning = delta.reasoning
+        chunk.toolCalls = delta.calls
+        stream.send(data: WireJSON.string(chunk))
     }
 
     /// The error a generation that did not complete answers with; nil when it completed.

@@ -1,5 +1,6 @@
 import Engine
 import Sessions
+import StructuredOutput
 
 /// `POST /v1/chat/completions`, read from its JSON object.
 package struct OpenAIChatRequest: Sendable {
@@ -9,6 +10,10 @@ package struct OpenAIChatRequest: Sendable {
     var sessionID: String?
     /// With `session_id`: `queue`, `reject` or `replace` for this request (the session's own otherwise).
     var onBusy: BusyPolicy?
+    /// `tools`, `tool_choice`, `parallel_tool_calls`; nil without tools.
+    var tools: ToolUse?
+    /// `chat_template_kwargs`: further template variables, as a JSON object's text.
+    var templateArguments: String?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
@@ -30,6 +35,30 @@ package struct OpenAIChatRequest: Sendable {
         for (i, item) in items.enumerated() {
             messages.append(try Self.message(item, path: "messages[\(i)]"))
         }
+        try Self.checkToolResults(messages)
+        tools = try OpenAIToolsRequest.read(f)
+        if let kwargs = try f.object("chat_template_kwargs") {
+            templateArguments =
+                (f.orderedValue("chat_template_kwargs") ?? JSONValue(.object(kwargs.values))).compactText
+        }
+        if sessionID != nil, tools != nil || templateArguments != nil {
+            throw .unsupported(
+                "tools and chat_template_kwargs apply to stateless requests; a session turn takes its last user message",
+                param: tools != nil ? "tools" : "chat_template_kwargs")
+        }
+    }
+
+    /// Each tool message answers a call an earlier assistant message made (`tool_call_id`).
+    static func checkToolResults(_ messages: [ChatMessage]) throws(OpenAIError) {
+        var calls = Set<String>()
+        for (i, m) in messages.enumerated() {
+            for call in m.toolCalls ?? [] { calls.insert(call.id) }
+            if m.role == .tool, let id = m.toolCallID, !calls.contains(id) {
+                throw .invalid(
+                    "messages[\(i)].tool_call_id '\(id.prefix(80))' answers no tool call of an earlier assistant message",
+                    param: "messages[\(i)].tool_call_id")
+            }
+        }
     }
 
     /// The text of the last user message: with `session_id`, the new turn.
@@ -49,20 +78,75 @@ package struct OpenAIChatRequest: Sendable {
         case "system", "developer": role = .system
         case "user": role = .user
         case "assistant": role = .assistant
-        case "tool", "function":
+        case "tool": role = .tool
+        case "function":
             throw .unsupported(
-                "\(path).role '\(roleName)': tool and function messages are not supported", param: m.name("role"))
+                "\(path).role 'function' is deprecated: use tool messages with tool_call_id", param: m.name("role"))
         default:
             throw .invalid(
-                "\(path).role must be system, developer, user or assistant, got '\(roleName)'", param: m.name("role"))
+                "\(path).role must be system, developer, user, assistant or tool, got '\(roleName)'",
+                param: m.name("role"))
         }
-        if let calls = m["tool_calls"], calls != .array([]) {
-            throw .unsupported("\(path).tool_calls: tool calling is not supported", param: m.name("tool_calls"))
+        var toolCalls: [ToolCall]?
+        if let raw = m["tool_calls"], raw != .array([]) {
+            guard role == .assistant else {
+                throw .invalid("\(path).tool_calls: only assistant messages make calls", param: m.name("tool_calls"))
+            }
+            toolCalls = try calls(raw, path: m.name("tool_calls"))
         }
+        var toolCallID: String?
+        if role == .tool {
+            guard let id = try m.id("tool_call_id") else {
+                throw .invalid(
+                    "\(path).tool_call_id is required in a tool message", param: m.name("tool_call_id"),
+                    code: .missingRequiredParameter)
+            }
+            toolCallID = id
+        }
+        let reasoning = role == .assistant ? try m.string("reasoning_content") : nil
         guard let content = m["content"] else {
+            // An assistant message that only calls has no content (null), as OpenAI sends it.
+            if toolCalls != nil {
+                return ChatMessage(role: role, content: "", toolCalls: toolCalls, reasoning: reasoning)
+            }
             throw .invalid("\(path).content is required", param: m.name("content"), code: .missingRequiredParameter)
         }
-        return ChatMessage(role: role, content: try text(of: content, path: m.name("content")))
+        return ChatMessage(
+            role: role, content: try text(of: content, path: m.name("content")), toolCalls: toolCalls,
+            toolCallID: toolCallID, reasoning: reasoning)
+    }
+
+    /// An assistant message's `tool_calls`: `{id, type: "function", function: {name, arguments}}`,
+    /// `arguments` a string holding a JSON object, as OpenAI returns them.
+    static func calls(_ raw: OpenAIJSON, path: String) throws(OpenAIError) -> [ToolCall] {
+        guard case .array(let items) = raw else {
+            throw .invalid("\(path) must be an array, got \(raw.typeName)", param: path, code: .invalidType)
+        }
+        var out: [ToolCall] = []
+        for (i, item) in items.enumerated() {
+            let p = "\(path)[\(i)]"
+            guard case .object(let o) = item else {
+                throw .invalid("\(p) must be an object, got \(item.typeName)", param: p, code: .invalidType)
+            }
+            let c = OpenAIFields(o, path: p)
+            guard let id = try c.id("id") else {
+                throw .invalid("\(p).id is required", param: c.name("id"), code: .missingRequiredParameter)
+            }
+            if let type = try c.string("type"), type != "function" {
+                throw .unsupported("\(p).type '\(type)': only function calls are supported", param: c.name("type"))
+            }
+            guard let function = try c.object("function"), let name = try function.string("name") else {
+                throw .invalid(
+                    "\(p).function.name is required", param: "\(p).function.name", code: .missingRequiredParameter)
+            }
+            let arguments = try function.string("arguments") ?? "{}"
+            guard case .object? = try? JSONParser.parse(arguments) else {
+                throw .invalid(
+                    "\(p).function.arguments must be a string holding a JSON object", param: "\(p).function.arguments")
+            }
+            out.append(ToolCall(id: id, name: name, arguments: arguments))
+        }
+        return out
     }
 
     /// Content as a string, or an array of `{"type":"text","text":…}` parts joined as they are.

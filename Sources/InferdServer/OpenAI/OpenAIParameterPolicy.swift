@@ -36,18 +36,18 @@ struct OpenAIParameterPolicy: Sendable {
     ]
 
     static let chat = OpenAIParameterPolicy(
-        supported: common.union(["messages", "max_completion_tokens", "session_id", "on_busy"]),
+        supported: common.union([
+            "messages", "max_completion_tokens", "session_id", "on_busy", "tools", "tool_choice",
+            "parallel_tool_calls", "chat_template_kwargs",
+        ]),
         ignored: [
-            "user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key",
-            "safety_identifier",
+            "user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier",
         ],
         refused: commonRefused.merging(
             [
                 "top_logprobs": Refusal { $0.number == 0 },
-                "tools": Refusal(hint: "tool calling is not supported") { $0 == .array([]) },
-                "tool_choice": Refusal { $0 == .string("none") },
-                "functions": Refusal(hint: "function calling is not supported") { $0 == .array([]) },
-                "function_call": Refusal { $0 == .string("none") },
+                "functions": Refusal(hint: "deprecated: use tools") { $0 == .array([]) },
+                "function_call": Refusal(hint: "deprecated: use tool_choice") { $0 == .string("none") },
                 "modalities": Refusal(hint: "text only") { $0 == .array([.string("text")]) },
                 "audio": Refusal(hint: "text only"),
                 "prediction": Refusal(),

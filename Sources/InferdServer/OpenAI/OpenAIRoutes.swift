@@ -12,6 +12,8 @@ struct OpenAIRoutes: Sendable {
     let turns: SessionTurns
     let host: ModelHost
     let startedAt: Date
+    /// How tool calls are written: the `tool_call_format` setting.
+    let toolCallFormat: ToolCallFormatSetting
 
     func register(_ router: Router) {
         router.get("/v1/models", Self.openAI { _ in try models() })
@@ -69,18 +71,26 @@ struct OpenAIRoutes: Sendable {
         let backend = try host.requireBackend()
         let chat = try OpenAIChatRequest(try Self.fields(request))
         try Self.checkModel(chat.parameters.model, backend)
+        let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
         let answer = OpenAIAnswer(
             kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
-            includeUsage: chat.parameters.includeUsage)
+            includeUsage: chat.parameters.includeUsage, tools: toolUse.map { ToolAnswerTracker(format: $0.format) })
         let generation: AdmittedGeneration
         if let sessionID = chat.sessionID {
             generation = try await sessionTurn(
                 chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
         } else {
-            let prompt = try generations.prepare(backend, .conversation(instructions: nil, messages: chat.messages))
+            let input =
+                toolUse?.prompt.input(
+                    instructions: nil, messages: chat.messages, tools: chat.tools,
+                    templateArguments: chat.templateArguments)
+                ?? .conversation(
+                    instructions: nil, messages: chat.messages,
+                    extras: TemplateExtras(arguments: chat.templateArguments))
+            let prompt = try generations.prepare(backend, input)
             generation = try admit(
                 prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
-                request: request, arrival: arrival)
+                request: request, arrival: arrival, constraint: toolUse?.constraint)
         }
         return try await respond(generation, answer, stream: chat.parameters.stream)
     }
@@ -118,12 +128,14 @@ struct OpenAIRoutes: Sendable {
     /// the submission (before any stream starts, so a full queue is still a plain 503).
     func admit(
         prompt: PreparedPrompt, _ p: OpenAIGenerationParameters, route: String, promptParam: String,
-        backend: any GenerationBackend, request: HTTPRequest, arrival: ContinuousClock.Instant
+        backend: any GenerationBackend, request: HTTPRequest, arrival: ContinuousClock.Instant,
+        constraint: (any GenerationConstraint)? = nil
     ) throws(OpenAIError) -> AdmittedGeneration {
         do {
             var generation = try generations.makeRequest(
                 prompt: prompt, options: p.options, backend: backend, for: request, cacheSalt: p.cacheSalt,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
+            if let constraint { generation.constraint = constraint }
             generation.priority = p.admission.priority
             generation.deadline = p.admission.deadline(from: arrival)
             let context = request.context

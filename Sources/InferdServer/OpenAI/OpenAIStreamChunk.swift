@@ -15,10 +15,16 @@ struct OpenAIStreamChunk: Encodable, Sendable {
     var finishReason: String?
     var includeUsageField = false
     var usage: OpenAIUsage?
+    /// Chat with tools: new reasoning text, and calls' openings and argument fragments.
+    var reasoning: String?
+    var toolCalls: [ToolAnswerTracker.CallDelta] = []
 
     enum Keys: String, CodingKey {
         case id, object, created, model, choices, usage, index, delta, role, content, text, logprobs
+        case type, function, name, arguments
         case finishReason = "finish_reason"
+        case toolCalls = "tool_calls"
+        case reasoningContent = "reasoning_content"
     }
 
     func encode(to encoder: Encoder) throws {
@@ -36,6 +42,21 @@ struct OpenAIStreamChunk: Encodable, Sendable {
                 var delta = choice.nestedContainer(keyedBy: Keys.self, forKey: .delta)
                 try delta.encodeIfPresent(role, forKey: .role)
                 try delta.encodeIfPresent(content, forKey: .content)
+                try delta.encodeIfPresent(reasoning, forKey: .reasoningContent)
+                if !toolCalls.isEmpty {
+                    var calls = delta.nestedUnkeyedContainer(forKey: .toolCalls)
+                    for call in toolCalls {
+                        var c = calls.nestedContainer(keyedBy: Keys.self)
+                        try c.encode(call.index, forKey: .index)
+                        if let id = call.id {
+                            try c.encode(id, forKey: .id)
+                            try c.encode("function", forKey: .type)
+                        }
+                        var f = c.nestedContainer(keyedBy: Keys.self, forKey: .function)
+                        try f.encodeIfPresent(call.name, forKey: .name)
+                        try f.encode(call.arguments, forKey: .arguments)
+                    }
+                }
             case .text:
                 try choice.encode(content ?? "", forKey: .text)
             }

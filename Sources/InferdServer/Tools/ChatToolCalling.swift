@@ -1,0 +1,40 @@
+import Backend
+import Engine
+import ToolCalling
+
+/// Tool calling for a chat request on this host's model: the call format (the `tool_call_format`
+/// setting, else read from the chat template), how the conversation is prompted and the
+/// constraint keeping the request's tool rules. Nil when the request neither gives tools nor
+/// carries tool turns in its history.
+struct ChatToolCalling {
+    let format: any ToolCallFormat
+    let prompt: ToolPrompt
+    let constraint: (any GenerationConstraint)?
+}
+
+extension ChatToolCalling {
+    static func make(
+        _ backend: any GenerationBackend, for chat: OpenAIChatRequest, setting: ToolCallFormatSetting
+    ) throws(OpenAIError) -> ChatToolCalling? {
+        let history = chat.messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        guard chat.tools != nil || history else { return nil }
+        guard let source = backend.chatTemplateSource else {
+            throw .unsupported(
+                "tools: tool calling needs the model's chat template; this backend has none here",
+                param: chat.tools != nil ? "tools" : "messages")
+        }
+        if chat.parameters.options.format != nil, chat.tools != nil {
+            throw .unsupported(
+                "response_format (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
+                param: "response_format")
+        }
+        let format = setting.format(templateSource: source)
+        let rendersTools = format.name != "generic" && backend.rendersTools
+        let reasoning = source.contains("<think>")
+        let constraint = try chat.tools.flatMap { use throws(OpenAIError) in
+            try ToolConstraint.make(use, format: format, reasoning: reasoning, backend: backend)
+        }
+        return ChatToolCalling(
+            format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), constraint: constraint)
+    }
+}

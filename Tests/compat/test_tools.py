@@ -1,0 +1,197 @@
+"""Tool calling through the official client (#33), on the default model (SmolLM2, whose template
+knows no tools: the generic format, described in the system message, with the grammar deciding
+the calls' shape). What is checked is what the server guarantees whatever the model: `required`
+and a named function force calls whose arguments match the schema, `none` never calls,
+`parallel_tool_calls: false` makes at most one call, a stream's fragments add up to the
+non-streamed answer, and every refusal names its field."""
+
+import json
+
+import jsonschema
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 20},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
+TIME_SCHEMA = {
+    "type": "object",
+    "properties": {"zone": {"type": "string", "enum": ["UTC", "CET", "PST"]}},
+    "required": ["zone"],
+    "additionalProperties": False,
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city.",
+            "parameters": WEATHER_SCHEMA,
+            "strict": True,
+        },
+    },
+    {
+        "type": "function",
+        "function": {"name": "get_time", "description": "The time in a zone.", "parameters": TIME_SCHEMA},
+    },
+]
+SCHEMAS = {"get_weather": WEATHER_SCHEMA, "get_time": TIME_SCHEMA}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def ask(client, model, **kwargs):
+    args = dict(model=model, messages=ASK, tools=TOOLS, temperature=0, max_tokens=120)
+    args.update(kwargs)
+    return client.chat.completions.create(**args)
+
+
+def check_calls(message):
+    assert message.tool_calls, message
+    for call in message.tool_calls:
+        assert call.type == "function" and call.id.startswith("call_")
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    assert len({c.id for c in message.tool_calls}) == len(message.tool_calls)
+
+
+def test_required_forces_valid_calls(client, model):
+    choice = ask(client, model, tool_choice="required").choices[0]
+    assert choice.finish_reason == "tool_calls"
+    check_calls(choice.message)
+    assert choice.message.content is None
+
+
+def test_a_named_function_is_the_one_called(client, model):
+    for name in ["get_weather", "get_time"]:
+        choice = ask(client, model, tool_choice={"type": "function", "function": {"name": name}}).choices[0]
+        assert choice.finish_reason == "tool_calls"
+        check_calls(choice.message)
+        assert [c.function.name for c in choice.message.tool_calls] == [name]
+
+
+def test_none_never_calls(client, model):
+    choice = ask(client, model, tool_choice="none", max_tokens=40).choices[0]
+    assert not choice.message.tool_calls
+    assert isinstance(choice.message.content, str)
+    assert "tool_calls" not in choice.message.content
+
+
+def test_auto_answers_text_or_valid_calls(client, model):
+    choice = ask(client, model).choices[0]
+    if choice.message.tool_calls:
+        check_calls(choice.message)
+        assert choice.finish_reason == "tool_calls"
+    else:
+        assert '"tool_calls"' not in (choice.message.content or "")
+
+
+def test_parallel_false_makes_at_most_one_call(client, model):
+    choice = ask(client, model, tool_choice="required", parallel_tool_calls=False).choices[0]
+    check_calls(choice.message)
+    assert len(choice.message.tool_calls) == 1
+
+
+def test_a_stream_adds_up_to_the_plain_answer(client, model):
+    plain = ask(client, model, tool_choice="required").choices[0].message
+    calls: dict[int, dict] = {}
+    finish = None
+    content = ""
+    for chunk in ask(client, model, tool_choice="required", stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for d in delta.tool_calls or []:
+            c = calls.setdefault(d.index, {"id": None, "name": None, "arguments": ""})
+            if d.id:
+                assert c["id"] is None, "a call's id is sent once"
+                c["id"] = d.id
+            if d.function and d.function.name:
+                assert c["name"] is None, "a call's name is sent once"
+                c["name"] = d.function.name
+            if d.function and d.function.arguments:
+                c["arguments"] += d.function.arguments
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls"
+    assert content == ""
+    streamed = [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)]
+    assert streamed == [(c.function.name, c.function.arguments) for c in plain.tool_calls]
+    assert all(calls[i]["id"] and calls[i]["id"].startswith("call_") for i in calls)
+
+
+class Weather(BaseModel):
+    city: str = Field(max_length=20)
+    unit: str = Field(pattern="^(celsius|fahrenheit)$")
+
+
+def test_parse_with_a_pydantic_function_tool(client, model):
+    completion = client.chat.completions.parse(
+        model=model,
+        messages=ASK,
+        tools=[openai.pydantic_function_tool(Weather)],
+        tool_choice="required",
+        # One call: this small model, free to make several, repeats the call until max_tokens.
+        parallel_tool_calls=False,
+        temperature=0,
+        max_tokens=120,
+    )
+    call = completion.choices[0].message.tool_calls[0]
+    assert call.function.name == "Weather"
+    assert isinstance(call.function.parsed_arguments, Weather)
+
+
+def test_a_full_loop_call_result_answer(client, model):
+    first = ask(client, model, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    message = first.choices[0].message
+    call = message.tool_calls[0]
+    history = ASK + [
+        {"role": "assistant", "content": None, "tool_calls": [call.model_dump(exclude_none=True)]},
+        {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 18, "sky": "clear"}'},
+    ]
+    final = client.chat.completions.create(
+        model=model, messages=history, tools=TOOLS, tool_choice="none", temperature=0, max_tokens=40
+    )
+    assert final.choices[0].message.tool_calls is None
+    assert isinstance(final.choices[0].message.content, str) and final.choices[0].message.content
+
+
+@pytest.mark.parametrize(
+    "change, param",
+    [
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools[0].function.name"),
+        ({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice.function.name"),
+        (
+            {
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "f",
+                            "strict": True,
+                            "parameters": {"type": "object", "dependentSchemas": {"a": {}}},
+                        },
+                    }
+                ]
+            },
+            "tools[0].function.parameters",
+        ),
+        (
+            {"messages": ASK + [{"role": "tool", "tool_call_id": "call_unknown", "content": "x"}]},
+            "messages[1].tool_call_id",
+        ),
+    ],
+)
+def test_refusals_name_their_field(client, model, change, param):
+    args = dict(model=model, messages=ASK, tools=TOOLS, max_tokens=5)
+    args.update(change)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(**args)
+    assert e.value.status_code == 400
+    assert e.value.body["param"] == param, e.value.body
