@@ -88,6 +88,7 @@ let package = Package(
             name: "Benchmark",
             dependencies: [
                 "InferdServer", "HTTPServer", "Backend", "Engine", "StructuredOutput", "CKernels", "Telemetry",
+                "ToolCalling",
             ]),
         .executableTarget(name: "inferd", dependencies: ["InferdServer", "Benchmark"]),
         // libFuzzer targets (make fuzz builds them with -sanitize=fuzzer); a plain build replays corpora.

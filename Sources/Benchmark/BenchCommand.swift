@@ -56,7 +56,7 @@ public enum BenchCommand {
                 arguments,
                 known: [
                     "model", "threads", "tests", "prompt-lengths", "repetitions", "load", "http-tokens", "schema",
-                    "kv-cache-type",
+                    "kv-cache-type", "tools", "tool-format",
                 ],
                 booleans: ["json", "http", "no-wait"])
             threadCounts = try (options.last("threads") ?? "1,2").split(separator: ",").map {
@@ -96,6 +96,20 @@ public enum BenchCommand {
         }
         let path = options.last("model") ?? ServerConfiguration().model
         let json = options.flags.contains("json")
+        if let tools = options.last("tools") {
+            let counts = tools.split(separator: ",").compactMap { Int($0) }.filter { $0 >= 1 }
+            guard !counts.isEmpty else {
+                return InferdCLI.fail("--tools takes a list of tool counts like 1,8,32", code: 2)
+            }
+            do {
+                try ToolBench.run(
+                    modelPath: path, counts: counts, formatName: options.last("tool-format"),
+                    threads: threadCounts.last ?? 2)
+                return 0
+            } catch {
+                return InferdCLI.fail("\(error)", code: 1)
+            }
+        }
         if let schema = options.last("schema") {
             do {
                 try await StructuredBench.run(
