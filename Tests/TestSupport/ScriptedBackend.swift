@@ -33,6 +33,11 @@ public final class ScriptedBackend: GenerationBackend {
     public let vocabularySize = 256
     public var kvCache: (any KVCacheCapability)? { nil }
 
+    /// A chat template's source to report (tool calling reads the call format from it). With
+    /// one, constraints are accepted but not applied: the script decides the text, so a test can
+    /// play a model's answer through the parsing of a format.
+    public let chatTemplateSource: String?
+
     private let script: @Sendable (BackendRequest) -> [Step]
     private let maxActive: Int
     private let state = Locked(State())
@@ -47,9 +52,10 @@ public final class ScriptedBackend: GenerationBackend {
     /// `serverBusy`.
     public init(
         modelName: String = "scripted", contextLength: Int = 8192, maxActive: Int = 64,
-        script: @escaping @Sendable (BackendRequest) -> [Step]
+        chatTemplateSource: String? = nil, script: @escaping @Sendable (BackendRequest) -> [Step]
     ) {
         self.modelName = modelName
+        self.chatTemplateSource = chatTemplateSource
         self.contextLength = contextLength
         self.maxActive = maxActive
         self.script = script
@@ -62,6 +68,10 @@ public final class ScriptedBackend: GenerationBackend {
                 [Step.text(String(reply[...i]))] + (stepDelay > .zero ? [.pause(stepDelay)] : [])
             }
         }
+    }
+
+    public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
+        chatTemplateSource == nil ? nil : UnappliedConstraint(identity: identity)
     }
 
     /// Every request generated so far, in the order they started.
@@ -159,4 +169,18 @@ public final class ScriptedBackend: GenerationBackend {
     }
 
     public func shutdown() { state.withLock { $0.shutDown = true } }
+}
+
+/// A constraint a scripted backend takes without applying it (its script decides the text).
+struct UnappliedConstraint: GenerationConstraint {
+    let identity: String
+
+    func makeProcessor() -> any LogitsProcessor { Unapplied() }
+
+    final class Unapplied: LogitsProcessor {
+        func process(logits: UnsafeMutableBufferPointer<Float>) {}
+        func accept(token: Int32) -> Bool { true }
+        var mustEnd: Bool { false }
+        var canEnd: Bool { true }
+    }
 }
