@@ -2,25 +2,15 @@ import Foundation
 import GenerationVocabulary
 
 /// Compiles a JSON Schema to a grammar whose matches are exactly JSON texts that validate
-/// (within the documented subset; see the README's keyword table). A keyword it does not
-/// implement is an error naming the keyword and its path, never silently skipped.
+/// (within the documented subset; see docs/structured-output.md's keyword table). A validation
+/// keyword it cannot enforce is an error naming the keyword and its path, never silently
+/// skipped; a keyword JSON Schema does not define is an annotation and ignored, as the
+/// specification says (`JSONSchemaCompiler+Keywords.swift`).
 ///
 /// Object members come in the order of `properties`; `oneOf` is compiled as `anyOf` (the
 /// branches' exclusivity is not enforced); extra keys (`additionalProperties` not false) are
 /// plain keys (no escapes) different from every listed property.
 public struct JSONSchemaCompiler {
-    /// Keywords that only annotate: accepted, no effect on the output.
-    static let annotations: Set<String> = [
-        "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly",
-        "writeOnly", "$defs", "definitions", "strict", "name",
-    ]
-    /// Keywords the compiler implements.
-    static let supported: Set<String> = [
-        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
-        "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
-        "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable",
-    ]
-
     let root: JSONValue
     var rules: [String: GrammarExpression] = [:]
     /// `$ref` targets already given a rule, by pointer and recursion depth (`pointer@depth`).
@@ -38,6 +28,7 @@ public struct JSONSchemaCompiler {
         var c = JSONSchemaCompiler(root: schema)
         JSONGrammar.addBase(to: &c.rules)
         c.recursive = c.recursivePointers()
+        try c.checkEmbeddedResources()
         // A schema that refers to itself (`"$ref": "#"` inside) is the first level of its own
         // recursion, as a `$defs` node referred to from the root is.
         let body =
@@ -65,16 +56,14 @@ public struct JSONSchemaCompiler {
         case .bool(true): return .rule(JSONGrammar.value)
         case .bool(false): return .choice([])
         case .object(let members):
-            for m in members where !Self.annotations.contains(m.key) && !Self.supported.contains(m.key) {
-                throw .unsupportedKeyword(keyword: m.key, path: path)
+            if let keyword = Self.refusedKeyword(in: members) {
+                throw .unsupportedKeyword(keyword: keyword, path: path)
             }
         default:
             throw .invalidSchema(path: path, message: "a schema must be an object or a boolean")
         }
         if let ref = schema["$ref"] {
-            let siblings = schema.objectMembers!.filter {
-                $0.key != "$ref" && !Self.annotations.contains($0.key)
-            }
+            let siblings = Self.validationMembers(schema.objectMembers!).filter { $0.key != "$ref" }
             if let first = siblings.first {
                 throw .unsupportedKeyword(keyword: first.key, path: "\(path) (beside $ref)")
             }
@@ -96,7 +85,7 @@ public struct JSONSchemaCompiler {
                 throw .invalidSchema(path: "\(path).\(keyword)", message: "must be a non-empty array")
             }
             let rest = JSONValue.object(schema.objectMembers!.filter { $0.key != keyword })
-            let hasRest = rest.objectMembers!.contains { !Self.annotations.contains($0.key) }
+            let hasRest = !Self.validationMembers(rest.objectMembers!).isEmpty
             var choices: [GrammarExpression] = []
             for (i, part) in parts.enumerated() {
                 let p = "\(path).\(keyword)[\(i)]"
@@ -200,7 +189,7 @@ public struct JSONSchemaCompiler {
                 continue
             }
             let existing = out[i].value
-            if existing == m.value || Self.annotations.contains(m.key) { continue }
+            if existing == m.value || Self.isAnnotation(m.key, in: extra) { continue }
             switch m.key {
             case "properties":
                 var props = existing.objectMembers ?? []
