@@ -9,36 +9,48 @@ extension JSONSchemaCompiler {
     mutating func string(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
         let minLength = try nonNegativeInt(schema, "minLength", path: path)
         let maxLength = try nonNegativeInt(schema, "maxLength", path: path)
-        let lengthKeyword = minLength != nil ? "minLength" : maxLength != nil ? "maxLength" : nil
+        // The contents between the quotes, and what restricts them beside the lengths.
+        let content: GrammarExpression
+        let source: String
         if let f = schema["format"] {
             guard case .string(let name) = f else {
                 throw .invalidSchema(path: path + ".format", message: "must be a string")
             }
-            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with format)") }
             if schema["pattern"] != nil { throw .unsupportedKeyword(keyword: "pattern", path: "\(path) (with format)") }
             guard let body = StringFormats.grammar(name) else {
                 throw .unsupportedKeyword(keyword: "format", path: "\(path).format ('\(name)')")
             }
-            return .sequence([.text("\""), body, .text("\"")])
-        }
-        if let p = schema["pattern"] {
-            guard case .string(let source) = p else {
+            (content, source) = (body, "format")
+        } else if let p = schema["pattern"] {
+            guard case .string(let regex) = p else {
                 throw .invalidSchema(path: path + ".pattern", message: "must be a string")
             }
-            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with pattern)") }
-            let body: GrammarExpression
             do {
-                body = try RegexParser.parse(source)
+                content = try RegexParser.parse(regex)
             } catch {
                 throw .unsupportedKeyword(keyword: "pattern", path: "\(path).pattern (\(error.message))")
             }
-            return .sequence([.text("\""), body, .text("\"")])
+            source = "pattern"
+        } else {
+            if minLength == nil && maxLength == nil { return .rule(JSONGrammar.string) }
+            if let minLength, let maxLength, minLength > maxLength { return .choice([]) }
+            return .sequence([
+                .text("\""), .repetition(Self.stringChar, minimum: minLength ?? 0, maximum: maxLength), .text("\""),
+            ])
         }
-        if minLength == nil && maxLength == nil { return .rule(JSONGrammar.string) }
-        if let minLength, let maxLength, minLength > maxLength { return .choice([]) }
-        return .sequence([
-            .text("\""), .repetition(Self.stringChar, minimum: minLength ?? 0, maximum: maxLength), .text("\""),
-        ])
+        var restricted: GrammarExpression? = content
+        if minLength != nil || maxLength != nil {
+            var splits = Self.maxLengthSplits
+            do {
+                restricted = try restrict(content, minLength ?? 0, maxLength, splits: &splits)
+            } catch {
+                throw .unsupportedKeyword(
+                    keyword: minLength != nil ? "minLength" : "maxLength",
+                    path: "\(path) (with \(source): \(error.reason))")
+            }
+        }
+        guard let restricted else { return .choice([]) }  // no string of the pattern has such a length
+        return .sequence([.text("\""), restricted, .text("\"")])
     }
 
     // MARK: Numbers

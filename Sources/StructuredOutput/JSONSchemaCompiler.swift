@@ -22,6 +22,8 @@ public struct JSONSchemaCompiler {
     var depth = 0
     /// Where a recursive reference was cut at `StructuredBounds.maxRecursionDepth`.
     var cuts: [String] = []
+    /// Rules that match exactly one character of a JSON string (for counting lengths).
+    var characterRules: Set<String> = [JSONGrammar.stringChar]
 
     /// The grammar for a schema.
     public static func compile(_ schema: JSONValue) throws(StructuredOutputError) -> Grammar {

@@ -177,8 +177,10 @@ import Testing
                 == .unsupportedKeyword(keyword: "uniqueItems", path: "$.properties.a"))
         #expect(try error(#"{"not":{"type":"string"}}"#) == .unsupportedKeyword(keyword: "not", path: "$"))
         #expect(
-            try error(#"{"type":"string","format":"byte"}"#)
-                == .unsupportedKeyword(keyword: "format", path: "$.format ('byte')"))
+            try error(#"{"type":"string","format":"binary"}"#)
+                == .unsupportedKeyword(keyword: "format", path: "$.format ('binary')"))
+        #expect(
+            try error(#"{"type":"number","multipleOf":0.5}"#) == .unsupportedKeyword(keyword: "multipleOf", path: "$"))
         #expect(
             try error(#"{"type":"number","minimum":0.5}"#)
                 == .unsupportedKeyword(keyword: "minimum", path: "$.minimum (a non-integer bound on a number)"))

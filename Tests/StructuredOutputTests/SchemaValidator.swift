@@ -74,10 +74,12 @@ struct SchemaValidator {
         }
     }
 
-    /// JSON equality: numbers by value, objects by members whatever their order.
+    /// JSON equality: numbers by value, strings by code points, objects by members whatever
+    /// their order.
     static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
         switch (a, b) {
         case (.number(_, let x), .number(_, let y)): return x == y
+        case (.string(let x), .string(let y)): return Array(x.unicodeScalars) == Array(y.unicodeScalars)
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.object(let x), .object(let y)):
             return x.count == y.count
@@ -136,6 +138,7 @@ struct SchemaValidator {
         if let f = schema["format"]?.stringValue, let re = Self.formats[f], !Self.search(re, s) {
             out.append("\(path): not a valid \(f)")
         }
+        if schema["format"]?.stringValue == "byte", !Self.isBase64(s) { out.append("\(path): not canonical base64") }
         return out
     }
 
@@ -146,6 +149,13 @@ struct SchemaValidator {
         if let m = schema["exclusiveMinimum"]?.numberValue, d <= m { out.append("\(path): not above \(m)") }
         if let m = schema["exclusiveMaximum"]?.numberValue, d >= m { out.append("\(path): not below \(m)") }
         return out
+    }
+
+    /// RFC 4648 base64 as strict decoders take it: Foundation decodes it and encodes the bytes
+    /// back to the same text (padding present, the bits it drops at zero).
+    static func isBase64(_ s: String) -> Bool {
+        guard let data = Data(base64Encoded: s) else { return false }
+        return data.base64EncodedString() == s
     }
 
     static func search(_ pattern: String, _ s: String) -> Bool {
