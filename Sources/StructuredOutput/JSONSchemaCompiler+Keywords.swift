@@ -24,7 +24,7 @@ extension JSONSchemaCompiler {
     /// and bounds; a form of one it cannot enforce is refused naming it where it is read).
     static let supported: Set<String> = [
         "type", "nullable", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf",
-        "allOf", "$ref", "items", "prefixItems", "minItems", "maxItems",
+        "allOf", "not", "$ref", "items", "prefixItems", "minItems", "maxItems",
         "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     ]
 
@@ -43,7 +43,7 @@ extension JSONSchemaCompiler {
         // Dynamic references (2019-09's and 2020-12's), resolved at validation time.
         "$recursiveRef", "$dynamicRef",
         // Not enforced yet.
-        "uniqueItems", "additionalItems", "not",
+        "uniqueItems", "additionalItems",
     ]
 
     /// Whether the keyword `key` of the schema object `members` has no effect on what

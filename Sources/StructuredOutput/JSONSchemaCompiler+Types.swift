@@ -11,7 +11,10 @@ extension JSONSchemaCompiler {
 
     // MARK: Objects
 
-    mutating func object(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+    /// An object of the schema with none of the names `absent` (a `not: {required: …}`).
+    mutating func object(_ schema: JSONValue, path: String, absent: Set<String>) throws(StructuredOutputError)
+        -> GrammarExpression
+    {
         var properties: [JSONValue.Member] = []
         if let p = schema["properties"] {
             guard let members = p.objectMembers else {
@@ -35,6 +38,10 @@ extension JSONSchemaCompiler {
         for name in required.sorted() where !properties.contains(where: { $0.key == name }) {
             properties.append(JSONValue.Member(name, .bool(true)))
         }
+        if !required.isDisjoint(with: absent) { return .choice([]) }
+        properties.removeAll { absent.contains($0.key) }
+        // Extra keys differ from the listed properties and from the names left out.
+        let taken = properties.map(\.key) + absent.sorted()
         var items: [(member: GrammarExpression, required: Bool)] = []
         for p in properties {
             let value = try compile(p.value, path: "\(path).properties.\(p.key)")
@@ -50,10 +57,10 @@ extension JSONSchemaCompiler {
         case .bool(false)?: extra = nil
         case nil where schema["properties"] != nil: extra = nil
         case nil, .bool(true)?:
-            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), .rule(JSONGrammar.value))
+            extra = JSONGrammar.member(Self.keyOutside(taken), .rule(JSONGrammar.value))
         case let s?:
             let value = try compile(s, path: path + ".additionalProperties")
-            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), value)
+            extra = JSONGrammar.member(Self.keyOutside(taken), value)
         }
         // tail(i, first): the members from i on, `first` when none has been written yet.
         let id = freshName("object")

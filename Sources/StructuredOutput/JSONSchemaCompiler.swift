@@ -24,6 +24,8 @@ public struct JSONSchemaCompiler {
     var cuts: [String] = []
     /// Rules that match exactly one character of a JSON string (for counting lengths).
     var characterRules: Set<String> = [JSONGrammar.stringChar]
+    /// Rules already made for a character outside a set (`characterOutside`), by the set.
+    var characterOutsideRules: [[UInt32]: String] = [:]
 
     /// The grammar for a schema.
     public static func compile(_ schema: JSONValue) throws(StructuredOutputError) -> Grammar {
@@ -96,32 +98,12 @@ public struct JSONSchemaCompiler {
             }
             return .choice(choices)
         }
-        if let values = schema["enum"] {
-            guard case .array(let items) = values, !items.isEmpty else {
-                throw .invalidSchema(path: path + ".enum", message: "must be a non-empty array")
-            }
-            return .choice(items.map { .text($0.compactText) })
+        let exclusion = try exclusion(schema, path: path)
+        if exclusion.everything { return .choice([]) }
+        if let values = try admittedValues(schema, exclusion: exclusion, path: path) {
+            return values.count == 1 ? .text(values[0].compactText) : .choice(values.map { .text($0.compactText) })
         }
-        if let value = schema["const"] {
-            return .text(value.compactText)
-        }
-        var types = try typeNames(schema, path: path)
-        if case .bool(true) = schema["nullable"] ?? .null, !types.contains("null") { types.append("null") }
-        if types.isEmpty { return .rule(JSONGrammar.value) }
-        var choices: [GrammarExpression] = []
-        for t in types {
-            switch t {
-            case "object": choices.append(try object(schema, path: path))
-            case "array": choices.append(try array(schema, path: path))
-            case "string": choices.append(try string(schema, path: path))
-            case "integer": choices.append(try integer(schema, path: path))
-            case "number": choices.append(try number(schema, path: path))
-            case "boolean": choices.append(.choice([.text("true"), .text("false")]))
-            case "null": choices.append(.text("null"))
-            default: throw .invalidSchema(path: path + ".type", message: "unknown type '\(t)'")
-            }
-        }
-        return choices.count == 1 ? choices[0] : .choice(choices)
+        return try typed(schema, path: path, exclusion: exclusion)
     }
 
     /// The schema's types: `type` (a name or a list), else what its keywords imply (none: any value).
@@ -210,6 +192,9 @@ public struct JSONSchemaCompiler {
                     throw .invalidSchema(path: path + ".required", message: "must be an array")
                 }
                 out[i].value = .array(x + y.filter { !x.contains($0) })
+            case "not":
+                // Neither A nor B: not (A or B).
+                out[i].value = .object([JSONValue.Member("anyOf", .array([existing, m.value]))])
             default:
                 throw .unsupportedKeyword(keyword: "allOf", path: "\(path) (conflicting '\(m.key)')")
             }

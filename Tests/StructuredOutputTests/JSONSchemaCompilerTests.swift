@@ -175,7 +175,11 @@ import Testing
         #expect(
             try error(#"{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}"#)
                 == .unsupportedKeyword(keyword: "uniqueItems", path: "$.properties.a"))
-        #expect(try error(#"{"not":{"type":"string"}}"#) == .unsupportedKeyword(keyword: "not", path: "$"))
+        #expect(
+            try error(#"{"not":{"minLength":2}}"#)
+                == .unsupportedKeyword(
+                    keyword: "not", path: "$.not (only type, enum, const, required and anyOf of those can be negated)"))
+
         #expect(
             try error(#"{"type":"string","format":"binary"}"#)
                 == .unsupportedKeyword(keyword: "format", path: "$.format ('binary')"))

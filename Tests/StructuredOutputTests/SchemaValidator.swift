@@ -36,6 +36,7 @@ struct SchemaValidator {
             out.append("\(path): not one of the enum values")
         }
         if let c = schema["const"], !Self.equal(c, value) { out.append("\(path): not the const value") }
+        if let n = schema["not"], errors(value, n, path: path).isEmpty { out.append("\(path): matches the not schema") }
         if let t = schema["type"] {
             var names: [String] = []
             if case .string(let n) = t { names = [n] }

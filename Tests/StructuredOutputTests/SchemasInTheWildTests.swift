@@ -108,7 +108,7 @@ import Testing
         for inert in [
             #"{"type":"integer","then":{"maximum":3}}"#, #"{"type":"integer","else":{"maximum":3}}"#,
             #"{"type":"integer","if":{"maximum":3}}"#, #"{"type":"integer","minContains":1,"maxContains":2}"#,
-            #"{"type":"integer","additionalItems":false}"#,
+            #"{"type":"integer","additionalItems":false}"#, #"{"type":"integer","not":false}"#,
         ] {
             #expect(try Self.grammar(inert) == base, "\(inert)")
         }
