@@ -24,7 +24,7 @@ extension JSONSchemaCompiler {
     /// and bounds; a form of one it cannot enforce is refused naming it where it is read).
     static let supported: Set<String> = [
         "type", "nullable", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf",
-        "allOf", "not", "$ref", "items", "prefixItems", "minItems", "maxItems",
+        "allOf", "not", "$ref", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
         "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     ]
 
@@ -42,8 +42,6 @@ extension JSONSchemaCompiler {
         "if", "then", "else",
         // Dynamic references (2019-09's and 2020-12's), resolved at validation time.
         "$recursiveRef", "$dynamicRef",
-        // Not enforced yet.
-        "uniqueItems", "additionalItems",
     ]
 
     /// Whether the keyword `key` of the schema object `members` has no effect on what
@@ -58,10 +56,6 @@ extension JSONSchemaCompiler {
         case "then", "else": return !has("if")
         case "if": return !has("then") && !has("else")
         case "minContains", "maxContains": return !has("contains")
-        case "additionalItems":  // only beside `items` as an array (the tuple form)
-            if case .array(_)? = members.first(where: { $0.key == "items" })?.value { return false }
-            return true
-        case "uniqueItems": return members.first { $0.key == "uniqueItems" }?.value == .bool(false)
         default: return false
         }
     }

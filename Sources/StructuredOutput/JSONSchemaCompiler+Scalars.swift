@@ -75,14 +75,14 @@ extension JSONSchemaCompiler {
         var hiExclusive = false
         for key in ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"] {
             guard let v = schema[key] else { continue }
-            if case .bool = v {
-                throw .unsupportedKeyword(keyword: key, path: "\(path).\(key) (the draft-4 boolean form)")
-            }
+            let isMin = key.lowercased().hasSuffix("minimum")
+            // Draft 4's form: `exclusiveMinimum: true` makes `minimum` exclusive (alone, no effect).
+            if case .bool = v { continue }
             guard case .number(_, let d) = v, abs(d) < 1e15 else {
                 throw .invalidSchema(path: "\(path).\(key)", message: "must be a number")
             }
-            let isMin = key.lowercased().hasSuffix("minimum")
-            let isExclusive = key.hasPrefix("exclusive")
+            let isExclusive =
+                key.hasPrefix("exclusive") || schema[isMin ? "exclusiveMinimum" : "exclusiveMaximum"] == .bool(true)
             var bound: Int64
             if d == d.rounded() {
                 bound = Int64(d)

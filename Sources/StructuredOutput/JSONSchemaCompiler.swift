@@ -123,7 +123,7 @@ public struct JSONSchemaCompiler {
             if ["properties", "required", "additionalProperties"].contains(where: { schema[$0] != nil }) {
                 return ["object"]
             }
-            if ["items", "prefixItems", "minItems", "maxItems"].contains(where: { schema[$0] != nil }) {
+            if ["items", "prefixItems", "minItems", "maxItems", "uniqueItems"].contains(where: { schema[$0] != nil }) {
                 return ["array"]
             }
             if ["minLength", "maxLength", "pattern", "format"].contains(where: { schema[$0] != nil }) {

@@ -113,12 +113,20 @@ struct SchemaValidator {
     func arrayErrors(_ items: [JSONValue], _ schema: JSONValue, path: String) -> [String] {
         var out: [String] = []
         var prefix: [JSONValue] = []
+        var rest = schema["items"]
         if case .array(let p)? = schema["prefixItems"] { prefix = p }
+        // Drafts 4 to 2019-09: `items` as an array is the tuple, `additionalItems` the rest.
+        if case .array(let p)? = schema["items"] { (prefix, rest) = (p, schema["additionalItems"]) }
         for (i, item) in items.enumerated() {
             if i < prefix.count {
                 out += errors(item, prefix[i], path: "\(path)[\(i)]")
-            } else if let s = schema["items"] {
+            } else if let s = rest {
                 out += errors(item, s, path: "\(path)[\(i)]")
+            }
+        }
+        if case .bool(true)? = schema["uniqueItems"] {
+            for i in items.indices where items[..<i].contains(where: { Self.equal($0, items[i]) }) {
+                out.append("\(path)[\(i)]: repeats an earlier item")
             }
         }
         if let n = schema["minItems"]?.numberValue, Double(items.count) < n {
@@ -149,6 +157,13 @@ struct SchemaValidator {
         if let m = schema["maximum"]?.numberValue, d > m { out.append("\(path): above \(m)") }
         if let m = schema["exclusiveMinimum"]?.numberValue, d <= m { out.append("\(path): not above \(m)") }
         if let m = schema["exclusiveMaximum"]?.numberValue, d >= m { out.append("\(path): not below \(m)") }
+        // Draft 4: a boolean `exclusiveMinimum`/`exclusiveMaximum` makes the bound beside it exclusive.
+        if case .bool(true)? = schema["exclusiveMinimum"], let m = schema["minimum"]?.numberValue, d == m {
+            out.append("\(path): not above \(m)")
+        }
+        if case .bool(true)? = schema["exclusiveMaximum"], let m = schema["maximum"]?.numberValue, d == m {
+            out.append("\(path): not below \(m)")
+        }
         return out
     }
 

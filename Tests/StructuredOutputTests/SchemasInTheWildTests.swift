@@ -138,4 +138,24 @@ import Testing
             #expect(try Self.error(fine) == nil, "\(fine)")
         }
     }
+
+    /// Draft 4's forms: `items` as an array (the tuple) with `additionalItems`, and the boolean
+    /// `exclusiveMinimum`/`exclusiveMaximum`.
+    @Test func draft4TuplesAndBooleanExclusiveBounds() throws {
+        try SchemaCheck.check(
+            #"{"type":"array","items":[{"type":"string"},{"type":"integer"}],"additionalItems":false}"#,
+            accepts: ["[]", #"["a"]"#, #"["a",1]"#], rejects: [#"["a",1,2]"#, "[1]", #"["a","b"]"#])
+        try SchemaCheck.check(
+            #"{"type":"array","items":[{"type":"string"}],"additionalItems":{"type":"boolean"},"minItems":2}"#,
+            accepts: [#"["a",true]"#, #"["a",true,false]"#], rejects: [#"["a"]"#, #"["a",1]"#])
+        try SchemaCheck.check(
+            #"{"type":"array","items":[{"type":"string"}]}"#, accepts: [#"["a",1,{}]"#], rejects: ["[1]"])
+        let m = try SchemaCheck.matcher(
+            try SchemaCheck.schema(
+                #"{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":10,"exclusiveMaximum":true}"#))
+        for n in -3...13 { #expect(SchemaCheck.accepts(m, String(n)) == (1...9).contains(n), "\(n)") }
+        try SchemaCheck.check(
+            #"{"type":"number","minimum":0,"exclusiveMinimum":true,"maximum":1,"exclusiveMaximum":false}"#,
+            accepts: ["0.5", "1"], rejects: ["0", "-0.5", "1.5"])
+    }
 }
