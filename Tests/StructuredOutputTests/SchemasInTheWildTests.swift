@@ -7,7 +7,7 @@ import Testing
 /// Schemas as written in the wild (#33): keywords JSON Schema does not define, and those it
 /// defines as annotations, change nothing (the grammar is the one of the schema without them);
 /// validation keywords the compiler cannot enforce are refused naming the keyword and where it
-/// is.
+/// is; the schemas of `Tests/Fixtures/schemas/wild/` compile and accept their own `examples`.
 @Suite struct SchemasInTheWildTests {
     static func grammar(_ json: String) throws -> Grammar { try SchemaCheck.schema(json).compile() }
 
@@ -157,5 +157,47 @@ import Testing
         try SchemaCheck.check(
             #"{"type":"number","minimum":0,"exclusiveMinimum":true,"maximum":1,"exclusiveMaximum":false}"#,
             accepts: ["0.5", "1"], rejects: ["0", "-0.5", "1.5"])
+    }
+
+    // MARK: The wild corpus
+
+    static let directory = SchemaCheck.packageRoot.appendingPathComponent("Tests/Fixtures/schemas/wild")
+
+    static func wild() throws -> [(name: String, schema: JSONValue)] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasSuffix(".json") }.sorted()
+        return try names.map { name in
+            let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            return (name, try JSONParser.parse(text))
+        }
+    }
+
+    /// Each schema compiles, its grammar is the one of the schema stripped of every keyword that
+    /// is not a validation keyword (vendor keywords and annotations removed at every level), and
+    /// it accepts each of the schema's own `examples` (written compactly, members in the schema's
+    /// order), which `SchemaValidator` also finds valid.
+    @Test func wildSchemasCompileIgnoringTheirAnnotationsAndAcceptTheirExamples() throws {
+        let corpus = try Self.wild()
+        #expect(corpus.count >= 10)
+        for (name, schema) in corpus {
+            let grammar: Grammar
+            do {
+                grammar = try StructuredFormat.jsonSchema(schema).compile()
+            } catch {
+                Issue.record("\(name): \(error)")
+                continue
+            }
+            #expect(try StructuredFormat.jsonSchema(WildSchemaStripper.strip(schema)).compile() == grammar, "\(name)")
+            let m = try SchemaCheck.matcher(.jsonSchema(schema))
+            guard case .array(let examples)? = schema["examples"], !examples.isEmpty else {
+                Issue.record("\(name) has no examples")
+                continue
+            }
+            for example in examples {
+                #expect(
+                    SchemaValidator(root: schema).errors(example, schema).isEmpty, "\(name): \(example.compactText)")
+                #expect(SchemaCheck.accepts(m, example.compactText), "\(name) should accept \(example.compactText)")
+            }
+        }
     }
 }
