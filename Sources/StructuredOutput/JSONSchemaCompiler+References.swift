@@ -63,19 +63,65 @@ extension JSONSchemaCompiler {
     }
 
     /// The `$ref` pointers in a schema's own subschemas (not in `$defs`, which are reached only
-    /// through a reference, nor in `enum`, `const` or annotations, which are data).
+    /// through a reference, nor in `enum`, `const` or annotations, which are data, nor in `not`,
+    /// whose subschema is read, never compiled).
     static func references(in schema: JSONValue) -> [String] {
         guard schema.objectMembers != nil else { return [] }
         var out: [String] = []
         if case .string(let p)? = schema["$ref"] { out.append(p) }
-        for key in ["items", "additionalProperties"] {
-            if let s = schema[key] { out += references(in: s) }
+        for (path, s) in subschemas(of: schema, path: "", definitions: false) where path != ".not" {
+            out += references(in: s)
+        }
+        return out
+    }
+
+    /// The subschemas of a schema where the compiler reads them, with their paths (and the
+    /// entries of `$defs` and `definitions` with `definitions`).
+    static func subschemas(of schema: JSONValue, path: String, definitions: Bool) -> [(path: String, schema: JSONValue)]
+    {
+        guard schema.objectMembers != nil else { return [] }
+        var out: [(path: String, schema: JSONValue)] = []
+        for key in ["items", "additionalProperties", "additionalItems", "not"] {
+            if case .array(let list)? = schema[key] {
+                out += list.enumerated().map { ("\(path).\(key)[\($0)]", $1) }
+            } else if let s = schema[key] {
+                out.append(("\(path).\(key)", s))
+            }
         }
         for key in ["prefixItems", "anyOf", "oneOf", "allOf"] {
-            if case .array(let list)? = schema[key] { for s in list { out += references(in: s) } }
+            if case .array(let list)? = schema[key] { out += list.enumerated().map { ("\(path).\(key)[\($0)]", $1) } }
         }
-        for m in schema["properties"]?.objectMembers ?? [] { out += references(in: m.value) }
+        for m in schema["properties"]?.objectMembers ?? [] { out.append(("\(path).properties.\(m.key)", m.value)) }
+        if definitions {
+            for key in ["$defs", "definitions"] {
+                for m in schema[key]?.objectMembers ?? [] { out.append(("\(path).\(key).\(m.key)", m.value)) }
+            }
+        }
         return out
+    }
+
+    /// A subschema with an `$id` (draft 4: `id`) that is not a bare fragment is a resource of
+    /// its own, and a `#…` reference inside it points into that resource, not into the whole
+    /// schema: resolved against the root, it would reach something else. Such a schema is
+    /// refused naming the identifier (an `$id` at the root, or with no local reference inside,
+    /// changes nothing and is ignored, as annotations are).
+    func checkEmbeddedResources() throws(StructuredOutputError) {
+        func hasLocalReference(_ s: JSONValue) -> Bool {
+            if case .string(let p)? = s["$ref"], p.hasPrefix("#") { return true }
+            return Self.subschemas(of: s, path: "", definitions: true).contains { hasLocalReference($0.schema) }
+        }
+        func walk(_ s: JSONValue, path: String, isRoot: Bool) throws(StructuredOutputError) {
+            for key in ["$id", "id"] where !isRoot {
+                if case .string(let id)? = s[key], !id.hasPrefix("#"), hasLocalReference(s) {
+                    throw .unsupportedKeyword(
+                        keyword: key, path: "\(path) (a resource of its own: its '#' references point into it)")
+                }
+            }
+            for (p, sub) in Self.subschemas(of: s, path: path, definitions: true) {
+                try walk(sub, path: p, isRoot: false)
+            }
+        }
+        try walk(root, path: "$", isRoot: true)
     }
 
     /// A schema whose recursion can never end (each instance requires one more level, as

@@ -6,39 +6,59 @@ extension JSONSchemaCompiler {
 
     // MARK: Strings
 
-    mutating func string(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+    /// A string of the schema that is none of `words` (from a `not`).
+    mutating func string(_ schema: JSONValue, path: String, excluding words: [String]) throws(StructuredOutputError)
+        -> GrammarExpression
+    {
         let minLength = try nonNegativeInt(schema, "minLength", path: path)
         let maxLength = try nonNegativeInt(schema, "maxLength", path: path)
-        let lengthKeyword = minLength != nil ? "minLength" : maxLength != nil ? "maxLength" : nil
+        // The contents between the quotes, and what restricts them beside the lengths.
+        let content: GrammarExpression
+        let source: String
         if let f = schema["format"] {
             guard case .string(let name) = f else {
                 throw .invalidSchema(path: path + ".format", message: "must be a string")
             }
-            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with format)") }
             if schema["pattern"] != nil { throw .unsupportedKeyword(keyword: "pattern", path: "\(path) (with format)") }
             guard let body = StringFormats.grammar(name) else {
                 throw .unsupportedKeyword(keyword: "format", path: "\(path).format ('\(name)')")
             }
-            return .sequence([.text("\""), body, .text("\"")])
-        }
-        if let p = schema["pattern"] {
-            guard case .string(let source) = p else {
+            (content, source) = (body, "format")
+        } else if let p = schema["pattern"] {
+            guard case .string(let regex) = p else {
                 throw .invalidSchema(path: path + ".pattern", message: "must be a string")
             }
-            if let k = lengthKeyword { throw .unsupportedKeyword(keyword: k, path: "\(path) (with pattern)") }
-            let body: GrammarExpression
             do {
-                body = try RegexParser.parse(source)
+                content = try RegexParser.parse(regex)
             } catch {
                 throw .unsupportedKeyword(keyword: "pattern", path: "\(path).pattern (\(error.message))")
             }
-            return .sequence([.text("\""), body, .text("\"")])
+            source = "pattern"
+        } else if !words.isEmpty {
+            (content, source) = (contentOutside(words), "not")
+        } else {
+            if minLength == nil && maxLength == nil { return .rule(JSONGrammar.string) }
+            if let minLength, let maxLength, minLength > maxLength { return .choice([]) }
+            return .sequence([
+                .text("\""), .repetition(Self.stringChar, minimum: minLength ?? 0, maximum: maxLength), .text("\""),
+            ])
         }
-        if minLength == nil && maxLength == nil { return .rule(JSONGrammar.string) }
-        if let minLength, let maxLength, minLength > maxLength { return .choice([]) }
-        return .sequence([
-            .text("\""), .repetition(Self.stringChar, minimum: minLength ?? 0, maximum: maxLength), .text("\""),
-        ])
+        if !words.isEmpty && source != "not" {
+            throw .unsupportedKeyword(keyword: "not", path: "\(path).not (a string value excluded beside a \(source))")
+        }
+        var restricted: GrammarExpression? = content
+        if minLength != nil || maxLength != nil {
+            var splits = Self.maxLengthSplits
+            do {
+                restricted = try restrict(content, minLength ?? 0, maxLength, splits: &splits)
+            } catch {
+                throw .unsupportedKeyword(
+                    keyword: minLength != nil ? "minLength" : "maxLength",
+                    path: "\(path) (with \(source): \(error.reason))")
+            }
+        }
+        guard let restricted else { return .choice([]) }  // no string of the pattern has such a length
+        return .sequence([.text("\""), restricted, .text("\"")])
     }
 
     // MARK: Numbers
@@ -55,14 +75,14 @@ extension JSONSchemaCompiler {
         var hiExclusive = false
         for key in ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"] {
             guard let v = schema[key] else { continue }
-            if case .bool = v {
-                throw .unsupportedKeyword(keyword: key, path: "\(path).\(key) (the draft-4 boolean form)")
-            }
+            let isMin = key.lowercased().hasSuffix("minimum")
+            // Draft 4's form: `exclusiveMinimum: true` makes `minimum` exclusive (alone, no effect).
+            if case .bool = v { continue }
             guard case .number(_, let d) = v, abs(d) < 1e15 else {
                 throw .invalidSchema(path: "\(path).\(key)", message: "must be a number")
             }
-            let isMin = key.lowercased().hasSuffix("minimum")
-            let isExclusive = key.hasPrefix("exclusive")
+            let isExclusive =
+                key.hasPrefix("exclusive") || schema[isMin ? "exclusiveMinimum" : "exclusiveMaximum"] == .bool(true)
             var bound: Int64
             if d == d.rounded() {
                 bound = Int64(d)
@@ -86,35 +106,39 @@ extension JSONSchemaCompiler {
         return (lo, hi, loExclusive, hiExclusive)
     }
 
-    mutating func integer(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+    /// The integers of the schema but `points` (from a `not`).
+    mutating func integer(_ schema: JSONValue, path: String, excluding points: [Int64]) throws(StructuredOutputError)
+        -> GrammarExpression
+    {
         let (lo, hi, _, _) = try bounds(schema, path: path, integer: true)
-        if lo == nil && hi == nil { return .rule(JSONGrammar.integer) }
-        return IntegerRanges.integers(lo, hi)
+        let cuts = Set(points).filter { p in lo.map { p >= $0 } ?? true }.filter { p in hi.map { p <= $0 } ?? true }
+        if cuts.isEmpty { return lo == nil && hi == nil ? .rule(JSONGrammar.integer) : IntegerRanges.integers(lo, hi) }
+        var pieces: [GrammarExpression] = []
+        var from = lo
+        for p in cuts.sorted() {
+            if from.map({ $0 <= p - 1 }) ?? true { pieces.append(IntegerRanges.integers(from, p - 1)) }
+            from = p + 1
+        }
+        if let from, hi.map({ from <= $0 }) ?? true { pieces.append(IntegerRanges.integers(from, hi)) }
+        return pieces.count == 1 ? pieces[0] : .choice(pieces)
     }
 
-    mutating func number(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+    /// The numbers of the schema; with `nonInteger`, only those that are not integers (a
+    /// `not: {type: integer}`): a fraction with a non-zero digit and no exponent.
+    mutating func number(_ schema: JSONValue, path: String, nonInteger: Bool) throws(StructuredOutputError)
+        -> GrammarExpression
+    {
         let (lo, hi, loExclusive, hiExclusive) = try bounds(schema, path: path, integer: false)
-        if lo == nil && hi == nil { return .rule(JSONGrammar.number) }
-        let digit = IntegerRanges.digit
-        // With bounds: no exponent, and a fraction only with a non-zero digit, so n.f lies strictly
-        // between n and n + 1 and the integer part alone decides the bounds.
-        // Written as "0" (then the same, one digit fewer) or a non-zero digit then any digits, so
-        // the digit bound holds (`StructuredBounds.maxFractionDigits`) and one stack suffices.
-        var zerosThenNonZero = GrammarExpression.byteSet([0x31...0x39])
-        for used in stride(from: StructuredBounds.maxFractionDigits - 1, through: 0, by: -1) {
-            let nonZero = GrammarExpression.sequence([
-                .byteSet([0x31...0x39]),
-                .repetition(digit, minimum: 0, maximum: StructuredBounds.maxFractionDigits - 1 - used),
-            ])
-            zerosThenNonZero =
-                used == StructuredBounds.maxFractionDigits - 1
-                ? nonZero : .choice([nonZero, .sequence([.text("0"), zerosThenNonZero])])
+        if lo == nil && hi == nil {
+            return nonInteger ? .sequence([.rule(JSONGrammar.integer), Self.fraction]) : .rule(JSONGrammar.number)
         }
-        let fraction = GrammarExpression.sequence([.text("."), zerosThenNonZero])
+        // With bounds: no exponent, and a fraction only with a non-zero digit, so n.f lies
+        // strictly between n and n + 1 and the integer part alone decides the bounds.
+        let fraction = Self.fraction
         var options: [GrammarExpression] = []
         let intLo = loExclusive ? lo.map { $0 + 1 } : lo
         let intHi = hiExclusive ? hi.map { $0 - 1 } : hi
-        options.append(IntegerRanges.integers(intLo, intHi))
+        if !nonInteger { options.append(IntegerRanges.integers(intLo, intHi)) }
         // n.f for n >= 0 lies in (n, n + 1): lo <= n and n + 1 <= hi.
         if hi.map({ $0 >= 1 }) ?? true {
             options.append(
@@ -133,5 +157,23 @@ extension JSONSchemaCompiler {
             options.append(.sequence([.text("-0"), fraction]))
         }
         return .choice(options)
+    }
+
+    /// `.` and a fraction with a non-zero digit (so n.f lies strictly between n and n + 1), of
+    /// at most `StructuredBounds.maxFractionDigits` digits: "0" (then the same, one digit
+    /// fewer) or a non-zero digit then any digits, so one stack suffices.
+    static var fraction: GrammarExpression {
+        let digit = IntegerRanges.digit
+        var zerosThenNonZero = GrammarExpression.byteSet([0x31...0x39])
+        for used in stride(from: StructuredBounds.maxFractionDigits - 1, through: 0, by: -1) {
+            let nonZero = GrammarExpression.sequence([
+                .byteSet([0x31...0x39]),
+                .repetition(digit, minimum: 0, maximum: StructuredBounds.maxFractionDigits - 1 - used),
+            ])
+            zerosThenNonZero =
+                used == StructuredBounds.maxFractionDigits - 1
+                ? nonZero : .choice([nonZero, .sequence([.text("0"), zerosThenNonZero])])
+        }
+        return .sequence([.text("."), zerosThenNonZero])
     }
 }

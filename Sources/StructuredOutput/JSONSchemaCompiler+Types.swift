@@ -11,7 +11,10 @@ extension JSONSchemaCompiler {
 
     // MARK: Objects
 
-    mutating func object(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
+    /// An object of the schema with none of the names `absent` (a `not: {required: …}`).
+    mutating func object(_ schema: JSONValue, path: String, absent: Set<String>) throws(StructuredOutputError)
+        -> GrammarExpression
+    {
         var properties: [JSONValue.Member] = []
         if let p = schema["properties"] {
             guard let members = p.objectMembers else {
@@ -35,6 +38,10 @@ extension JSONSchemaCompiler {
         for name in required.sorted() where !properties.contains(where: { $0.key == name }) {
             properties.append(JSONValue.Member(name, .bool(true)))
         }
+        if !required.isDisjoint(with: absent) { return .choice([]) }
+        properties.removeAll { absent.contains($0.key) }
+        // Extra keys differ from the listed properties and from the names left out.
+        let taken = properties.map(\.key) + absent.sorted()
         var items: [(member: GrammarExpression, required: Bool)] = []
         for p in properties {
             let value = try compile(p.value, path: "\(path).properties.\(p.key)")
@@ -50,10 +57,10 @@ extension JSONSchemaCompiler {
         case .bool(false)?: extra = nil
         case nil where schema["properties"] != nil: extra = nil
         case nil, .bool(true)?:
-            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), .rule(JSONGrammar.value))
+            extra = JSONGrammar.member(Self.keyOutside(taken), .rule(JSONGrammar.value))
         case let s?:
             let value = try compile(s, path: path + ".additionalProperties")
-            extra = JSONGrammar.member(Self.keyOutside(properties.map(\.key)), value)
+            extra = JSONGrammar.member(Self.keyOutside(taken), value)
         }
         // tail(i, first): the members from i on, `first` when none has been written yet.
         let id = freshName("object")
@@ -120,23 +127,41 @@ extension JSONSchemaCompiler {
     // MARK: Arrays
 
     mutating func array(_ schema: JSONValue, path: String) throws(StructuredOutputError) -> GrammarExpression {
-        var prefix: [GrammarExpression] = []
-        if let p = schema["prefixItems"] {
-            guard case .array(let list) = p else {
-                throw .invalidSchema(path: path + ".prefixItems", message: "must be an array")
+        // The elements' schemas: the first ones (`prefixItems`, or `items` as an array, the tuple
+        // form of drafts 4 to 2019-09), then `rest` for the others (`items`, or `additionalItems`
+        // beside a tuple `items`; nil: no more elements).
+        var firstSchemas: [(schema: JSONValue, path: String)] = []
+        var restSchema: (schema: JSONValue, path: String)? = (.bool(true), path)
+        if case .array(let list)? = schema["items"] {
+            if schema["prefixItems"] != nil {
+                throw .invalidSchema(path: path + ".items", message: "an array (the tuple form) beside prefixItems")
             }
-            for (i, s) in list.enumerated() { prefix.append(try compile(s, path: "\(path).prefixItems[\(i)]")) }
+            firstSchemas = list.enumerated().map { ($1, "\(path).items[\($0)]") }
+            restSchema = schema["additionalItems"].map { ($0, path + ".additionalItems") } ?? restSchema
+        } else {
+            if let p = schema["prefixItems"] {
+                guard case .array(let list) = p else {
+                    throw .invalidSchema(path: path + ".prefixItems", message: "must be an array")
+                }
+                firstSchemas = list.enumerated().map { ($1, "\(path).prefixItems[\($0)]") }
+            }
+            restSchema = schema["items"].map { ($0, path + ".items") } ?? restSchema
         }
-        var rest: GrammarExpression? = .rule(JSONGrammar.value)
-        if let s = schema["items"] {
-            if case .bool(false) = s { rest = nil } else { rest = try compile(s, path: path + ".items") }
-        }
+        if case .bool(false)? = restSchema?.schema { restSchema = nil }
         let minimum = try nonNegativeInt(schema, "minItems", path: path) ?? 0
         var maximum = try nonNegativeInt(schema, "maxItems", path: path)
-        if rest == nil { maximum = min(maximum ?? prefix.count, prefix.count) }
+        if restSchema == nil { maximum = min(maximum ?? firstSchemas.count, firstSchemas.count) }
         if let maximum, maximum < minimum {
             return .choice([])  // unsatisfiable
         }
+        if try uniqueItemsMatter(schema, maximum: maximum, path: path) {
+            return try uniqueArray(
+                first: firstSchemas.map(\.schema), rest: restSchema, minimum: minimum, maximum: maximum, path: path)
+        }
+        var prefix: [GrammarExpression] = []
+        for s in firstSchemas { prefix.append(try compile(s.schema, path: s.path)) }
+        var rest: GrammarExpression? = nil
+        if let r = restSchema { rest = try compile(r.schema, path: r.path) }
         let explicit = max(prefix.count, minimum)
         func slot(_ j: Int) -> GrammarExpression? { j < prefix.count ? prefix[j] : rest }
         let separator = JSONGrammar.separator

@@ -2,25 +2,15 @@ import Foundation
 import GenerationVocabulary
 
 /// Compiles a JSON Schema to a grammar whose matches are exactly JSON texts that validate
-/// (within the documented subset; see the README's keyword table). A keyword it does not
-/// implement is an error naming the keyword and its path, never silently skipped.
+/// (within the documented subset; see docs/structured-output.md's keyword table). A validation
+/// keyword it cannot enforce is an error naming the keyword and its path, never silently
+/// skipped; a keyword JSON Schema does not define is an annotation and ignored, as the
+/// specification says (`JSONSchemaCompiler+Keywords.swift`).
 ///
 /// Object members come in the order of `properties`; `oneOf` is compiled as `anyOf` (the
 /// branches' exclusivity is not enforced); extra keys (`additionalProperties` not false) are
 /// plain keys (no escapes) different from every listed property.
 public struct JSONSchemaCompiler {
-    /// Keywords that only annotate: accepted, no effect on the output.
-    static let annotations: Set<String> = [
-        "title", "description", "$schema", "$id", "$comment", "examples", "default", "deprecated", "readOnly",
-        "writeOnly", "$defs", "definitions", "strict", "name",
-    ]
-    /// Keywords the compiler implements.
-    static let supported: Set<String> = [
-        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
-        "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
-        "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable",
-    ]
-
     let root: JSONValue
     var rules: [String: GrammarExpression] = [:]
     /// `$ref` targets already given a rule, by pointer and recursion depth (`pointer@depth`).
@@ -32,12 +22,17 @@ public struct JSONSchemaCompiler {
     var depth = 0
     /// Where a recursive reference was cut at `StructuredBounds.maxRecursionDepth`.
     var cuts: [String] = []
+    /// Rules that match exactly one character of a JSON string (for counting lengths).
+    var characterRules: Set<String> = [JSONGrammar.stringChar]
+    /// Rules already made for a character outside a set (`characterOutside`), by the set.
+    var characterOutsideRules: [[UInt32]: String] = [:]
 
     /// The grammar for a schema.
     public static func compile(_ schema: JSONValue) throws(StructuredOutputError) -> Grammar {
         var c = JSONSchemaCompiler(root: schema)
         JSONGrammar.addBase(to: &c.rules)
         c.recursive = c.recursivePointers()
+        try c.checkEmbeddedResources()
         // A schema that refers to itself (`"$ref": "#"` inside) is the first level of its own
         // recursion, as a `$defs` node referred to from the root is.
         let body =
@@ -65,16 +60,14 @@ public struct JSONSchemaCompiler {
         case .bool(true): return .rule(JSONGrammar.value)
         case .bool(false): return .choice([])
         case .object(let members):
-            for m in members where !Self.annotations.contains(m.key) && !Self.supported.contains(m.key) {
-                throw .unsupportedKeyword(keyword: m.key, path: path)
+            if let keyword = Self.refusedKeyword(in: members) {
+                throw .unsupportedKeyword(keyword: keyword, path: path)
             }
         default:
             throw .invalidSchema(path: path, message: "a schema must be an object or a boolean")
         }
         if let ref = schema["$ref"] {
-            let siblings = schema.objectMembers!.filter {
-                $0.key != "$ref" && !Self.annotations.contains($0.key)
-            }
+            let siblings = Self.validationMembers(schema.objectMembers!).filter { $0.key != "$ref" }
             if let first = siblings.first {
                 throw .unsupportedKeyword(keyword: first.key, path: "\(path) (beside $ref)")
             }
@@ -96,7 +89,7 @@ public struct JSONSchemaCompiler {
                 throw .invalidSchema(path: "\(path).\(keyword)", message: "must be a non-empty array")
             }
             let rest = JSONValue.object(schema.objectMembers!.filter { $0.key != keyword })
-            let hasRest = rest.objectMembers!.contains { !Self.annotations.contains($0.key) }
+            let hasRest = !Self.validationMembers(rest.objectMembers!).isEmpty
             var choices: [GrammarExpression] = []
             for (i, part) in parts.enumerated() {
                 let p = "\(path).\(keyword)[\(i)]"
@@ -105,32 +98,12 @@ public struct JSONSchemaCompiler {
             }
             return .choice(choices)
         }
-        if let values = schema["enum"] {
-            guard case .array(let items) = values, !items.isEmpty else {
-                throw .invalidSchema(path: path + ".enum", message: "must be a non-empty array")
-            }
-            return .choice(items.map { .text($0.compactText) })
+        let exclusion = try exclusion(schema, path: path)
+        if exclusion.everything { return .choice([]) }
+        if let values = try admittedValues(schema, exclusion: exclusion, path: path) {
+            return values.count == 1 ? .text(values[0].compactText) : .choice(values.map { .text($0.compactText) })
         }
-        if let value = schema["const"] {
-            return .text(value.compactText)
-        }
-        var types = try typeNames(schema, path: path)
-        if case .bool(true) = schema["nullable"] ?? .null, !types.contains("null") { types.append("null") }
-        if types.isEmpty { return .rule(JSONGrammar.value) }
-        var choices: [GrammarExpression] = []
-        for t in types {
-            switch t {
-            case "object": choices.append(try object(schema, path: path))
-            case "array": choices.append(try array(schema, path: path))
-            case "string": choices.append(try string(schema, path: path))
-            case "integer": choices.append(try integer(schema, path: path))
-            case "number": choices.append(try number(schema, path: path))
-            case "boolean": choices.append(.choice([.text("true"), .text("false")]))
-            case "null": choices.append(.text("null"))
-            default: throw .invalidSchema(path: path + ".type", message: "unknown type '\(t)'")
-            }
-        }
-        return choices.count == 1 ? choices[0] : .choice(choices)
+        return try typed(schema, path: path, exclusion: exclusion)
     }
 
     /// The schema's types: `type` (a name or a list), else what its keywords imply (none: any value).
@@ -150,7 +123,7 @@ public struct JSONSchemaCompiler {
             if ["properties", "required", "additionalProperties"].contains(where: { schema[$0] != nil }) {
                 return ["object"]
             }
-            if ["items", "prefixItems", "minItems", "maxItems"].contains(where: { schema[$0] != nil }) {
+            if ["items", "prefixItems", "minItems", "maxItems", "uniqueItems"].contains(where: { schema[$0] != nil }) {
                 return ["array"]
             }
             if ["minLength", "maxLength", "pattern", "format"].contains(where: { schema[$0] != nil }) {
@@ -200,7 +173,7 @@ public struct JSONSchemaCompiler {
                 continue
             }
             let existing = out[i].value
-            if existing == m.value || Self.annotations.contains(m.key) { continue }
+            if existing == m.value || Self.isAnnotation(m.key, in: extra) { continue }
             switch m.key {
             case "properties":
                 var props = existing.objectMembers ?? []
@@ -219,6 +192,9 @@ public struct JSONSchemaCompiler {
                     throw .invalidSchema(path: path + ".required", message: "must be an array")
                 }
                 out[i].value = .array(x + y.filter { !x.contains($0) })
+            case "not":
+                // Neither A nor B: not (A or B).
+                out[i].value = .object([JSONValue.Member("anyOf", .array([existing, m.value]))])
             default:
                 throw .unsupportedKeyword(keyword: "allOf", path: "\(path) (conflicting '\(m.key)')")
             }

@@ -3,7 +3,7 @@ import GenerationVocabulary
 /// The contents (between the quotes) of strings in the supported `format`s. All are plain
 /// ASCII, so no JSON escape is ever needed inside them.
 enum StringFormats {
-    static let names = ["date-time", "date", "time", "email", "uuid", "ipv4", "ipv6", "uri", "hostname"]
+    static let names = ["date-time", "date", "time", "email", "uuid", "ipv4", "ipv6", "uri", "hostname", "byte"]
 
     static func grammar(_ name: String) -> GrammarExpression? {
         switch name {
@@ -16,6 +16,7 @@ enum StringFormats {
         case "ipv6": ipv6
         case "uri": uri
         case "hostname": hostname
+        case "byte": base64
         default: nil
         }
     }
@@ -90,6 +91,25 @@ enum StringFormats {
                 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2E...0x2E, 0x5F...0x5F, 0x25...0x25, 0x2B...0x2B, 0x2D...0x2D,
             ]), minimum: 1, maximum: StructuredBounds.maxEmailLocalLength)
         return .sequence([local, .text("@"), hostnameWithDot])
+    }
+
+    /// OpenAPI's `byte`: base64 (RFC 4648 §4), groups of 4 characters of `A–Z a–z 0–9 + /`,
+    /// the last one possibly padded (`xx==`, `xxx=`) with the bits the padding drops at zero
+    /// (the canonical encoding every encoder writes, which strict decoders require). Any length
+    /// (a multiple of 4); `minLength`/`maxLength` bound the number of groups.
+    static var base64: GrammarExpression {
+        let b64 = GrammarExpression.byteSet([0x2B...0x2B, 0x2F...0x39, 0x41...0x5A, 0x61...0x7A])
+        // The last character before `==` holds 2 bits (the low 4 zero); before `=`, 4 (the low 2).
+        let twoBits = GrammarExpression.chars("AQgw")
+        let fourBits = GrammarExpression.chars("AEIMQUYcgkosw048")
+        return .sequence([
+            .zeroOrMore(.repetition(b64, minimum: 4, maximum: 4)),
+            .optional(
+                .choice([
+                    .sequence([b64, twoBits, .text("==")]),
+                    .sequence([.repetition(b64, minimum: 2, maximum: 2), fourBits, .text("=")]),
+                ])),
+        ])
     }
 
     static var uuid: GrammarExpression {

@@ -35,6 +35,38 @@ enum SchemaCheck {
         }
     }
 
+    /// Every string of at most `length` characters from `alphabet` (the empty one included).
+    static func strings(over alphabet: [String], upTo length: Int) -> [String] {
+        var out = [""]
+        var last = [""]
+        for _ in 0..<length {
+            last = last.flatMap { s in alphabet.map { s + $0 } }
+            out += last
+        }
+        return out
+    }
+
+    /// Brute force: for each value, the grammar of `schema` accepts its compact text exactly
+    /// when `SchemaValidator` finds it valid (failures are reported at the caller's line, at
+    /// most 10 per schema).
+    static func agree(
+        _ schema: String, on values: [JSONValue], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let parsed = try JSONParser.parse(schema)
+        let m = try matcher(.jsonSchema(parsed))
+        let validator = SchemaValidator(root: parsed)
+        var failures = 0
+        for v in values where failures < 10 {
+            let valid = validator.errors(v, parsed).isEmpty
+            if accepts(m, v.compactText) != valid {
+                failures += 1
+                Issue.record(
+                    "\(schema): \(v.compactText) is \(valid ? "valid but refused" : "invalid but accepted")",
+                    sourceLocation: sourceLocation)
+            }
+        }
+    }
+
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

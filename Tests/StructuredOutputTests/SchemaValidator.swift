@@ -36,6 +36,7 @@ struct SchemaValidator {
             out.append("\(path): not one of the enum values")
         }
         if let c = schema["const"], !Self.equal(c, value) { out.append("\(path): not the const value") }
+        if let n = schema["not"], errors(value, n, path: path).isEmpty { out.append("\(path): matches the not schema") }
         if let t = schema["type"] {
             var names: [String] = []
             if case .string(let n) = t { names = [n] }
@@ -74,10 +75,12 @@ struct SchemaValidator {
         }
     }
 
-    /// JSON equality: numbers by value, objects by members whatever their order.
+    /// JSON equality: numbers by value, strings by code points, objects by members whatever
+    /// their order.
     static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
         switch (a, b) {
         case (.number(_, let x), .number(_, let y)): return x == y
+        case (.string(let x), .string(let y)): return Array(x.unicodeScalars) == Array(y.unicodeScalars)
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.object(let x), .object(let y)):
             return x.count == y.count
@@ -110,12 +113,20 @@ struct SchemaValidator {
     func arrayErrors(_ items: [JSONValue], _ schema: JSONValue, path: String) -> [String] {
         var out: [String] = []
         var prefix: [JSONValue] = []
+        var rest = schema["items"]
         if case .array(let p)? = schema["prefixItems"] { prefix = p }
+        // Drafts 4 to 2019-09: `items` as an array is the tuple, `additionalItems` the rest.
+        if case .array(let p)? = schema["items"] { (prefix, rest) = (p, schema["additionalItems"]) }
         for (i, item) in items.enumerated() {
             if i < prefix.count {
                 out += errors(item, prefix[i], path: "\(path)[\(i)]")
-            } else if let s = schema["items"] {
+            } else if let s = rest {
                 out += errors(item, s, path: "\(path)[\(i)]")
+            }
+        }
+        if case .bool(true)? = schema["uniqueItems"] {
+            for i in items.indices where items[..<i].contains(where: { Self.equal($0, items[i]) }) {
+                out.append("\(path)[\(i)]: repeats an earlier item")
             }
         }
         if let n = schema["minItems"]?.numberValue, Double(items.count) < n {
@@ -136,6 +147,7 @@ struct SchemaValidator {
         if let f = schema["format"]?.stringValue, let re = Self.formats[f], !Self.search(re, s) {
             out.append("\(path): not a valid \(f)")
         }
+        if schema["format"]?.stringValue == "byte", !Self.isBase64(s) { out.append("\(path): not canonical base64") }
         return out
     }
 
@@ -145,7 +157,21 @@ struct SchemaValidator {
         if let m = schema["maximum"]?.numberValue, d > m { out.append("\(path): above \(m)") }
         if let m = schema["exclusiveMinimum"]?.numberValue, d <= m { out.append("\(path): not above \(m)") }
         if let m = schema["exclusiveMaximum"]?.numberValue, d >= m { out.append("\(path): not below \(m)") }
+        // Draft 4: a boolean `exclusiveMinimum`/`exclusiveMaximum` makes the bound beside it exclusive.
+        if case .bool(true)? = schema["exclusiveMinimum"], let m = schema["minimum"]?.numberValue, d == m {
+            out.append("\(path): not above \(m)")
+        }
+        if case .bool(true)? = schema["exclusiveMaximum"], let m = schema["maximum"]?.numberValue, d == m {
+            out.append("\(path): not below \(m)")
+        }
         return out
+    }
+
+    /// RFC 4648 base64 as strict decoders take it: Foundation decodes it and encodes the bytes
+    /// back to the same text (padding present, the bits it drops at zero).
+    static func isBase64(_ s: String) -> Bool {
+        guard let data = Data(base64Encoded: s) else { return false }
+        return data.base64EncodedString() == s
     }
 
     static func search(_ pattern: String, _ s: String) -> Bool {

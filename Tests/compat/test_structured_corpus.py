@@ -18,11 +18,9 @@ NAMES = sorted(p.name for p in DIRECTORY.glob("*.json"))
 
 # The schemas using a keyword inferd does not implement, and that keyword (as SchemaCorpusTests).
 REFUSED = {
-    "api-attachment.json": "format",
     "api-invoice-line.json": "multipleOf",
     "api-product.json": "uniqueItems",
     "ci-matrix.json": "patternProperties",
-    "feature-flags.json": "not",
 }
 
 # Every schema is decoded greedily with OpenAI's penalties (as SchemaCorpusTests.sampling): under
