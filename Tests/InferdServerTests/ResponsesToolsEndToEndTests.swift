@@ -182,7 +182,10 @@ import Testing
                             "type": "function_call", "call_id": "call_1", "name": "get_weather",
                             "arguments": "{\"city\":\"Paris\",\"unit\":\"celsius\"}",
                         ],
-                        ["type": "function_call_output", "call_id": "call_1", "output": "22 C, sunny"],
+                        [
+                            "type": "function_call_output", "call_id": "call_1",
+                            "output": [["type": "input_text", "text": "22 C, sunny"]],
+                        ],
                     ]))
             #expect(replay.status == 200, "\(replay.text)")
         }
@@ -234,6 +237,10 @@ import Testing
                     "input[0].arguments"
                 ),
                 ([:], [["type": "function_call_output", "call_id": "call_1", "output": "x"]], "input[0].call_id"),
+                (
+                    [:], [["type": "function_call_output", "call_id": "c", "output": [["type": "input_image"]]]],
+                    "input[0].output[0].type"
+                ),
             ]
             for (extra, input, param) in cases {
                 let r = try await Self.post(s, try Self.body(extra, input: input))

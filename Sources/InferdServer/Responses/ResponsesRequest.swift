@@ -161,7 +161,7 @@ package struct ResponsesRequest: Sendable {
             throw .invalid("\(m.name("call_id")) must not be empty", param: m.name("call_id"))
         }
         if type == "function_call_output" {
-            return .functionCallOutput(callID: callID, output: try required("output"))
+            return .functionCallOutput(callID: callID, output: try toolOutput(m))
         }
         let name = try required("name")
         guard OpenAIToolsRequest.validName(name) else {
@@ -171,6 +171,36 @@ package struct ResponsesRequest: Sendable {
         }
         let arguments = try required("arguments")
         return .functionCall(ToolCall(id: callID, name: name, arguments: arguments))
+    }
+
+    /// A `function_call_output`'s `output`: a string, or a list of `input_text` parts (joined).
+    static func toolOutput(_ m: OpenAIFields) throws(OpenAIError) -> String {
+        let field = m.name("output")
+        switch m["output"] {
+        case .string(let s)?:
+            return s
+        case .array(let parts)?:
+            var out = ""
+            for (i, part) in parts.enumerated() {
+                let path = "\(field)[\(i)]"
+                guard case .object(let o) = part else {
+                    throw .invalid("\(path) must be an object", param: path, code: .invalidType)
+                }
+                let p = OpenAIFields(o, path: path)
+                guard try p.string("type") == "input_text" else {
+                    throw .unsupported("\(path).type: only input_text parts are supported", param: p.name("type"))
+                }
+                guard let text = try p.string("text") else {
+                    throw .invalid("\(path).text is required", param: p.name("text"), code: .missingRequiredParameter)
+                }
+                out += text
+            }
+            return out
+        case nil, .null?:
+            throw .invalid("\(field) is required", param: field, code: .missingRequiredParameter)
+        case let other?:
+            throw m.typeError("output", "a string or a list of input_text parts", other)
+        }
     }
 
     /// Each `function_call_output` in `input` answers a `function_call` before it in `input`
