@@ -61,7 +61,8 @@ public final class InferdApp: Sendable {
         ).register(router)
         GenerationRoutes(generations: generations, host: host, replicaId: replicaId).register(router)
         ResponsesRoutes(
-            generations: generations, archive: archive, conversations: conversations, access: access, host: host
+            generations: generations, archive: archive, conversations: conversations, access: access, host: host,
+            toolCallFormat: configuration.toolCallFormat
         ).register(router)
         conversations.register(router)
         SessionRoutes(turns: turns, access: access, host: host, replicaId: replicaId).register(router)

@@ -242,7 +242,7 @@ import Testing
         try await RunningServer.with { s in
             let cases: [([String: Any], Int, String, String)] = [
                 (["temprature": 0], 400, "unknown_parameter", "temprature"),
-                (["tools": [["type": "function", "name": "f"]]], 400, "unsupported_parameter", "tools"),
+                (["tools": [["type": "web_search"]]], 400, "unsupported_parameter", "tools[0].type"),
                 (["reasoning": ["effort": "high"]], 400, "unsupported_parameter", "reasoning"),
                 (["include": ["message.output_text.logprobs"]], 400, "unsupported_parameter", "include"),
                 (

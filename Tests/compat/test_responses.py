@@ -216,7 +216,7 @@ def test_foreground_disconnect_cancels_within_one_step(client, model, raw):
 
 def test_refusals_name_the_field(client, model):
     cases = [
-        ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"reasoning": {"effort": "high"}}, "reasoning"),
         ({"text": {"format": {"type": "json_object", "bogus": 1}}}, "text.format.bogus"),
         ({"extra_body": {"temprature": 0}}, "temprature"),

@@ -195,3 +195,123 @@ def test_refusals_name_their_field(client, model, change, param):
         client.chat.completions.create(**args)
     assert e.value.status_code == 400
     assert e.value.body["param"] == param, e.value.body
+
+
+# The Responses API (#33 part 5): flat function tools, function_call output items, their
+# stream events and a previous_response_id chain answered with function_call_output.
+RESPONSE_TOOLS = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": WEATHER_SCHEMA,
+        "strict": True,
+    },
+    {"type": "function", "name": "get_time", "description": "The time in a zone.", "parameters": TIME_SCHEMA},
+]
+
+
+def respond(client, model, **kwargs):
+    args = dict(
+        model=model,
+        input="What is the weather in Paris?",
+        tools=RESPONSE_TOOLS,
+        temperature=0,
+        max_output_tokens=120,
+    )
+    args.update(kwargs)
+    return client.responses.create(**args)
+
+
+def function_calls(response):
+    calls = [item for item in response.output if item.type == "function_call"]
+    for call in calls:
+        assert call.id.startswith("fc_") and call.call_id.startswith("call_") and call.status == "completed"
+        jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
+    return calls
+
+
+def test_responses_required_makes_function_call_items(client, model):
+    r = respond(client, model, tool_choice="required", parallel_tool_calls=False)
+    assert r.status == "completed"
+    calls = function_calls(r)
+    assert len(calls) == 1
+    assert r.output[-1].type == "function_call"
+    assert r.tool_choice == "required" and r.parallel_tool_calls is False
+    assert [t.name for t in r.tools] == ["get_weather", "get_time"]
+    stored = client.responses.retrieve(r.id)
+    assert [c.arguments for c in function_calls(stored)] == [c.arguments for c in calls]
+
+
+def test_responses_stream_argument_deltas_add_up(client, model):
+    choice = {"type": "function", "name": "get_time"}
+    plain = function_calls(respond(client, model, tool_choice=choice, parallel_tool_calls=False))
+    assert [c.name for c in plain] == ["get_time"]
+    events = list(respond(client, model, tool_choice=choice, parallel_tool_calls=False, stream=True))
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    added = [e for e in events if e.type == "response.output_item.added" and e.item.type == "function_call"]
+    assert len(added) == 1 and added[0].item.arguments == "" and added[0].item.status == "in_progress"
+    item_id = added[0].item.id
+    deltas = [e for e in events if e.type == "response.function_call_arguments.delta"]
+    assert deltas and all(e.item_id == item_id for e in deltas)
+    joined = "".join(e.delta for e in deltas)
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert len(done) == 1 and done[0].arguments == joined == plain[0].arguments
+    assert events[-1].type == "response.completed"
+    assert [c.arguments for c in function_calls(events[-1].response)] == [joined]
+
+
+def test_responses_stream_helper_final_response(client, model):
+    with client.responses.stream(
+        model=model,
+        input="What is the weather in Paris?",
+        tools=RESPONSE_TOOLS,
+        tool_choice="required",
+        parallel_tool_calls=False,
+        temperature=0,
+        max_output_tokens=120,
+    ) as stream:
+        deltas = "".join(e.delta for e in stream if e.type == "response.function_call_arguments.delta")
+        final = stream.get_final_response()
+    assert [c.arguments for c in function_calls(final)] == [deltas]
+
+
+def test_responses_chain_with_function_call_output(client, model):
+    first = respond(client, model, tool_choice="required", parallel_tool_calls=False)
+    call = function_calls(first)[0]
+    second = respond(
+        client,
+        model,
+        previous_response_id=first.id,
+        tool_choice="none",
+        max_output_tokens=24,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"temperature": 22}'}],
+    )
+    assert second.status in ("completed", "incomplete")
+    assert second.usage.input_tokens > first.usage.input_tokens
+    assert not function_calls(second)
+    items = client.responses.input_items.list(second.id)
+    assert items.data[0].type == "function_call_output" and items.data[0].call_id == call.call_id
+    with pytest.raises(openai.BadRequestError) as e:
+        respond(
+            client,
+            model,
+            previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": "call_nope", "output": "x"}],
+        )
+    assert e.value.body["param"] == "input[0].call_id"
+
+
+@pytest.mark.parametrize(
+    "change, param",
+    [
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+        ({"tools": [{"type": "mcp", "server_label": "x", "server_url": "http://localhost"}]}, "tools[0].type"),
+        ({"tool_choice": {"type": "function", "name": "nope"}}, "tool_choice.name"),
+        ({"text": {"format": {"type": "json_object"}}}, "text.format"),
+    ],
+)
+def test_responses_refusals_name_their_field(client, model, change, param):
+    with pytest.raises(openai.BadRequestError) as e:
+        respond(client, model, **change)
+    assert e.value.status_code == 400 and e.value.body["param"] == param, e.value.body

@@ -3,7 +3,9 @@ import StructuredOutput
 
 /// A chat completion's `tools`, `tool_choice` and `parallel_tool_calls`, checked: every
 /// function tool has a valid, unique name and an object schema; a named choice names one of
-/// them. Other tool types (OpenAI's built-in ones) are 400 naming the type.
+/// them. Other tool types (OpenAI's built-in ones) are 400 naming the type. `flat`: the
+/// Responses API's shape, a function's fields on the tool itself (`{"type": "function", "name", …}`)
+/// and a named choice as `{"type": "function", "name": …}`.
 enum OpenAIToolsRequest {
     /// OpenAI's rule for function names: letters, digits, `_` and `-`, at most 64.
     static func validName(_ name: String) -> Bool {
@@ -16,10 +18,10 @@ enum OpenAIToolsRequest {
 
     /// The request's tool use; nil when it gives no tools (a `tool_choice` other than `none`
     /// then is a 400, as OpenAI answers).
-    static func read(_ f: OpenAIFields) throws(OpenAIError) -> ToolUse? {
-        let tools = try definitions(f)
+    static func read(_ f: OpenAIFields, flat: Bool = false) throws(OpenAIError) -> ToolUse? {
+        let tools = try definitions(f, flat: flat)
         let parallel = try f.bool("parallel_tool_calls") ?? true
-        let choice = try self.choice(f, tools: tools)
+        let choice = try self.choice(f, tools: tools, flat: flat)
         guard !tools.isEmpty else {
             if let choice, choice != .none {
                 throw .invalid("tool_choice requires tools", param: "tool_choice")
@@ -29,7 +31,7 @@ enum OpenAIToolsRequest {
         return ToolUse(tools: tools, choice: choice ?? .auto, parallel: parallel)
     }
 
-    static func definitions(_ f: OpenAIFields) throws(OpenAIError) -> [ToolDefinition] {
+    static func definitions(_ f: OpenAIFields, flat: Bool = false) throws(OpenAIError) -> [ToolDefinition] {
         guard let raw = f["tools"] else { return [] }
         guard case .array(let items) = raw else { throw f.typeError("tools", "an array", raw) }
         var tools: [ToolDefinition] = []
@@ -44,6 +46,10 @@ enum OpenAIToolsRequest {
                 throw .unsupported(
                     "\(path).type '\(type ?? "")': only function tools are supported", param: t.name("type"))
             }
+            if flat {
+                tools.append(try definition(t))
+                continue
+            }
             guard let function = try t.object("function") else {
                 throw .invalid(
                     "\(path).function is required", param: t.name("function"), code: .missingRequiredParameter)
@@ -52,8 +58,8 @@ enum OpenAIToolsRequest {
         }
         var seen = Set<String>()
         for (i, tool) in tools.enumerated() where !seen.insert(tool.name).inserted {
-            throw .invalid(
-                "tools[\(i)].function.name '\(tool.name)' is given twice", param: "tools[\(i)].function.name")
+            let field = flat ? "tools[\(i)].name" : "tools[\(i)].function.name"
+            throw .invalid("\(field) '\(tool.name)' is given twice", param: field)
         }
         return tools
     }
@@ -81,7 +87,9 @@ enum OpenAIToolsRequest {
     }
 
     /// `tool_choice`: `auto`, `none`, `required` or `{"type": "function", "function": {"name": …}}`.
-    static func choice(_ f: OpenAIFields, tools: [ToolDefinition]) throws(OpenAIError) -> ToolChoice? {
+    static func choice(_ f: OpenAIFields, tools: [ToolDefinition], flat: Bool = false) throws(OpenAIError)
+        -> ToolChoice?
+    {
         guard let raw = f["tool_choice"] else { return nil }
         switch raw {
         case .string("auto"): return .auto
@@ -96,15 +104,13 @@ enum OpenAIToolsRequest {
             guard try c.string("type") == "function" else {
                 throw .unsupported("tool_choice.type: only function is supported", param: "tool_choice.type")
             }
-            guard let function = try c.object("function"), let name = try function.string("name") else {
-                throw .invalid(
-                    "tool_choice.function.name is required", param: "tool_choice.function.name",
-                    code: .missingRequiredParameter)
+            let field = flat ? "tool_choice.name" : "tool_choice.function.name"
+            let holder = flat ? c : try c.object("function")
+            guard let name = try holder?.string("name") else {
+                throw .invalid("\(field) is required", param: field, code: .missingRequiredParameter)
             }
             guard tools.contains(where: { $0.name == name }) else {
-                throw .invalid(
-                    "tool_choice.function.name '\(name.prefix(80))' is not one of the tools",
-                    param: "tool_choice.function.name")
+                throw .invalid("\(field) '\(name.prefix(80))' is not one of the tools", param: field)
             }
             return .function(name)
         default:

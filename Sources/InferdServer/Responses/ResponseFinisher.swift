@@ -91,7 +91,10 @@ struct ResponseFinisher: Sendable {
         if let history {
             stored.history = history
         } else {
-            stored.history.append(HistoryMessage(role: "assistant", content: record.text))
+            // The answer's text and its finished calls (a cut-off call is not one).
+            let calls = record.response.output.filter { $0.status == "completed" }.compactMap(\.call)
+            stored.history.append(
+                HistoryMessage(role: "assistant", content: record.text, toolCalls: calls.isEmpty ? nil : calls))
         }
         await archive.persist(stored)
         archive.releaseCache(

@@ -64,8 +64,9 @@ struct ResponseObject: Codable, Sendable, Equatable {
     var store: Bool
     var temperature: Double?
     var text = TextFormat()
-    var toolChoice = "none"
-    var tools: [String] = []
+    /// `tool_choice` and `tools` as the request gave them.
+    var toolChoice: OpenAIJSON = .string("none")
+    var tools: [OpenAIJSON] = []
     var topP: Double?
     var truncation: String
     var usage: ResponseUsage?
@@ -117,7 +118,7 @@ struct ResponseObject: Codable, Sendable, Equatable {
     var isFinished: Bool { !["queued", "in_progress"].contains(status) }
 
     /// The text of the output message (empty before any).
-    var outputText: String { output.first?.content.first?.text ?? "" }
+    var outputText: String { output.first { $0.type == "message" }?.content.first?.text ?? "" }
 
     /// A new id: `prefix_` and 32 hex digits.
     static func makeID(_ prefix: String) -> String {

@@ -19,9 +19,14 @@ final class ResponseRun: Sendable {
 
     let id: String
     private let state: Locked<State>
+    /// With tools: the answer read by the model's call format (the record then has `steps`).
+    let tools: ToolAnswerTracker?
 
-    init(_ record: ResponseRecord) {
+    init(_ record: ResponseRecord, tools: ToolAnswerTracker? = nil) {
         id = record.response.id
+        var record = record
+        if tools != nil, record.steps == nil { record.steps = [] }
+        self.tools = tools
         state = Locked(State(record: record))
     }
 
@@ -33,11 +38,15 @@ final class ResponseRun: Sendable {
         case .queued:
             return
         case .started:
-            change { r in Self.start(&r) }
+            change { r in Self.start(&r, tools: tools != nil) }
         case .snapshot(let content, _):
             change { r in
-                Self.start(&r)
-                Self.extend(&r, to: content)
+                Self.start(&r, tools: tools != nil)
+                if let tools {
+                    Self.add(tools.update(content, final: false), to: &r)
+                } else {
+                    Self.extend(&r, to: content)
+                }
             }
         }
     }
@@ -46,6 +55,19 @@ final class ResponseRun: Sendable {
     /// show yet (a held-back suffix released at the end) becomes one last delta. Returns the final record.
     @discardableResult
     func finish(text: String, _ finish: @Sendable (inout ResponseObject) -> Void) -> ResponseRecord {
+        if let tools {
+            change { r in
+                let started = r.started || !text.isEmpty
+                if started { Self.start(&r, tools: true) }
+                finish(&r.response)
+                if started {
+                    Self.finishCalls(&r, text: text, tools: tools)
+                } else {
+                    r.response.output = []
+                }
+            }
+            return record
+        }
         change { r in
             if r.started || !text.isEmpty {
                 Self.start(&r)
@@ -96,10 +118,12 @@ final class ResponseRun: Sendable {
         }
     }
 
-    private static func start(_ r: inout ResponseRecord) {
+    private static func start(_ r: inout ResponseRecord, tools: Bool = false) {
         guard !r.started else { return }
         r.started = true
         r.response.status = "in_progress"
+        // With tools, items open as they show (`add`).
+        guard !tools else { return }
         r.response.output = [
             ResponseItem(id: r.outputItemID, status: "in_progress", role: "assistant", content: [.output("")])
         ]
@@ -111,5 +135,58 @@ final class ResponseRun: Sendable {
         guard content.utf8.count > current.utf8.count, content.utf8.starts(with: current.utf8) else { return }
         r.response.output[0].content[0].text = content
         r.deltaEnds.append(content.utf8.count)
+    }
+
+    /// With tools: what a snapshot added, as steps. Text opens the message item (at its first
+    /// piece), a call's first delta its function_call item; each piece is a delta step.
+    private static func add(_ delta: ToolAnswerTracker.Delta, to r: inout ResponseRecord) {
+        if let piece = delta.content {
+            var index = r.response.output.firstIndex { $0.type == "message" }
+            if index == nil {
+                r.response.output.append(
+                    ResponseItem(id: r.outputItemID, status: "in_progress", role: "assistant", content: [.output("")]))
+                index = r.response.output.count - 1
+                r.steps?.append(.messageAdded(item: index!))
+                r.steps?.append(.partAdded(item: index!))
+            }
+            let i = index!
+            let start = r.response.output[i].content[0].text.utf8.count
+            r.response.output[i].content[0].text += piece
+            r.steps?.append(.text(item: i, start: start, end: start + piece.utf8.count))
+        }
+        for call in delta.calls {
+            if let callID = call.id {
+                r.response.output.append(
+                    .functionCall(
+                        ToolCall(id: callID, name: call.name ?? "", arguments: ""), status: "in_progress"))
+                r.steps?.append(.callAdded(item: r.response.output.count - 1))
+            }
+            guard !call.arguments.isEmpty else { continue }
+            let items = r.response.output.indices.filter { r.response.output[$0].type == "function_call" }
+            guard call.index < items.count else { continue }
+            let i = items[call.index]
+            let start = (r.response.output[i].arguments ?? "").utf8.count
+            r.response.output[i].arguments = (r.response.output[i].arguments ?? "") + call.arguments
+            r.steps?.append(.arguments(item: i, start: start, end: start + call.arguments.utf8.count))
+        }
+    }
+
+    /// With tools, at the end: the rest of the answer (text held back as possible call markup is
+    /// released only when the answer completed), then each item's final status: a call the
+    /// answer did not finish (cut off by `max_output_tokens` or a cancel) stays `incomplete`.
+    private static func finishCalls(_ r: inout ResponseRecord, text: String, tools: ToolAnswerTracker) {
+        let completed = r.response.status == "completed"
+        add(tools.update(text, final: completed), to: &r)
+        let message = tools.message(
+            text, finishReason: completed ? FinishReason.stop.rawValue : FinishReason.length.rawValue)
+        let done = Set(message.calls.map(\.id))
+        for i in r.response.output.indices {
+            if r.response.output[i].type == "function_call" {
+                r.response.output[i].status =
+                    done.contains(r.response.output[i].callID ?? "") ? "completed" : "incomplete"
+            } else {
+                r.response.output[i].status = completed ? "completed" : "incomplete"
+            }
+        }
     }
 }

@@ -12,9 +12,12 @@ struct ResponseStreamEvent: Encodable, Sendable, Equatable {
     var delta: String?
     var text: String?
     var logprobs: [String]?
+    /// `response.function_call_arguments.done`: the call's name and whole arguments.
+    var name: String?
+    var arguments: String?
 
     enum CodingKeys: String, CodingKey {
-        case type, response, item, part, delta, text, logprobs
+        case type, response, item, part, delta, text, logprobs, name, arguments
         case sequenceNumber = "sequence_number"
         case outputIndex = "output_index"
         case contentIndex = "content_index"

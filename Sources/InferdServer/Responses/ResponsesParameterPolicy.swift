@@ -7,6 +7,7 @@ enum ResponsesParameterPolicy {
     static let supported: Set<String> = [
         "model", "input", "instructions", "max_output_tokens", "temperature", "top_p", "store", "metadata",
         "truncation", "stream", "background", "previous_response_id", "conversation", "text",
+        "tools", "tool_choice", "parallel_tool_calls",
         // inferd's extensions, as on the chat route.
         "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos", "cache_salt",
     ]
@@ -17,12 +18,7 @@ enum ResponsesParameterPolicy {
     typealias Refusal = OpenAIParameterPolicy.Refusal
 
     static let refused: [String: Refusal] = [
-        "tools": Refusal(hint: "tool calling is not supported") { $0 == .array([]) },
-        "tool_choice": Refusal(hint: "tool calling is not supported") {
-            $0 == .string("none") || $0 == .string("auto")
-        },
-        "parallel_tool_calls": Refusal { if case .bool = $0 { true } else { false } },
-        "max_tool_calls": Refusal(hint: "tool calling is not supported"),
+        "max_tool_calls": Refusal(hint: "the number of tool calls is not limited"),
         "reasoning": Refusal(hint: "this model has no reasoning settings") {
             guard case .object(let o) = $0 else { return false }
             return o.values.allSatisfy(\.isNull)

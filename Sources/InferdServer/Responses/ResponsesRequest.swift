@@ -30,6 +30,11 @@ package struct ResponsesRequest: Sendable {
     var admission: AdmissionFields
     /// The `cache_salt` extension (see `CacheSalt`); refused with a conversation (a session).
     var cacheSalt: String?
+    /// Function `tools` (flat shape), `tool_choice`, `parallel_tool_calls`; nil without tools.
+    var tools: ToolUse?
+    /// `tools` and `tool_choice` as given, echoed on the response object.
+    var toolsEcho: [OpenAIJSON] = []
+    var toolChoiceEcho: OpenAIJSON = .string("none")
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
@@ -76,7 +81,23 @@ package struct ResponsesRequest: Sendable {
         if cacheSalt != nil, conversationID != nil {
             throw .invalid(CacheSalt.refusedForSessions, param: CacheSalt.field)
         }
+        tools = try OpenAIToolsRequest.read(f, flat: true)
+        if tools != nil {
+            if case .array(let given)? = f["tools"] { toolsEcho = given }
+            toolChoiceEcho = f["tool_choice"].flatMap { $0.isNull ? nil : $0 } ?? .string("auto")
+        } else if let choice = f["tool_choice"], !choice.isNull {
+            toolChoiceEcho = choice
+        }
+        parallelToolCalls = try f.bool("parallel_tool_calls") ?? (tools != nil)
+        if conversationID != nil, tools != nil {
+            throw .unsupported(
+                "tools apply to responses without a conversation; a conversation's turn takes one user message",
+                param: "tools")
+        }
     }
+
+    /// `parallel_tool_calls` as echoed (false without tools unless given).
+    var parallelToolCalls = false
 
     /// `conversation`: `"conv_…"` or `{"id": "conv_…"}`.
     static func conversation(_ f: OpenAIFields) throws(OpenAIError) -> String? {
@@ -108,10 +129,91 @@ package struct ResponsesRequest: Sendable {
         case .array(let items):
             guard !items.isEmpty else { throw .invalid("input must not be an empty list", param: "input") }
             var out: [ResponseItem] = []
-            for (i, item) in items.enumerated() { out.append(try message(item, path: "input[\(i)]")) }
+            for (i, item) in items.enumerated() { out.append(try inputItem(item, path: "input[\(i)]")) }
             return out
         default:
             throw f.typeError("input", "a string or a list of message items", raw)
+        }
+    }
+
+    /// One input item: a message, a `function_call` the model made earlier or a
+    /// `function_call_output` answering one.
+    static func inputItem(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ResponseItem {
+        guard case .object(let o) = item, case .string(let type)? = o["type"],
+            type == "function_call" || type == "function_call_output"
+        else { return try message(item, path: path) }
+        let m = OpenAIFields(o, path: path)
+        let known =
+            type == "function_call"
+            ? ["type", "id", "status", "call_id", "name", "arguments"] : ["type", "id", "status", "call_id", "output"]
+        if let unknown = o.keys.sorted().first(where: { !known.contains($0) }) {
+            throw .invalid(
+                "Unknown parameter: '\(m.name(unknown))'.", param: m.name(unknown), code: .unknownParameter)
+        }
+        func required(_ key: String) throws(OpenAIError) -> String {
+            guard let value = try m.string(key) else {
+                throw .invalid("\(m.name(key)) is required", param: m.name(key), code: .missingRequiredParameter)
+            }
+            return value
+        }
+        let callID = try required("call_id")
+        guard !callID.isEmpty else {
+            throw .invalid("\(m.name("call_id")) must not be empty", param: m.name("call_id"))
+        }
+        if type == "function_call_output" {
+            return .functionCallOutput(callID: callID, output: try toolOutput(m))
+        }
+        let name = try required("name")
+        guard OpenAIToolsRequest.validName(name) else {
+            throw .invalid(
+                "\(m.name("name")) must be 1 to 64 letters, digits, '_' or '-', got '\(name.prefix(80))'",
+                param: m.name("name"))
+        }
+        let arguments = try required("arguments")
+        return .functionCall(ToolCall(id: callID, name: name, arguments: arguments))
+    }
+
+    /// A `function_call_output`'s `output`: a string, or a list of `input_text` parts (joined).
+    static func toolOutput(_ m: OpenAIFields) throws(OpenAIError) -> String {
+        let field = m.name("output")
+        switch m["output"] {
+        case .string(let s)?:
+            return s
+        case .array(let parts)?:
+            var out = ""
+            for (i, part) in parts.enumerated() {
+                let path = "\(field)[\(i)]"
+                guard case .object(let o) = part else {
+                    throw .invalid("\(path) must be an object", param: path, code: .invalidType)
+                }
+                let p = OpenAIFields(o, path: path)
+                guard try p.string("type") == "input_text" else {
+                    throw .unsupported("\(path).type: only input_text parts are supported", param: p.name("type"))
+                }
+                guard let text = try p.string("text") else {
+                    throw .invalid("\(path).text is required", param: p.name("text"), code: .missingRequiredParameter)
+                }
+                out += text
+            }
+            return out
+        case nil, .null?:
+            throw .invalid("\(field) is required", param: field, code: .missingRequiredParameter)
+        case let other?:
+            throw m.typeError("output", "a string or a list of input_text parts", other)
+        }
+    }
+
+    /// Each `function_call_output` in `input` answers a `function_call` before it in `input`
+    /// (calls of earlier turns are checked once the chain is read: `ResponsesRoutes.prepare`).
+    static func checkToolOutputs(_ items: [ResponseItem], earlier: Set<String> = []) throws(OpenAIError) {
+        var calls = earlier
+        for (i, item) in items.enumerated() {
+            if let call = item.call { calls.insert(call.id) }
+            if item.type == "function_call_output", let id = item.callID, !calls.contains(id) {
+                throw .invalid(
+                    "input[\(i)].call_id '\(id.prefix(80))' answers no function_call of an earlier item",
+                    param: "input[\(i)].call_id")
+            }
         }
     }
 

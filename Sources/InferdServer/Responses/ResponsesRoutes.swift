@@ -17,6 +17,8 @@ struct ResponsesRoutes: Sendable {
     let conversations: ConversationRoutes
     let access: AccessControl
     let host: ModelHost
+    /// How tool calls are written in this model's answers (as on the chat route).
+    var toolCallFormat = ToolCallFormatSetting.auto
 
     /// How long a cancel sent to another replica than the owner waits for the owner to stop it.
     static let remoteCancelTimeout: Duration = .seconds(30)
@@ -35,6 +37,8 @@ struct ResponsesRoutes: Sendable {
         var record: ResponseRecord
         var generation: BackendRequest
         var cacheCapacity: Int
+        /// With tools (or tool turns in the history): reads the answer's calls.
+        var tools: ToolAnswerTracker?
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -53,7 +57,7 @@ struct ResponsesRoutes: Sendable {
         let prepared = try await prepare(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let context = request.context
-        let run = ResponseRun(prepared.record)
+        let run = ResponseRun(prepared.record, tools: prepared.tools)
         let generation: AdmittedGeneration
         do {
             // Live before it is admitted: a background one counts against its key's quota at once.
@@ -109,11 +113,14 @@ struct ResponsesRoutes: Sendable {
             }
             history = record.history
         }
-        let input = body.input.map { HistoryMessage(role: $0.role, content: $0.text) }
+        let input = HistoryMessage.of(body.input, after: history)
+        // A function_call_output answers a call of this input or of an earlier turn.
+        try ResponsesRequest.checkToolOutputs(
+            body.input, earlier: Set(history.flatMap { $0.toolCalls ?? [] }.map(\.id)))
         if body.store {
             // A stored response keeps its whole chain: as a session's transcript, it is bounded.
-            let bytes = history.reduce(0) { $0 + $1.content.utf8.count }
-            let adding = input.reduce(0) { $0 + $1.content.utf8.count }
+            let bytes = history.reduce(0) { $0 + $1.bytes }
+            let adding = input.reduce(0) { $0 + $1.bytes }
             if let refusal = archive.quota.admitTranscript(
                 bytes: bytes, adding: adding, of: "the previous_response_id chain")
             {
@@ -121,12 +128,15 @@ struct ResponsesRoutes: Sendable {
             }
         }
         var messages = history + input
-        var prompt = try self.prompt(body.instructions, messages, backend: backend)
+        let toolCalling = try ChatToolCalling.make(
+            backend, messages: messages.map(\.chatMessage), tools: body.tools, hasFormat: body.options.format != nil,
+            setting: toolCallFormat, names: .responses)
+        var prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
         if body.truncation == "auto" {
             let room = backend.contextLength - (body.maxOutputTokens ?? 1)
             while prompt.tokenCount > room, messages.count > 1 {
                 messages.removeFirst()
-                prompt = try self.prompt(body.instructions, messages, backend: backend)
+                prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
             }
         }
         var generation: BackendRequest
@@ -137,16 +147,20 @@ struct ResponsesRoutes: Sendable {
         } catch {
             throw OpenAIError(error)
         }
+        if let constraint = toolCalling?.constraint { generation.constraint = constraint }
         generation.priority = body.admission.priority
         generation.deadline = body.admission.deadline(from: arrival)
 
         let id = ResponseObject.makeID("resp")
-        let object = ResponseObject(
+        var object = ResponseObject(
             id: id, createdAt: Int(Date().timeIntervalSince1970),
             status: body.background ? "queued" : "in_progress", background: body.background,
             instructions: body.instructions, maxOutputTokens: body.maxOutputTokens, metadata: body.metadata,
             model: backend.modelName, output: [], previousResponseId: body.previousResponseID, store: body.store,
             temperature: body.temperature, text: body.text, topP: body.topP, truncation: body.truncation)
+        object.parallelToolCalls = body.parallelToolCalls
+        object.toolChoice = body.toolChoiceEcho
+        object.tools = body.toolsEcho
         let record = ResponseRecord(
             response: object, input: body.input, history: history + input, owner: access.owner(of: request))
 
@@ -171,18 +185,22 @@ struct ResponsesRoutes: Sendable {
             // Counted in the budget while it runs, as a session's turn is.
             _ = caches.checkOut(ResponseArchive.cacheOwner(id), reservingBytes: capacity * cache.kvBytesPerToken)
         }
-        return PreparedResponse(record: record, generation: generation, cacheCapacity: capacity)
+        return PreparedResponse(
+            record: record, generation: generation, cacheCapacity: capacity,
+            tools: toolCalling.map { ToolAnswerTracker(format: $0.format) })
     }
 
-    func prompt(_ instructions: String?, _ messages: [HistoryMessage], backend: any GenerationBackend)
-        throws -> PreparedPrompt
-    {
-        let chat = messages.map { m in
-            ChatMessage(
-                role: m.role == "assistant" ? .assistant : (m.role == "user" ? .user : .system), content: m.content)
-        }
+    /// The prompt of `messages`; with tool calling, as its format prompts tools and tool turns.
+    func prompt(
+        _ instructions: String?, _ messages: [HistoryMessage], tools toolCalling: ChatToolCalling? = nil,
+        _ tools: ToolUse? = nil, backend: any GenerationBackend
+    ) throws -> PreparedPrompt {
+        let chat = messages.map(\.chatMessage)
+        let input =
+            toolCalling?.prompt.input(instructions: instructions, messages: chat, tools: tools, templateArguments: nil)
+            ?? .conversation(instructions: instructions, messages: chat)
         do {
-            return try generations.prepare(backend, .conversation(instructions: instructions, messages: chat))
+            return try generations.prepare(backend, input)
         } catch {
             throw OpenAIError(error, param: "input")
         }

@@ -2,25 +2,59 @@ import Backend
 import Engine
 import ToolCalling
 
-/// Tool calling for a chat request on this host's model: the call format (the `tool_call_format`
+/// Tool calling for a conversation on this host's model: the call format (the `tool_call_format`
 /// setting, else read from the chat template), how the conversation is prompted and the
 /// constraint keeping the request's tool rules. Nil when the request neither gives tools nor
-/// carries tool turns in its history.
+/// carries tool turns in its history. Shared by chat completions and the Responses API, which
+/// differ only in how they name their fields (`ToolFieldNames`).
 struct ChatToolCalling {
     let format: any ToolCallFormat
     let prompt: ToolPrompt
     let constraint: (any GenerationConstraint)?
 }
 
+/// The request fields a tool-calling refusal names, per API surface.
+struct ToolFieldNames: Sendable {
+    /// The conversation's field (`messages`, `input`).
+    var messages: String
+    /// The structured-output field that cannot be combined with tools.
+    var format: String
+    /// Chat nests a function under `function`; the Responses API's tools are flat.
+    var flat: Bool
+
+    static let chat = ToolFieldNames(messages: "messages", format: "response_format", flat: false)
+    static let responses = ToolFieldNames(messages: "input", format: "text.format", flat: true)
+
+    /// The field holding tool `index`'s parameters schema.
+    func parameters(_ index: Int) -> String {
+        flat ? "tools[\(index)].parameters" : "tools[\(index)].function.parameters"
+    }
+    /// The field holding a named `tool_choice`'s function name.
+    var choiceName: String { flat ? "tool_choice.name" : "tool_choice.function.name" }
+}
+
 extension ChatToolCalling {
     static func make(
         _ backend: any GenerationBackend, for chat: OpenAIChatRequest, setting: ToolCallFormatSetting
     ) throws(OpenAIError) -> ChatToolCalling? {
-        let history = chat.messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
-        let reasoning = thinks(backend.chatTemplateSource, arguments: chat.templateArguments)
-        guard chat.tools != nil || history else {
+        try make(
+            backend, messages: chat.messages, tools: chat.tools, hasFormat: chat.parameters.options.format != nil,
+            templateArguments: chat.templateArguments, splitsReasoning: true, setting: setting, names: .chat)
+    }
+
+    /// `hasFormat`: the request also asks for structured output (refused together with tools).
+    /// `splitsReasoning`: without tools, a thinking model's answer is still read for its
+    /// reasoning (chat's `reasoning_content`).
+    static func make(
+        _ backend: any GenerationBackend, messages: [ChatMessage], tools: ToolUse?, hasFormat: Bool,
+        templateArguments: String? = nil, splitsReasoning: Bool = false, setting: ToolCallFormatSetting,
+        names: ToolFieldNames
+    ) throws(OpenAIError) -> ChatToolCalling? {
+        let history = messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        let reasoning = thinks(backend.chatTemplateSource, arguments: templateArguments)
+        guard tools != nil || history else {
             // No tools: a thinking model's answers still keep their reasoning apart.
-            guard reasoning else { return nil }
+            guard reasoning, splitsReasoning else { return nil }
             let format = ReasoningFormat()
             return ChatToolCalling(
                 format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil)
@@ -28,17 +62,17 @@ extension ChatToolCalling {
         guard let source = backend.chatTemplateSource else {
             throw .unsupported(
                 "tools: tool calling needs the model's chat template; this backend has none here",
-                param: chat.tools != nil ? "tools" : "messages")
+                param: tools != nil ? "tools" : names.messages)
         }
-        if chat.parameters.options.format != nil, chat.tools != nil {
+        if hasFormat, tools != nil {
             throw .unsupported(
-                "response_format (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
-                param: "response_format")
+                "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
+                param: names.format)
         }
         let format = setting.format(templateSource: source)
         let rendersTools = format.name != "generic" && backend.rendersTools
-        let constraint = try chat.tools.flatMap { use throws(OpenAIError) in
-            try ToolConstraint.make(use, format: format, reasoning: reasoning, backend: backend)
+        let constraint = try tools.flatMap { use throws(OpenAIError) in
+            try ToolConstraint.make(use, format: format, reasoning: reasoning, backend: backend, names: names)
         }
         return ChatToolCalling(
             format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), constraint: constraint)

@@ -9,13 +9,14 @@ import ToolCalling
 /// enforce for a `strict` tool is a 400 naming the tool and the keyword.
 enum ToolConstraint {
     static func make(
-        _ use: ToolUse, format: any ToolCallFormat, reasoning: Bool, backend: any GenerationBackend
+        _ use: ToolUse, format: any ToolCallFormat, reasoning: Bool, backend: any GenerationBackend,
+        names: ToolFieldNames = .chat
     ) throws(OpenAIError) -> (any GenerationConstraint)? {
         let grammar: Grammar?
         do {
             grammar = try format.grammar(for: use, reasoning: reasoning)
         } catch {
-            throw refusal(error, use)
+            throw refusal(error, use, names: names)
         }
         guard let grammar else { return nil }
         let compiled: CompiledGrammar
@@ -31,18 +32,18 @@ enum ToolConstraint {
         return constraint
     }
 
-    static func refusal(_ error: ToolGrammarError, _ use: ToolUse) -> OpenAIError {
+    static func refusal(_ error: ToolGrammarError, _ use: ToolUse, names: ToolFieldNames = .chat) -> OpenAIError {
         switch error {
         case .unenforceable(let tool, let keyword, let path):
             let index = use.tools.firstIndex { $0.name == tool } ?? 0
             var e = OpenAIError.unsupported(
-                "tools[\(index)].function.parameters: '\(keyword)' at \(path) cannot be enforced, and the tool '\(tool)' is strict",
-                param: "tools[\(index)].function.parameters")
+                "\(names.parameters(index)): '\(keyword)' at \(path) cannot be enforced, and the tool '\(tool)' is strict",
+                param: names.parameters(index))
             e.code = .unsupportedSchemaKeyword
             return e
         case .unknownTool(let name):
             return .invalid(
-                "tool_choice.function.name '\(name)' is not one of the tools", param: "tool_choice.function.name")
+                "\(names.choiceName) '\(name)' is not one of the tools", param: names.choiceName)
         default:
             return .invalid("tools: \(error)", param: "tools")
         }
