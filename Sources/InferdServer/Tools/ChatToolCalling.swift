@@ -6,10 +6,16 @@ import ToolCalling
 /// setting, else read from the chat template), how the conversation is prompted and the
 /// constraint keeping the request's tool rules. Nil when the request neither gives tools nor
 /// carries tool turns in its history.
+///
+/// A backend that forwards tools (`forwardsTools`, a remote engine) gets them as they are (the
+/// upstream prompts and samples), no grammar is built, and its answer, with the calls written in
+/// the `generic` markup, is read with `GenericFormat`; `rules` then keeps the request's tool use,
+/// checked against what came back (`ToolRules`), since nothing here enforced it.
 struct ChatToolCalling {
     let format: any ToolCallFormat
     let prompt: ToolPrompt
     let constraint: (any GenerationConstraint)?
+    var rules: ToolUse? = nil
 }
 
 extension ChatToolCalling {
@@ -17,6 +23,9 @@ extension ChatToolCalling {
         _ backend: any GenerationBackend, for chat: OpenAIChatRequest, setting: ToolCallFormatSetting
     ) throws(OpenAIError) -> ChatToolCalling? {
         let history = chat.messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        if backend.chatTemplateSource == nil, backend.forwardsTools {
+            return try forwarded(chat, history: history)
+        }
         let reasoning = thinks(backend.chatTemplateSource, arguments: chat.templateArguments)
         guard chat.tools != nil || history else {
             // No tools: a thinking model's answers still keep their reasoning apart.
@@ -42,6 +51,30 @@ extension ChatToolCalling {
         }
         return ChatToolCalling(
             format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), constraint: constraint)
+    }
+
+    /// For a backend that forwards tools: the upstream's reasoning comes back as a leading
+    /// `<think>…</think>`, so even without tools its answers are read for reasoning.
+    static func forwarded(_ chat: OpenAIChatRequest, history: Bool) throws(OpenAIError) -> ChatToolCalling {
+        guard chat.tools != nil || history else {
+            let format = ReasoningFormat()
+            return ChatToolCalling(
+                format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil)
+        }
+        if chat.parameters.options.format != nil, chat.tools != nil {
+            throw .unsupported(
+                "response_format (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
+                param: "response_format")
+        }
+        if case .function(let name) = chat.tools?.choice, chat.tools?.tools.contains(where: { $0.name == name }) != true
+        {
+            throw .invalid(
+                "tool_choice.function.name '\(name)' is not one of the tools", param: "tool_choice.function.name")
+        }
+        let format = GenericFormat()
+        return ChatToolCalling(
+            format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil,
+            rules: chat.tools)
     }
 
     /// Whether answers may open with reasoning: the template knows `<think>` (Qwen 3, DeepSeek R1
