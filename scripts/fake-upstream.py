@@ -15,7 +15,8 @@ the client closes).
 Tool modes (chat): tools (reasoning_content in two pieces, then two calls whose arguments come in
 fragments, finish_reason tool_calls), onecall (one call to get_weather), textcall (a text piece,
 then one call), unknowncall (a call to launch_rockets), badargs (a call whose arguments are a JSON
-array).
+array), wrongtype (get_weather with a number for city), reordered (get_weather's arguments
+pretty-printed, unit before city).
 """
 import json
 import select
@@ -54,6 +55,8 @@ TOOL_MODES = {
     + call_chunks(0, "call_up0", "get_weather", ['{"city": "Oslo"}']),
     "unknowncall": call_chunks(0, "call_up0", "launch_rockets", ['{"count": 3}']),
     "badargs": call_chunks(0, "call_up0", "get_weather", ['[1, ', '2]']),
+    "wrongtype": call_chunks(0, "call_up0", "get_weather", ['{"city": 42}']),
+    "reordered": call_chunks(0, "call_up0", "get_weather", ['{\n  "unit": "celsius",\n  "city": "Paris"\n}']),
 }
 
 

@@ -23,6 +23,22 @@ import Testing
         ]
     }
 
+    /// get_weather strict, with a city and an optional unit.
+    static var strictTools: [[String: Any]] {
+        [
+            [
+                "type": "function",
+                "function": [
+                    "name": "get_weather", "strict": true,
+                    "parameters": [
+                        "type": "object", "required": ["city"], "additionalProperties": false,
+                        "properties": ["city": ["type": "string"], "unit": ["enum": ["celsius", "fahrenheit"]]],
+                    ],
+                ],
+            ]
+        ]
+    }
+
     /// A proxy over the fake upstream's `mode`, for `body`.
     static func withProxy(_ fake: FakeUpstream, _ mode: String, _ body: (ServerProcess) async throws -> Void)
         async throws
@@ -176,6 +192,7 @@ import Testing
                 "but the upstream called 'get_weather'"
             ),
             ("badargs", [:], "not a JSON object"),
+            ("wrongtype", ["tools": Self.strictTools], "do not match the strict tool's schema"),
         ]
         for c in cases {
             try await Self.withProxy(fake, c.mode) { proxy in
@@ -196,6 +213,13 @@ import Testing
             let r = try await RemoteProxyEndToEndTests.post(proxy, "/v1/chat/completions", Self.chat())
             #expect(r.status == 200, "\(r.text)")
             #expect(Self.message(r)["content"] as? String == "one two three four five")
+        }
+        // A strict tool's arguments in another member order and layout still match its schema.
+        try await Self.withProxy(fake, "reordered") { proxy in
+            let r = try await RemoteProxyEndToEndTests.post(
+                proxy, "/v1/chat/completions", Self.chat(["tools": Self.strictTools]))
+            #expect(r.status == 200, "\(r.text)")
+            #expect((Self.message(r)["tool_calls"] as? [[String: Any]])?.count == 1)
         }
         try await Self.withProxy(fake, "onecall") { proxy in
             let r = try await RemoteProxyEndToEndTests.post(
