@@ -11,6 +11,12 @@ mid-stream), busy (429 with Retry-After: 7), unavailable (503 with Retry-After: 
 with an OpenAI error), malformed (an event whose data is not JSON), endless (a line that never
 ends), stall (two deltas, then silence), hold (one delta, then ": ping" comments every 5 ms until
 the client closes).
+
+Tool modes (chat): tools (reasoning_content in two pieces, then two calls whose arguments come in
+fragments, finish_reason tool_calls), onecall (one call to get_weather), textcall (a text piece,
+then one call), unknowncall (a call to launch_rockets), badargs (a call whose arguments are a JSON
+array), wrongtype (get_weather with a number for city), reordered (get_weather's arguments
+pretty-printed, unit before city).
 """
 import json
 import select
@@ -22,6 +28,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
 stats = {"open": 0, "requests": 0, "closed_at": []}
+
+
+def delta_chunk(delta, finish=None):
+    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return ("data: " + json.dumps(body) + "\n\n").encode()
+
+
+def call_chunks(index, call_id, name, fragments):
+    """A call as upstreams stream it: id and name with the first fragment, then the rest."""
+    out = [delta_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                        "function": {"name": name, "arguments": fragments[0]}}]})]
+    for piece in fragments[1:]:
+        out.append(delta_chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    return out
+
+
+TOOL_MODES = {
+    "tools": [delta_chunk({"role": "assistant", "reasoning_content": "Let me"}),
+              delta_chunk({"reasoning_content": " check."})]
+    + call_chunks(0, "call_up0", "get_weather", ['{"city"', ': "Par', 'is"}'])
+    + call_chunks(1, "call_up1", "get_time", ['{"zone": ', '"CET"}']),
+    "onecall": call_chunks(0, "call_up0", "get_weather", ['{"city": ', '"Paris"}']),
+    "textcall": [delta_chunk({"content": "Checking."})]
+    + call_chunks(0, "call_up0", "get_weather", ['{"city": "Oslo"}']),
+    "unknowncall": call_chunks(0, "call_up0", "launch_rockets", ['{"count": 3}']),
+    "badargs": call_chunks(0, "call_up0", "get_weather", ['[1, ', '2]']),
+    "wrongtype": call_chunks(0, "call_up0", "get_weather", ['{"city": 42}']),
+    "reordered": call_chunks(0, "call_up0", "get_weather", ['{\n  "unit": "celsius",\n  "city": "Paris"\n}']),
+}
 
 
 def chunk(content=None, finish=None, usage=None):
@@ -132,6 +168,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send(chunk(finish="stop"))
             self.send(chunk(usage={"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16,
                                    "prompt_tokens_details": {"cached_tokens": 3}}))
+            self.send(b"data: [DONE]\n\n")
+        elif mode in TOOL_MODES:
+            for data in TOOL_MODES[mode]:
+                self.send(data)
+            self.send(chunk(finish="tool_calls"))
+            self.send(chunk(usage={"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}))
             self.send(b"data: [DONE]\n\n")
         elif mode == "echo":
             self.send(chunk(request.decode()))

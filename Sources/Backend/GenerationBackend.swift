@@ -49,6 +49,11 @@ public protocol GenerationBackend: Sendable {
     /// Whether the chat template renders tools and tool turns itself (its `tools` variable).
     var rendersTools: Bool { get }
 
+    /// Whether the backend sends tools, `tool_choice` and tool turns on to a server that calls
+    /// them itself (a remote engine), answering calls as text in the `generic` format's markup;
+    /// false (the default): tools need `chatTemplateSource` and a grammar here.
+    var forwardsTools: Bool { get }
+
     /// Stops accepting work and ends what runs.
     func shutdown()
 }
@@ -57,6 +62,7 @@ extension GenerationBackend {
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? { nil }
     public var chatTemplateSource: String? { nil }
     public var rendersTools: Bool { false }
+    public var forwardsTools: Bool { false }
 
     /// Submits a generation and awaits it: returns only once the backend has stopped working on
     /// it. The awaiting Task's cancellation stops it.

@@ -156,7 +156,7 @@ extension OpenAIRemoteBackend {
                 content: d.content, finishReason: reason, usage: usage, timings: timings, tokens: [],
                 stepsAfterCancel: 0)
             if let format = request.constraint as? UpstreamFormat {
-                generation.constraintSatisfied = format.matches(d.content)
+                generation.constraintSatisfied = format.matches(d.answer)
             }
             return .result(generation)
         }
@@ -170,6 +170,7 @@ extension OpenAIRemoteBackend {
             guard let reason = stream.decoder.finishedAs ?? (stream.decoder.done ? .stop : nil) else {
                 throw .upstreamFailed("the upstream closed the stream before it finished (no finish_reason, no [DONE])")
             }
+            if reason != .length, let bad = Self.malformedCall(stream.decoder.calls) { throw .upstreamFailed(bad) }
             return result(reason)
         case .finished(let response):
             throw Self.error(for: response)
@@ -184,6 +185,20 @@ extension OpenAIRemoteBackend {
         case .failed(let error):
             throw .upstreamFailed(error.description)
         }
+    }
+
+    /// Why a finished answer's calls cannot be passed on, or nil: each call's arguments must be a
+    /// JSON object (the markup they are written into would not read as a call otherwise, and its
+    /// text would pass as content).
+    static func malformedCall(_ calls: [(index: Int, id: String, name: String, arguments: String)]) -> String? {
+        for call in calls where !call.arguments.isEmpty {
+            let value = try? JSONSerialization.jsonObject(with: Data(call.arguments.utf8), options: [.fragmentsAllowed])
+            if !(value is [String: Any]) {
+                return
+                    "the upstream's call to '\(call.name)' has arguments that are not a JSON object: \(call.arguments.prefix(200))"
+            }
+        }
+        return nil
     }
 
     /// A non-2xx answer: 429/503 is the upstream being full (try later), another 4xx refuses this
@@ -224,6 +239,42 @@ extension OpenAIRemoteBackend {
         return trimmed.isEmpty ? "(no message)" : String(trimmed.prefix(500))
     }
 
+    /// One message in OpenAI's chat shape: an assistant's calls as `tool_calls` (`id`, `type:
+    /// function`, `function: {name, arguments}` with the arguments as a JSON string), a tool's
+    /// result with its `tool_call_id`.
+    static func message(_ m: ChatMessage) -> [String: Any] {
+        var out: [String: Any] = ["role": m.role.rawValue, "content": m.content]
+        if let calls = m.toolCalls, !calls.isEmpty {
+            out["tool_calls"] = calls.map {
+                ["id": $0.id, "type": "function", "function": ["name": $0.name, "arguments": $0.arguments]]
+            }
+            if m.content.isEmpty { out["content"] = NSNull() }
+        }
+        if let id = m.toolCallID { out["tool_call_id"] = id }
+        return out
+    }
+
+    /// The request's tools (OpenAI's nested chat shape, each schema as written), `tool_choice`
+    /// and `parallel_tool_calls`, when it has tools; `chat_template_kwargs` when given.
+    static func tools(_ extras: TemplateExtras, into body: inout [String: Any]) {
+        if let arguments = extras.arguments { body["chat_template_kwargs"] = UpstreamJSON.Raw(text: arguments) }
+        guard !extras.tools.isEmpty else { return }
+        body["tools"] = extras.tools.map { tool -> [String: Any] in
+            var function: [String: Any] = ["name": tool.name]
+            if let d = tool.description { function["description"] = d }
+            if let p = tool.parameters { function["parameters"] = UpstreamJSON.Raw(text: p) }
+            if tool.strict { function["strict"] = true }
+            return ["type": "function", "function": function]
+        }
+        switch extras.choice {
+        case .auto: body["tool_choice"] = "auto"
+        case .none: body["tool_choice"] = "none"
+        case .required: body["tool_choice"] = "required"
+        case .function(let name): body["tool_choice"] = ["type": "function", "function": ["name": name]]
+        }
+        body["parallel_tool_calls"] = extras.parallel
+    }
+
     /// The path under the base URL and the JSON body: a conversation is a chat completion
     /// (instructions become the system message), a text or token prompt a text completion.
     static func requestBody(_ r: BackendRequest, model: String) throws(GenerationError) -> (String, Data) {
@@ -261,9 +312,10 @@ extension OpenAIRemoteBackend {
         }
         let path: String
         switch r.prompt.input {
-        case .conversation(let instructions, let messages, _):
-            let system = instructions.map { [["role": "system", "content": $0]] } ?? []
-            body["messages"] = system + messages.map { ["role": $0.role.rawValue, "content": $0.content] }
+        case .conversation(let instructions, let messages, let extras):
+            let system: [[String: Any]] = instructions.map { [["role": "system", "content": $0]] } ?? []
+            body["messages"] = system + messages.map(message)
+            tools(extras, into: &body)
             path = "/chat/completions"
         case .text(let text):
             body["prompt"] = text

@@ -72,6 +72,9 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
     public var activeGenerations: Int { dispatcher.count }
 
     public var kvCache: (any KVCacheCapability)? { nil }
+    /// Tools go upstream (`tools`, `tool_choice`, `parallel_tool_calls`, the history's tool turns);
+    /// its calls come back as `generic` markup in the snapshots (`OpenAIStreamDecoder`).
+    public var forwardsTools: Bool { true }
 
     /// Structured output is passed to the upstream (see `UpstreamFormat`), which samples.
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {

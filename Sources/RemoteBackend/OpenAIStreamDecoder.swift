@@ -4,8 +4,23 @@ import GenerationVocabulary
 /// Reads an OpenAI-style SSE stream (`data: {chunk}` events, `data: [DONE]` at the end) of a chat
 /// or text completion, line by line, into the accumulated answer, its finish reason and usage.
 /// Anything that is not SSE, or data that is not a chunk, stops it with a `failure`.
+///
+/// `content` is the answer as inferd's snapshots carry it, one text: the upstream's reasoning
+/// (`delta.reasoning_content`) as a leading `<think>…</think>`, its text, then its calls
+/// (`delta.tool_calls`) in the `generic` format's markup, `{"tool_calls": [{"name": …,
+/// "arguments": …}]}`, after a line break. The markup grows as the fragments come (a call's
+/// object closes when the next one starts, the list and `</think>` once something follows or the
+/// stream finished), so each snapshot extends the last in the usual order (reasoning, text,
+/// calls) and the server reads it with the same parser as a local model's answer.
 struct OpenAIStreamDecoder {
-    private(set) var content = ""
+    /// The upstream's text alone (what a structured-output check reads).
+    private(set) var answer = ""
+    private(set) var reasoning = ""
+    /// The calls so far, in the order of their `index`; `arguments` as the fragments joined.
+    private(set) var calls: [(index: Int, id: String, name: String, arguments: String)] = []
+    /// The stream ended (`finish_reason` or `[DONE]`): open markup is closed, unless the answer
+    /// was cut off (`length`), whose last call stays open and so is no call.
+    private var ended = false
     /// Non-empty content deltas received (the completion's token count when no usage comes).
     private(set) var deltas = 0
     private(set) var finishReason: String?
@@ -47,7 +62,62 @@ struct OpenAIStreamDecoder {
     }
 
     /// The end of the body: an event not followed by a blank line still counts.
-    mutating func finish() -> Step { data.isEmpty ? .none : dispatch() }
+    mutating func finish() -> Step {
+        let step = data.isEmpty ? Step.none : dispatch()
+        guard step != .stop else { return step }
+        return end() || step == .grew ? .grew : .none
+    }
+
+    /// Marks the stream ended; true when that closed markup (the snapshot grew).
+    private mutating func end() -> Bool {
+        guard !ended else { return false }
+        let before = content
+        ended = true
+        return content != before
+    }
+
+    /// The answer as one text (see the type's comment).
+    var content: String {
+        var text = ""
+        if !reasoning.isEmpty {
+            text = "<think>" + reasoning
+            if ended || !answer.isEmpty || !calls.isEmpty { text += "</think>" }
+        }
+        text += answer
+        guard !calls.isEmpty else { return text }
+        if !text.isEmpty { text += "\n" }
+        let closes = ended && finishReason != "length"
+        text += #"{"tool_calls": ["#
+        for (i, call) in calls.enumerated() {
+            if i > 0 { text += ", " }
+            text += #"{"name": "# + Self.jsonString(call.name) + #", "arguments": "#
+            let last = i == calls.count - 1
+            if !last || closes {
+                text += (call.arguments.isEmpty ? "{}" : call.arguments) + "}"
+            } else {
+                text += call.arguments
+            }
+        }
+        if closes { text += "]}" }
+        return text
+    }
+
+    /// `s` as a JSON string.
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
 
     private mutating func dispatch() -> Step {
         guard !data.isEmpty else { return .none }
@@ -55,7 +125,7 @@ struct OpenAIStreamDecoder {
         data.removeAll()
         if payload == "[DONE]" {
             done = true
-            return .none
+            return end() ? .grew : .none
         }
         guard !done else {
             failure = "malformed event stream: data after [DONE]"
@@ -83,15 +153,55 @@ struct OpenAIStreamDecoder {
         }
         var grew = false
         for choice in choices where (choice["index"] as? Int ?? 0) == 0 {
-            let piece = (choice["delta"] as? [String: Any])?["content"] as? String ?? choice["text"] as? String
-            if let piece, !piece.isEmpty {
-                content += piece
+            let delta = choice["delta"] as? [String: Any]
+            // vLLM and llama.cpp's server name it reasoning_content; newer vLLM also reasoning.
+            let thought = delta?["reasoning_content"] as? String ?? delta?["reasoning"] as? String
+            if let thought, !thought.isEmpty {
+                reasoning += thought
                 deltas += 1
                 grew = true
             }
-            if let reason = choice["finish_reason"] as? String { finishReason = reason }
+            let piece = delta?["content"] as? String ?? choice["text"] as? String
+            if let piece, !piece.isEmpty {
+                answer += piece
+                deltas += 1
+                grew = true
+            }
+            for call in delta?["tool_calls"] as? [[String: Any]] ?? [] {
+                if !add(call) { return .stop }
+                grew = true
+            }
+            if let reason = choice["finish_reason"] as? String {
+                finishReason = reason
+                if end() { grew = true }
+            }
         }
         return grew ? .grew : .none
+    }
+
+    /// One `delta.tool_calls` element: a new call (its `index` not seen yet, with `id` and
+    /// `function.name`) or more of an open call's `function.arguments`. False (with `failure`)
+    /// when it cannot be placed: a new call without a name, or a fragment for an earlier call.
+    private mutating func add(_ call: [String: Any]) -> Bool {
+        let function = call["function"] as? [String: Any]
+        let index = call["index"] as? Int ?? calls.last?.index ?? 0
+        let fragment = function?["arguments"] as? String ?? ""
+        deltas += 1
+        if let last = calls.last, last.index == index {
+            calls[calls.count - 1].arguments += fragment
+            if let id = call["id"] as? String, last.id.isEmpty { calls[calls.count - 1].id = id }
+            return true
+        }
+        guard !calls.contains(where: { $0.index == index }) else {
+            failure = "malformed tool call stream: arguments for call \(index) after a later call started"
+            return false
+        }
+        guard let name = function?["name"] as? String, !name.isEmpty else {
+            failure = "malformed tool call stream: call \(index) starts without a function name"
+            return false
+        }
+        calls.append((index, call["id"] as? String ?? "", name, fragment))
+        return true
     }
 
     /// The finish reason in inferd's terms.

@@ -35,6 +35,7 @@ struct OpenAIAnswer: Sendable {
             finishReason: outcome.wireFinishReason, usage: OpenAIUsage(outcome.usage))
         if let tools {
             let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
+            if let error = tools.violation(message) { throw error }
             body.content = message.content
             body.reasoning = message.reasoning
             body.toolCalls = message.calls
@@ -81,7 +82,12 @@ struct OpenAIAnswer: Sendable {
             // The rest (held back as possible markup or a stop string), then the calls' verdict.
             let final = ToolAnswerTracker.isFinal(outcome.wireFinishReason)
             send(tools.update(outcome.content, final: final), template, to: stream)
-            finish.finishReason = tools.message(outcome.content, finishReason: outcome.wireFinishReason).finishReason
+            let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
+            if let error = tools.violation(message) {
+                stream.send(data: WireJSON.string(OpenAIStreamError(error: error)))
+                return
+            }
+            finish.finishReason = message.finishReason
         } else if let rest = tracker.delta(for: outcome.content) {
             // Text held back as a possible stop string is released with the result, not a snapshot.
             var chunk = template

@@ -74,7 +74,8 @@ struct OpenAIRoutes: Sendable {
         let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
         let answer = OpenAIAnswer(
             kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
-            includeUsage: chat.parameters.includeUsage, tools: toolUse.map { ToolAnswerTracker(format: $0.format) })
+            includeUsage: chat.parameters.includeUsage,
+            tools: toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) })
         let generation: AdmittedGeneration
         if let sessionID = chat.sessionID {
             generation = try await sessionTurn(

@@ -7,10 +7,16 @@ import ToolCalling
 /// constraint keeping the request's tool rules. Nil when the request neither gives tools nor
 /// carries tool turns in its history. Shared by chat completions and the Responses API, which
 /// differ only in how they name their fields (`ToolFieldNames`).
+///
+/// A backend that forwards tools (`forwardsTools`, a remote engine) gets them as they are (the
+/// upstream prompts and samples), no grammar is built, and its answer, with the calls written in
+/// the `generic` markup, is read with `GenericFormat`; `rules` then keeps the request's tool use,
+/// checked against what came back (`ToolRules`), since nothing here enforced it.
 struct ChatToolCalling {
     let format: any ToolCallFormat
     let prompt: ToolPrompt
     let constraint: (any GenerationConstraint)?
+    var rules: ToolUse? = nil
 }
 
 /// The request fields a tool-calling refusal names, per API surface.
@@ -51,6 +57,10 @@ extension ChatToolCalling {
         names: ToolFieldNames
     ) throws(OpenAIError) -> ChatToolCalling? {
         let history = messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        if backend.chatTemplateSource == nil, backend.forwardsTools {
+            return try forwarded(
+                tools: tools, history: history, hasFormat: hasFormat, splitsReasoning: splitsReasoning, names: names)
+        }
         let reasoning = thinks(backend.chatTemplateSource, arguments: templateArguments)
         guard tools != nil || history else {
             // No tools: a thinking model's answers still keep their reasoning apart.
@@ -76,6 +86,37 @@ extension ChatToolCalling {
         }
         return ChatToolCalling(
             format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), constraint: constraint)
+    }
+
+    /// For a backend that forwards tools: the upstream's reasoning comes back as a leading
+    /// `<think>…</think>`, so even without tools its (chat) answers are read for reasoning. The
+    /// rules are checked against the answer by chat completions only (`ToolRules`), so the
+    /// Responses API refuses tools over a remote engine rather than pass them unchecked.
+    static func forwarded(
+        tools: ToolUse?, history: Bool, hasFormat: Bool, splitsReasoning: Bool, names: ToolFieldNames
+    ) throws(OpenAIError) -> ChatToolCalling? {
+        guard tools != nil || history else {
+            guard splitsReasoning else { return nil }
+            let format = ReasoningFormat()
+            return ChatToolCalling(
+                format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil)
+        }
+        guard names.messages == ToolFieldNames.chat.messages else {
+            throw .unsupported(
+                "tools: function tools over a remote engine (backend openai) are served by chat completions only",
+                param: tools != nil ? "tools" : names.messages)
+        }
+        if hasFormat, tools != nil {
+            throw .unsupported(
+                "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
+                param: names.format)
+        }
+        if case .function(let name) = tools?.choice, tools?.tools.contains(where: { $0.name == name }) != true {
+            throw .invalid("tool_choice.function.name '\(name)' is not one of the tools", param: names.choiceName)
+        }
+        let format = GenericFormat()
+        return ChatToolCalling(
+            format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil, rules: tools)
     }
 
     /// Whether answers may open with reasoning: the template knows `<think>` (Qwen 3, DeepSeek R1

@@ -1,5 +1,7 @@
 import Engine
 import Foundation
+import GenerationVocabulary
+import HTTPServer
 import Telemetry
 import ToolCalling
 
@@ -37,6 +39,9 @@ final class ToolAnswerTracker: Sendable {
     }
 
     let format: any ToolCallFormat
+    /// A forwarded answer's tool use, to check the final message against (`ToolRules`); nil when
+    /// the answer was constrained here.
+    let rules: ToolUse?
     private let state = Locked(State())
 
     private struct State {
@@ -45,8 +50,18 @@ final class ToolAnswerTracker: Sendable {
         var calls: [(id: String, name: String, arguments: String)] = []
     }
 
-    init(format: any ToolCallFormat) {
+    init(format: any ToolCallFormat, rules: ToolUse? = nil) {
         self.format = format
+        self.rules = rules
+    }
+
+    /// The error for a final message that breaks the forwarded rules: the upstream failed, 502
+    /// `upstream_failed`, naming the rule; nil when it keeps them (or there are none to check).
+    func violation(_ message: Message) -> OpenAIError? {
+        guard let rules,
+            let why = ToolRules.violation(message.calls, finishReason: message.finishReason, rules: rules)
+        else { return nil }
+        return OpenAIError(HTTPError(GenerationError.upstreamFailed(why)))
     }
 
     /// A new id in OpenAI's shape: `call_` and 24 letters and digits.

@@ -18,7 +18,9 @@ struct ToolPrompt {
         if rendersTools {
             return .conversation(
                 instructions: instructions, messages: messages,
-                extras: TemplateExtras(tools: tools?.tools ?? [], arguments: templateArguments))
+                extras: TemplateExtras(
+                    tools: tools?.tools ?? [], arguments: templateArguments, choice: tools?.choice ?? .auto,
+                    parallel: tools?.parallel ?? true))
         }
         var history: [ChatMessage] = []
         for message in messages {
