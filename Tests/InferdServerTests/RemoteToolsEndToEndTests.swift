@@ -133,6 +133,23 @@ import Testing
         }
     }
 
+    /// The Responses API does not check a remote engine's answers against the tool rules, so it
+    /// refuses tools there (400 naming them) rather than pass unchecked calls on; without tools
+    /// it answers as before.
+    @Test func theResponsesAPIRefusesToolsOverARemoteEngine() async throws {
+        let fake = try FakeUpstream()
+        defer { fake.stop() }
+        try await Self.withProxy(fake, "ok") { proxy in
+            let tool: [String: Any] = ["type": "function", "name": "get_time"]
+            let r = try await RemoteProxyEndToEndTests.post(
+                proxy, "/v1/responses", ["model": "fake", "input": "Time?", "tools": [tool]])
+            #expect(r.status == 400 && r.errorParam == "tools", "\(r.text)")
+            let plain = try await RemoteProxyEndToEndTests.post(
+                proxy, "/v1/responses", ["model": "fake", "input": "Time?", "max_output_tokens": 8])
+            #expect(plain.status == 200, "\(plain.text)")
+        }
+    }
+
     /// The chat route hands the request's tools, choice, parallel calls and tool turns to the
     /// upstream (the echo mode answers with the body it received).
     @Test func theUpstreamGetsTheToolsChoiceAndToolTurns() async throws {

@@ -57,9 +57,14 @@ extension ChatToolCalling {
         names: ToolFieldNames
     ) throws(OpenAIError) -> ChatToolCalling? {
         let history = messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        if hasFormat, tools != nil {
+            throw .unsupported(
+                "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
+                param: names.format)
+        }
         if backend.chatTemplateSource == nil, backend.forwardsTools {
             return try forwarded(
-                tools: tools, history: history, hasFormat: hasFormat, splitsReasoning: splitsReasoning, names: names)
+                tools: tools, history: history, splitsReasoning: splitsReasoning, names: names)
         }
         let reasoning = thinks(backend.chatTemplateSource, arguments: templateArguments)
         guard tools != nil || history else {
@@ -74,11 +79,6 @@ extension ChatToolCalling {
                 "tools: tool calling needs the model's chat template; this backend has none here",
                 param: tools != nil ? "tools" : names.messages)
         }
-        if hasFormat, tools != nil {
-            throw .unsupported(
-                "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
-                param: names.format)
-        }
         let format = setting.format(templateSource: source)
         let rendersTools = format.name != "generic" && backend.rendersTools
         let constraint = try tools.flatMap { use throws(OpenAIError) in
@@ -92,9 +92,9 @@ extension ChatToolCalling {
     /// `<think>…</think>`, so even without tools its (chat) answers are read for reasoning. The
     /// rules are checked against the answer by chat completions only (`ToolRules`), so the
     /// Responses API refuses tools over a remote engine rather than pass them unchecked.
-    static func forwarded(
-        tools: ToolUse?, history: Bool, hasFormat: Bool, splitsReasoning: Bool, names: ToolFieldNames
-    ) throws(OpenAIError) -> ChatToolCalling? {
+    static func forwarded(tools: ToolUse?, history: Bool, splitsReasoning: Bool, names: ToolFieldNames)
+        throws(OpenAIError) -> ChatToolCalling?
+    {
         guard tools != nil || history else {
             guard splitsReasoning else { return nil }
             let format = ReasoningFormat()
@@ -105,11 +105,6 @@ extension ChatToolCalling {
             throw .unsupported(
                 "tools: function tools over a remote engine (backend openai) are served by chat completions only",
                 param: tools != nil ? "tools" : names.messages)
-        }
-        if hasFormat, tools != nil {
-            throw .unsupported(
-                "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",
-                param: names.format)
         }
         if case .function(let name) = tools?.choice, tools?.tools.contains(where: { $0.name == name }) != true {
             throw .invalid("tool_choice.function.name '\(name)' is not one of the tools", param: names.choiceName)
