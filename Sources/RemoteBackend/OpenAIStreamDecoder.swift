@@ -1,5 +1,6 @@
 import Foundation
 import GenerationVocabulary
+import Telemetry
 
 /// Reads an OpenAI-style SSE stream (`data: {chunk}` events, `data: [DONE]` at the end) of a chat
 /// or text completion, line by line, into the accumulated answer, its finish reason and usage.
@@ -90,7 +91,7 @@ struct OpenAIStreamDecoder {
         text += #"{"tool_calls": ["#
         for (i, call) in calls.enumerated() {
             if i > 0 { text += ", " }
-            text += #"{"name": "# + Self.jsonString(call.name) + #", "arguments": "#
+            text += #"{"name": "# + Logger.jsonString(call.name) + #", "arguments": "#
             let last = i == calls.count - 1
             if !last || closes {
                 text += (call.arguments.isEmpty ? "{}" : call.arguments) + "}"
@@ -100,23 +101,6 @@ struct OpenAIStreamDecoder {
         }
         if closes { text += "]}" }
         return text
-    }
-
-    /// `s` as a JSON string.
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     private mutating func dispatch() -> Step {

@@ -103,7 +103,8 @@ public struct Logger: Sendable {
         return jsonString(value)
     }
 
-    static func jsonString(_ s: String) -> String {
+    /// `s` as a JSON string literal (also the remote backend's, for the call markup it writes).
+    package static func jsonString(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
