@@ -47,7 +47,7 @@ test: deps test-models lint
 # (a cluster in a temp folder, unix socket only, run as the postgres user when root), exports its
 # URL and INFERD_EXPECT_POSTGRES=1 (so a missing server fails these suites instead of skipping
 # them), and stops it pass or fail. Without it (plain swift test) they are reported skipped.
-POSTGRES_SUITES := SessionStoreContractTests|ResponseStoreContractTests|SharedStoreTests|PostgresServerTests|PostgresResponsesServerTests
+POSTGRES_SUITES := SessionStoreContractTests|ToolTranscriptStoreTests|ResponseStoreContractTests|SharedStoreTests|PostgresServerTests|PostgresResponsesServerTests
 postgres-test: deps test-models
 	swift build $(SWIFT_FLAGS)
 	./scripts/with-postgres.sh swift test $(SWIFT_FLAGS) --filter '$(POSTGRES_SUITES)'

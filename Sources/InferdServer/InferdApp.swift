@@ -54,12 +54,15 @@ public final class InferdApp: Sendable {
         let replicaId = configuration.effectiveReplicaId
         let turns = SessionTurns(
             sessions: sessions, generations: generations, access: access, host: host,
-            maxTurns: configuration.maxSessionTurns, quota: configuration.tenantQuota)
+            maxTurns: configuration.maxSessionTurns, quota: configuration.tenantQuota,
+            toolCallFormat: configuration.toolCallFormat)
         let conversations = ConversationRoutes(turns: turns, archive: archive, access: access)
         OperationsRoutes(
             host: host, sessions: sessions, generations: generations, metrics: metrics, startedAt: startedAt
         ).register(router)
-        GenerationRoutes(generations: generations, host: host, replicaId: replicaId).register(router)
+        GenerationRoutes(
+            generations: generations, host: host, replicaId: replicaId, toolCallFormat: configuration.toolCallFormat
+        ).register(router)
         ResponsesRoutes(
             generations: generations, archive: archive, conversations: conversations, access: access, host: host,
             toolCallFormat: configuration.toolCallFormat

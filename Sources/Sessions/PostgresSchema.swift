@@ -39,6 +39,11 @@ enum PostgresSchema {
                 "CREATE TABLE conversation_metadata(id TEXT PRIMARY KEY, payload TEXT NOT NULL)",
             ]
         ),
+        (
+            // Tool calls, the call a tool result answers and reasoning (`TranscriptEntry.Extras`).
+            3,
+            ["ALTER TABLE entries ADD COLUMN extras TEXT"]
+        ),
     ]
 
     static var latest: Int { migrations.last?.version ?? 0 }

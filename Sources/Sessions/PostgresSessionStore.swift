@@ -86,7 +86,7 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
             let sessions = try c.query("SELECT id, created, on_busy, options, owner FROM sessions ORDER BY created, id")
             let entries = try c.query(
                 """
-                SELECT session_id, position, kind, content, request_id, status, finish_reason, reason
+                SELECT session_id, position, kind, content, request_id, status, finish_reason, reason, extras
                 FROM entries ORDER BY session_id, position
                 """)
             return Self.assemble(sessions, entries)
@@ -103,7 +103,7 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
                     "SELECT id, created, on_busy, options, owner FROM sessions WHERE id = $1", [id])
                 let entries = try c.query(
                     """
-                    SELECT session_id, position, kind, content, request_id, status, finish_reason, reason
+                    SELECT session_id, position, kind, content, request_id, status, finish_reason, reason, extras
                     FROM entries WHERE session_id = $1 ORDER BY position
                     """, [id])
                 return Self.assemble(sessions, entries).first
@@ -151,11 +151,12 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
             guard let i = index[row[0] ?? ""], let kind = TranscriptEntry.Kind(rawValue: row[2] ?? "") else {
                 continue
             }
-            sessions[i].entries.append(
-                TranscriptEntry(
-                    position: Int(row[1] ?? "") ?? 0, kind: kind, content: row[3] ?? "", requestID: row[4],
-                    status: row[5].flatMap(TranscriptEntry.Status.init(rawValue:)), finishReason: row[6],
-                    reason: row[7]))
+            var entry = TranscriptEntry(
+                position: Int(row[1] ?? "") ?? 0, kind: kind, content: row[3] ?? "", requestID: row[4],
+                status: row[5].flatMap(TranscriptEntry.Status.init(rawValue:)), finishReason: row[6],
+                reason: row[7])
+            entry.readExtras(row[8])
+            sessions[i].entries.append(entry)
         }
         return sessions
     }
@@ -174,12 +175,13 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    public func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) async throws(StoreError)
+    public func beginTurn(session: String, inputs: [TranscriptEntry], response: TranscriptEntry)
+        async throws(StoreError)
     {
         let c = main
         try await worker.run { () throws(StoreError) in
             try c.transaction { () throws(StoreError) in
-                try Self.insert(prompt, session: session, c)
+                for input in inputs { try Self.insert(input, session: session, c) }
                 try Self.insert(response, session: session, c)
             }
         }
@@ -190,12 +192,12 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
         _ = try await worker.run { () throws(StoreError) in
             try c.query(
                 """
-                UPDATE entries SET content = $1, status = $2, finish_reason = $3, reason = $4
-                WHERE session_id = $5 AND position = $6
+                UPDATE entries SET content = $1, status = $2, finish_reason = $3, reason = $4, extras = $5
+                WHERE session_id = $6 AND position = $7
                 """,
                 [
-                    response.content, response.status?.rawValue, response.finishReason, response.reason, session,
-                    "\(response.position)",
+                    response.content, response.status?.rawValue, response.finishReason, response.reason,
+                    response.extrasJSON, session, "\(response.position)",
                 ])
         }
     }
@@ -210,7 +212,7 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
                 try c.query(
                     """
                     UPDATE entries SET kind = 'deleted', content = '', request_id = NULL, status = NULL,
-                        finish_reason = NULL, reason = NULL
+                        finish_reason = NULL, reason = NULL, extras = NULL
                     WHERE session_id = $1 AND position = ANY($2::integer[])
                     """,
                     [session, "{" + deleting.map(String.init).joined(separator: ",") + "}"])
@@ -240,12 +242,12 @@ public final class PostgresSessionStore: SessionStore, @unchecked Sendable {
     private static func insert(_ e: TranscriptEntry, session: String, _ c: PostgresConnection) throws(StoreError) {
         try c.query(
             """
-            INSERT INTO entries(session_id, position, kind, content, request_id, status, finish_reason, reason)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            INSERT INTO entries(session_id, position, kind, content, request_id, status, finish_reason, reason, extras)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             """,
             [
                 session, "\(e.position)", e.kind.rawValue, e.content, e.requestID, e.status?.rawValue,
-                e.finishReason, e.reason,
+                e.finishReason, e.reason, e.extrasJSON,
             ])
     }
 

@@ -23,17 +23,22 @@ extension Session {
                 messages.append(ChatMessage(role: .user, content: e.content))
             case .assistantItem:
                 messages.append(ChatMessage(role: .assistant, content: e.content))
-            case .prompt:
+            case .prompt, .toolResult:
                 switch e.requestID.flatMap({ responses[$0] })?.status {
                 case .completed, .cancelled, .inProgress, nil:
-                    messages.append(ChatMessage(role: .user, content: e.content))
+                    messages.append(
+                        e.kind == .prompt
+                            ? ChatMessage(role: .user, content: e.content)
+                            : ChatMessage(role: .tool, content: e.content, toolCallID: e.toolCallID))
                 default:
                     break
                 }
             case .response:
                 // A response follows its prompt (the two take adjacent positions).
                 if e.status == .completed || e.status == .cancelled {
-                    messages.append(ChatMessage(role: .assistant, content: e.content))
+                    messages.append(
+                        ChatMessage(
+                            role: .assistant, content: e.content, toolCalls: e.toolCalls, reasoning: e.reasoning))
                 }
             case .deleted:
                 break
@@ -67,5 +72,12 @@ extension Session {
             requestID: requestID, sessionID: id, status: status,
             reason: e.reason.flatMap(CancellationReason.init(rawValue:)),
             content: e.content, finishReason: e.finishReason.flatMap(FinishReason.init(rawValue:)))
+    }
+}
+
+extension Session {
+    /// The ids of the calls the model can see answered: those of shown responses.
+    public func visibleCallIDs() -> Set<String> {
+        Set(conversationMessages().lazy.compactMap(\.toolCalls).joined().map(\.id))
     }
 }

@@ -2,6 +2,21 @@ import Backend
 import Foundation
 import GenerationVocabulary
 
+extension TranscriptEntry {
+    /// A response's answer as the transcript keeps it: with a reader (tools), its text,
+    /// reasoning and complete calls apart; otherwise the text as generated.
+    mutating func keep(_ text: String, final: Bool, reader: (any TurnAnswerReader)?) {
+        guard let reader else {
+            content = text
+            return
+        }
+        let message = reader.message(text, final: final)
+        content = message.content
+        reasoning = message.reasoning
+        toolCalls = (message.toolCalls ?? []).isEmpty ? nil : message.toolCalls
+    }
+}
+
 extension Session {
     /// The prompt and the completion budget of a request against the transcript as it is now.
     func plan(_ request: TurnRequest, model: any GenerationBackend) throws(SessionError) -> (
@@ -10,10 +25,11 @@ extension Session {
         let prompt: PreparedPrompt
         do {
             // The instructions are the transcript's first entry, so they come as its system message.
-            prompt = try model.prepare(
-                .conversation(
-                    instructions: nil,
-                    messages: conversationMessages() + [ChatMessage(role: .user, content: request.prompt)]))
+            var messages = conversationMessages() + request.toolResults
+            if !request.prompt.isEmpty { messages.append(ChatMessage(role: .user, content: request.prompt)) }
+            let input =
+                request.parameters.reader?.input(messages) ?? .conversation(instructions: nil, messages: messages)
+            prompt = try model.prepare(input)
         } catch {
             throw .chatTemplate(error)
         }
@@ -56,20 +72,31 @@ extension Session {
             turns[requestID]!.lifecycle.refuse()
             return endFailed(requestID, error)
         }
-        // The prompt is accepted: it and an in-progress response enter the transcript together.
-        let promptEntry = TranscriptEntry(
-            position: nextPosition, kind: .prompt, content: request.prompt, requestID: requestID)
+        // The prompt is accepted: it (after any tool results) and an in-progress response enter
+        // the transcript together.
+        var inputs = request.toolResults.enumerated().map { i, result in
+            TranscriptEntry(
+                position: nextPosition + i, kind: .toolResult, content: result.content, requestID: requestID,
+                toolCallID: result.toolCallID)
+        }
+        if !request.prompt.isEmpty {
+            inputs.append(
+                TranscriptEntry(
+                    position: nextPosition + inputs.count, kind: .prompt, content: request.prompt,
+                    requestID: requestID))
+        }
         var responseEntry = TranscriptEntry(
-            position: nextPosition + 1, kind: .response, content: "", requestID: requestID, status: .inProgress)
+            position: nextPosition + inputs.count, kind: .response, content: "", requestID: requestID,
+            status: .inProgress)
         do {
-            try await env.store.beginTurn(session: id, prompt: promptEntry, response: responseEntry)
+            try await env.store.beginTurn(session: id, inputs: inputs, response: responseEntry)
         } catch {
             turns[requestID]!.lifecycle.refuse()
             env.logger.error("session store write failed", ["session_id": id, "error": error.description])
             return endFailed(requestID, Self.storeFailure(error))
         }
-        nextPosition += 2
-        entries += [promptEntry, responseEntry]
+        nextPosition += inputs.count + 1
+        entries += inputs + [responseEntry]
 
         // The kept cache, if it still exists and is big enough; otherwise a bigger one with room to
         // grow (twice what this turn needs), so growing, which recomputes the prompt once, is rare.
@@ -138,7 +165,7 @@ extension Session {
             let r = try! result.get()
             gate.close()
             outcome.content = r.content
-            responseEntry.content = r.content
+            responseEntry.keep(r.content, final: r.finishReason != .length, reader: request.parameters.reader)
             responseEntry.status = .completed
             responseEntry.finishReason = r.finishReason.rawValue
         case .cancelled(let reason):
@@ -156,9 +183,10 @@ extension Session {
                 } else {
                     sequenceToUse?.truncate(to: min(rollback, sequenceToUse?.count ?? 0))
                 }
-                await removeTurn(promptEntry.position, responseEntry.position)
+                await removeTurn(inputs.map(\.position) + [responseEntry.position])
             } else {
-                responseEntry.content = shown
+                // A call still being written when the turn stopped is no call (`final: false`).
+                responseEntry.keep(shown, final: false, reader: request.parameters.reader)
                 responseEntry.status = .cancelled
                 responseEntry.finishReason = FinishReason.cancelled.rawValue
                 responseEntry.reason = reason.rawValue
@@ -225,7 +253,7 @@ extension Session {
         if let i = entries.firstIndex(where: { $0.position == entry.position }) { entries[i] = entry }
     }
 
-    private func removeTurn(_ positions: Int...) async {
+    private func removeTurn(_ positions: [Int]) async {
         entries.removeAll { positions.contains($0.position) }
         do {
             try await env.store.removeEntries(session: id, positions: positions)

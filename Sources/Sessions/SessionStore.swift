@@ -22,8 +22,9 @@ public protocol SessionStore: Sendable {
     /// One session with its transcript; nil when there is none (never created, or deleted).
     func loadSession(_ id: String) async throws(StoreError) -> StoredSession?
     func createSession(_ session: StoredSession) async throws(StoreError)
-    /// A prompt was accepted: its entry and the response's `in_progress` entry, together.
-    func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) async throws(StoreError)
+    /// A turn was accepted: its input entries (tool results, then the prompt) and the response's
+    /// `in_progress` entry, together.
+    func beginTurn(session: String, inputs: [TranscriptEntry], response: TranscriptEntry) async throws(StoreError)
     /// A terminal event: the response entry takes its final content and status.
     func finishTurn(session: String, response: TranscriptEntry) async throws(StoreError)
     /// A transcript edit by hand, in one transaction: the entries of `adding` enter, and each
@@ -41,6 +42,14 @@ public protocol SessionStore: Sendable {
     func tryTurnLease(session: String) async throws(StoreError) -> (any TurnLease)?
     /// Throws when the store cannot be reached now (for `/health`).
     func checkReachable() async throws(StoreError)
+}
+
+extension SessionStore {
+    /// A turn of one prompt.
+    public func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) async throws(StoreError)
+    {
+        try await beginTurn(session: session, inputs: [prompt], response: response)
+    }
 }
 
 /// A held turn lease (see `SessionStore.tryTurnLease`).

@@ -1,3 +1,5 @@
+import GenerationVocabulary
+
 /// One entry of a session's transcript. The transcript is the truth of a conversation:
 /// the KV cache is rebuilt from it whenever it is dropped.
 public struct TranscriptEntry: Sendable, Equatable {
@@ -10,6 +12,10 @@ public struct TranscriptEntry: Sendable, Equatable {
         /// request and is always shown, with its own role (`developer` stays `developer`).
         case userItem = "user_item", assistantItem = "assistant_item", systemItem = "system_item"
         case developerItem = "developer_item"
+        /// A tool's result (`tool_results` of a turn): answers a call of an earlier response by
+        /// its id, shown to the model as a `tool` message. It enters with the turn that sent it
+        /// (same request id) and is shown as the turn's prompt is.
+        case toolResult = "tool_result"
         /// What a deleted entry leaves behind: no content, shown to nobody. It keeps the
         /// position taken, so a position (an item's id) never names a second entry, even after a
         /// restart, where the next position is the highest stored one plus one.
@@ -33,7 +39,7 @@ public struct TranscriptEntry: Sendable, Equatable {
             case .assistantItem: "assistant"
             case .systemItem: "system"
             case .developerItem: "developer"
-            case .instructions, .prompt, .response, .deleted: nil
+            case .instructions, .prompt, .response, .toolResult, .deleted: nil
             }
         }
     }
@@ -55,11 +61,21 @@ public struct TranscriptEntry: Sendable, Equatable {
     public var status: Status?
     public var finishReason: String?
     public var reason: String?
+    /// A response's calls (complete ones only: a call cut off is never recorded as a call).
+    public var toolCalls: [ToolCall]?
+    /// A `tool_result`: the call it answers.
+    public var toolCallID: String?
+    /// A response's reasoning (a thinking model's `<think>` text), kept apart from `content`.
+    public var reasoning: String?
 
     public init(
         position: Int, kind: Kind, content: String, requestID: String? = nil, status: Status? = nil,
-        finishReason: String? = nil, reason: String? = nil
+        finishReason: String? = nil, reason: String? = nil, toolCalls: [ToolCall]? = nil, toolCallID: String? = nil,
+        reasoning: String? = nil
     ) {
+        self.toolCalls = toolCalls
+        self.toolCallID = toolCallID
+        self.reasoning = reasoning
         self.position = position
         self.kind = kind
         self.content = content

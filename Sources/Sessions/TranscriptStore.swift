@@ -55,6 +55,9 @@ public final class TranscriptStore: Sendable {
             // Databases from before session ownership gain the column (existing sessions: no owner).
             let columns = try db.query("PRAGMA table_info(sessions)").compactMap { $0[1].text }
             if !columns.contains("owner") { try db.execute("ALTER TABLE sessions ADD COLUMN owner TEXT") }
+            // And those from before tool calls gain the entries' extras (see `TranscriptEntry.Extras`).
+            let entryColumns = try db.query("PRAGMA table_info(entries)").compactMap { $0[1].text }
+            if !entryColumns.contains("extras") { try db.execute("ALTER TABLE entries ADD COLUMN extras TEXT") }
             interruptedOnOpen = try db.transaction { t throws(StoreError) in
                 let n = try t.query("SELECT COUNT(*) FROM entries WHERE status = 'in_progress'").first?.first?.int ?? 0
                 try t.query("UPDATE entries SET status = 'interrupted' WHERE status = 'in_progress'")
@@ -77,23 +80,31 @@ public final class TranscriptStore: Sendable {
         }
     }
 
-    /// A prompt was accepted: its entry and the response's `in_progress` entry, together.
-    public func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) throws(StoreError) {
+    /// A turn was accepted: its input entries and the response's `in_progress` entry, together.
+    public func beginTurn(session: String, inputs: [TranscriptEntry], response: TranscriptEntry) throws(StoreError) {
         try db.transaction { t throws(StoreError) in
-            try Self.insert(prompt, session: session, t)
+            for input in inputs { try Self.insert(input, session: session, t) }
             try Self.insert(response, session: session, t)
         }
+    }
+
+    /// A turn of one prompt.
+    public func beginTurn(session: String, prompt: TranscriptEntry, response: TranscriptEntry) throws(StoreError) {
+        try beginTurn(session: session, inputs: [prompt], response: response)
     }
 
     /// A terminal event: the response entry takes its final content and status.
     public func finishTurn(session: String, response: TranscriptEntry) throws(StoreError) {
         try db.transaction { t throws(StoreError) in
             try t.query(
-                "UPDATE entries SET content = ?, status = ?, finish_reason = ?, reason = ? WHERE session_id = ? AND position = ?",
+                """
+                UPDATE entries SET content = ?, status = ?, finish_reason = ?, reason = ?, extras = ?
+                WHERE session_id = ? AND position = ?
+                """,
                 [
                     .text(response.content), Self.optional(response.status?.rawValue),
-                    Self.optional(response.finishReason),
-                    Self.optional(response.reason), .text(session), .int(response.position),
+                    Self.optional(response.finishReason), Self.optional(response.reason),
+                    Self.optional(response.extrasJSON), .text(session), .int(response.position),
                 ])
         }
     }
@@ -106,7 +117,7 @@ public final class TranscriptStore: Sendable {
                 try t.query(
                     """
                     UPDATE entries SET kind = 'deleted', content = '', request_id = NULL, status = NULL,
-                        finish_reason = NULL, reason = NULL
+                        finish_reason = NULL, reason = NULL, extras = NULL
                     WHERE session_id = ? AND position = ?
                     """, [.text(session), .int(p)])
             }
@@ -144,18 +155,19 @@ public final class TranscriptStore: Sendable {
         }
         let entries = try db.query(
             """
-            SELECT session_id, position, kind, content, request_id, status, finish_reason, reason
+            SELECT session_id, position, kind, content, request_id, status, finish_reason, reason, extras
             FROM entries ORDER BY session_id, position
             """)
         for row in entries {
             guard let i = index[row[0].text ?? ""], let kind = TranscriptEntry.Kind(rawValue: row[2].text ?? "") else {
                 continue
             }
-            sessions[i].entries.append(
-                TranscriptEntry(
-                    position: row[1].int ?? 0, kind: kind, content: row[3].text ?? "", requestID: row[4].text,
-                    status: row[5].text.flatMap(TranscriptEntry.Status.init(rawValue:)), finishReason: row[6].text,
-                    reason: row[7].text))
+            var entry = TranscriptEntry(
+                position: row[1].int ?? 0, kind: kind, content: row[3].text ?? "", requestID: row[4].text,
+                status: row[5].text.flatMap(TranscriptEntry.Status.init(rawValue:)), finishReason: row[6].text,
+                reason: row[7].text)
+            entry.readExtras(row[8].text)
+            sessions[i].entries.append(entry)
         }
         return sessions
     }
@@ -165,12 +177,12 @@ public final class TranscriptStore: Sendable {
     ) throws(StoreError) {
         try t.query(
             """
-            INSERT INTO entries(session_id, position, kind, content, request_id, status, finish_reason, reason)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO entries(session_id, position, kind, content, request_id, status, finish_reason, reason, extras)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .text(session), .int(e.position), .text(e.kind.rawValue), .text(e.content), optional(e.requestID),
-                optional(e.status?.rawValue), optional(e.finishReason), optional(e.reason),
+                optional(e.status?.rawValue), optional(e.finishReason), optional(e.reason), optional(e.extrasJSON),
             ])
     }
 

@@ -10,6 +10,8 @@ public struct TurnParameters: Sendable {
     /// Structured output: the grammar the answer must follow (made by the backend's
     /// `makeConstraint`); nil leaves the answer free.
     public var constraint: (any GenerationConstraint)?
+    /// Tools: how the prompt is rendered and the answer kept; nil for plain text turns.
+    public var reader: (any TurnAnswerReader)?
 
     public init(
         maxTokens: Int? = nil, sampling: SamplingOptions = .init(), stop: [String] = [],

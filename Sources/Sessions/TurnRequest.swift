@@ -3,7 +3,10 @@ import GenerationVocabulary
 /// One request to a session, as the session sees it.
 public struct TurnRequest: Sendable {
     public var id: String
+    /// The user's message; empty for a turn that only gives tool results.
     public var prompt: String
+    /// Results of the calls of earlier responses (`tool` messages), before the prompt.
+    public var toolResults: [ChatMessage] = []
     public var onBusy: BusyPolicy
     public var onCancel: CancelPolicy
     public var priority: TurnPriority

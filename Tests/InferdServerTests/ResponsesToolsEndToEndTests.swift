@@ -247,10 +247,6 @@ import Testing
                 let e = WireError(r)
                 #expect(e.status == 400 && e.param == param, "\(extra) \(input): \(e)")
             }
-            // A conversation's turn takes one user message: tools are refused there, naming them.
-            let conv = try #require(try await R.post(s, "/v1/conversations", "{}").json?["id"] as? String)
-            let r = try await Self.post(s, try Self.body(["conversation": conv]))
-            #expect(WireError(r).status == 400 && WireError(r).param == "tools", "\(r.text)")
         }
     }
 }

@@ -11,6 +11,8 @@ struct GenerationRoutes: Sendable {
     let generations: GenerationService
     let host: ModelHost
     let replicaId: String
+    /// The `tool_call_format` setting (see `ChatToolCalling`).
+    var toolCallFormat = ToolCallFormatSetting.auto
 
     func register(_ router: Router) {
         router.post("/v1/generations") { request in try await create(request) }
@@ -24,12 +26,25 @@ struct GenerationRoutes: Sendable {
             throw HTTPError.badRequest("prompt must not be empty", code: .invalidRequest, param: "prompt")
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
+        let messages = [ChatMessage(role: .user, content: body.prompt)]
+        let calling: ChatToolCalling?
+        do {
+            calling = try body.tools.use.flatMap { use throws(OpenAIError) in
+                try ChatToolCalling.make(
+                    backend, history: false, tools: use, hasFormat: body.options?.format != nil,
+                    setting: toolCallFormat, names: .native)
+            }
+        } catch {
+            throw HTTPError(error)
+        }
         let prompt = try generations.prepare(
             backend,
-            .conversation(
-                instructions: body.instructions, messages: [ChatMessage(role: .user, content: body.prompt)]))
+            calling?.prompt.input(
+                instructions: body.instructions, messages: messages, tools: body.tools.use, templateArguments: nil)
+                ?? .conversation(instructions: body.instructions, messages: messages))
         var generationRequest = try generations.makeRequest(
             prompt: prompt, options: body.options, backend: backend, for: request, cacheSalt: body.cacheSalt)
+        if let constraint = calling?.constraint { generationRequest.constraint = constraint }
         generationRequest.priority = admission.priority
         generationRequest.deadline = admission.deadline(from: arrival)
         let structured = body.options?.format.map { $0.kind != .grammar } ?? false
@@ -40,18 +55,21 @@ struct GenerationRoutes: Sendable {
             reason: { context.cancellationReason })
         let id = request.id
         let model = backend.modelName
+        // Calls keep the ids their first snapshot gave them (`ToolAnswerTracker`).
+        let tools = calling.map { ToolAnswerTracker(format: $0.format) }
         if body.stream == true {
             return .eventStream { [replicaId] stream in
-                await stream.write(generation, replica: replicaId, structured: structured) { outcome in
+                await stream.write(generation, replica: replicaId, structured: structured, tools: tools) { outcome in
                     GenerationBody(
                         outcome, id: id, model: model, reason: outcome.status == .cancelled ? outcome.reasonName : nil,
-                        structured: structured)
+                        structured: structured, tools: tools)
                 }
             }
         }
         let outcome = await generation.run()
         if outcome.status == .failed { throw outcome.error ?? .internalError() }
         return .json(
-            GenerationBody(outcome, id: id, model: model, reason: outcome.reason?.rawValue, structured: structured))
+            GenerationBody(
+                outcome, id: id, model: model, reason: outcome.reason?.rawValue, structured: structured, tools: tools))
     }
 }

@@ -16,9 +16,12 @@ package struct GenerationRequestBody: Sendable {
     /// Partitions the key's cache scope (see `CacheSalt`).
     var cacheSalt: String?
 
-    static let fieldNames: Set<String> = [
+    /// `tools`, `tool_choice`, `parallel_tool_calls` (see `NativeToolFields`).
+    var tools: NativeToolFields
+
+    static let fieldNames = Set<String>([
         "prompt", "instructions", "stream", "options", "priority", "timeout_seconds", CacheSalt.field,
-    ]
+    ]).union(NativeToolFields.fieldNames)
 
     /// The body of `request`; an unknown field or a wrong value is a 400 naming it.
     package init(_ request: HTTPRequest) throws {
@@ -30,6 +33,7 @@ package struct GenerationRequestBody: Sendable {
         priority = try f.choice("priority")
         timeoutSeconds = try f.double("timeout_seconds")
         cacheSalt = try CacheSalt.read(f)
+        tools = try NativeToolFields(f)
     }
 }
 
@@ -97,10 +101,14 @@ struct GenerationBody: Codable, Sendable {
     var value: JSONValue?
     /// With `value`: false only when the answer is complete and validated.
     var partial: Bool?
+    /// Answers with tools: the reasoning and the complete calls (see `NativeToolAnswer`).
+    var reasoning: String?
+    var toolCalls: [NativeToolCall]?
 
     enum CodingKeys: String, CodingKey {
-        case id, object, created, model, status, content, usage, timings, reason, value, partial
+        case id, object, created, model, status, content, usage, timings, reason, value, partial, reasoning
         case finishReason = "finish_reason"
+        case toolCalls = "tool_calls"
     }
 }
 
@@ -109,13 +117,23 @@ extension GenerationBody {
         promptMilliseconds: 0, generationMilliseconds: 0, promptTokensPerSecond: 0, generationTokensPerSecond: 0)
 
     /// A finished (completed or cancelled) generation's answer; `reason` as the caller words it.
-    init(_ o: GenerationOutcome, id: String, model: String, reason: String?, structured: Bool) {
+    init(
+        _ o: GenerationOutcome, id: String, model: String, reason: String?, structured: Bool,
+        tools: ToolAnswerTracker? = nil
+    ) {
         self.init(
             id: id, created: Int(Date().timeIntervalSince1970), model: model, status: o.status.rawValue,
             content: o.content, finishReason: (o.finishReason ?? .cancelled).rawValue, usage: UsageBody(o.usage),
             timings: TimingsBody(o.timings ?? Self.noTimings), reason: reason)
         if structured {
             (value, partial) = StructuredValue.final(o)
+        }
+        if let tools {
+            let answer = NativeToolAnswer.final(o, tracker: tools)
+            content = answer.content
+            reasoning = answer.reasoning
+            toolCalls = answer.toolCalls
+            finishReason = answer.finishReason ?? finishReason
         }
     }
 }

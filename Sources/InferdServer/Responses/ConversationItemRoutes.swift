@@ -30,6 +30,22 @@ struct ConversationItemRoutes: Sendable {
         try await conversations.require(request.pathParameters["id"] ?? "", request, param: "conversation_id")
     }
 
+    /// One transcript entry as conversation items: one item, or for a response with calls its
+    /// message (when it has text) and a `function_call` item per call (`fc_<session>_<position>_<i>`;
+    /// deleting one deletes the response it belongs to); none for a deleted entry.
+    static func items(_ e: TranscriptEntry, sessionID: String) -> [ResponseItem] {
+        guard e.kind == .response, let calls = e.toolCalls, !calls.isEmpty else {
+            return item(e, sessionID: sessionID).map { [$0] } ?? []
+        }
+        let message = e.content.isEmpty ? [] : item(e, sessionID: sessionID).map { [$0] } ?? []
+        let status = e.status == .completed ? "completed" : "incomplete"
+        return message
+            + calls.enumerated().map { i, call in
+                ResponseItem.functionCall(
+                    call, id: callItemID(sessionID: sessionID, position: e.position, index: i), status: status)
+            }
+    }
+
     /// One transcript entry as a conversation item; nil for a deleted one.
     static func item(_ e: TranscriptEntry, sessionID: String) -> ResponseItem? {
         let id = itemID(sessionID: sessionID, position: e.position)
@@ -55,6 +71,10 @@ struct ConversationItemRoutes: Sendable {
             var item = ResponseItem.input(role: role, text: e.content)
             item.id = id
             return item
+        case .toolResult:
+            var item = ResponseItem.functionCallOutput(callID: e.toolCallID ?? "", output: e.content)
+            item.id = id
+            return item
         }
     }
 
@@ -62,8 +82,21 @@ struct ConversationItemRoutes: Sendable {
         "msg_\(sessionID.dropFirst(ConversationObject.sessionPrefix.count))_\(position)"
     }
 
-    /// The transcript position an item id of this session names; nil for any other id.
+    static func callItemID(sessionID: String, position: Int, index: Int) -> String {
+        "fc_\(sessionID.dropFirst(ConversationObject.sessionPrefix.count))_\(position)_\(index)"
+    }
+
+    /// The transcript position an item id of this session names (a call's item: its
+    /// response's); nil for any other id.
     static func itemPosition(_ itemID: String, sessionID: String) -> Int? {
+        let callPrefix = callItemID(sessionID: sessionID, position: 0, index: 0).dropLast(3)
+        if itemID.hasPrefix(callPrefix) {
+            let numbers = itemID.dropFirst(callPrefix.count).split(separator: "_")
+            guard numbers.count == 2, let p = Int(numbers[0]), let i = Int(numbers[1]), p >= 0, i >= 0,
+                itemID == callItemID(sessionID: sessionID, position: p, index: i)
+            else { return nil }
+            return p
+        }
         let prefix = Self.itemID(sessionID: sessionID, position: 0).dropLast()
         guard itemID.hasPrefix(prefix), let p = Int(itemID.dropFirst(prefix.count)), p >= 0,
             itemID == Self.itemID(sessionID: sessionID, position: p)
@@ -73,7 +106,7 @@ struct ConversationItemRoutes: Sendable {
 
     /// A session's transcript as conversation items, in order.
     static func items(of session: Session) async -> [ResponseItem] {
-        await session.snapshot(backend: nil).entries.compactMap { Self.item($0, sessionID: session.id) }
+        await session.snapshot(backend: nil).entries.flatMap { Self.items($0, sessionID: session.id) }
     }
 
     static func itemNotFound(_ itemID: String) -> OpenAIError {

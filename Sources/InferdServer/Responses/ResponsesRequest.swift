@@ -89,11 +89,6 @@ package struct ResponsesRequest: Sendable {
             toolChoiceEcho = choice
         }
         parallelToolCalls = try f.bool("parallel_tool_calls") ?? (tools != nil)
-        if conversationID != nil, tools != nil {
-            throw .unsupported(
-                "tools apply to responses without a conversation; a conversation's turn takes one user message",
-                param: "tools")
-        }
     }
 
     /// `parallel_tool_calls` as echoed (false without tools unless given).

@@ -10,14 +10,23 @@ extension EventStream {
     /// `queued` and `started` are sent as they come; snapshots are conflated for a slow reader
     /// (a newer one replaces an unsent one, which loses nothing: each holds the whole answer).
     /// `started` names the replica that runs the request; a `structured` answer's snapshots carry
-    /// the JSON value so far, closed so that it parses (`partial: true`).
-    func send(_ event: GenerationEvent, replica: String, structured: Bool = false) {
+    /// the JSON value so far, closed so that it parses (`partial: true`); an answer with `tools`
+    /// its text, reasoning and calls so far (`NativeToolAnswer`).
+    func send(_ event: GenerationEvent, replica: String, structured: Bool = false, tools: ToolAnswerTracker? = nil) {
         let id = requestID
         switch event {
         case .queued(let position):
             send(.queued, QueuedEvent(requestId: id, position: position))
         case .started(let p, let c):
             send(.started, StartedEvent(requestId: id, promptTokens: p, cachedTokens: c, replicaId: replica))
+        case .snapshot(let content, let n) where tools != nil:
+            let answer = NativeToolAnswer.snapshot(content, tracker: tools!)
+            sendSnapshot(
+                event: GenerationEventName.snapshot.rawValue,
+                data: WireJSON.string(
+                    SnapshotEvent(
+                        requestId: id, content: answer.content, completionTokens: n, reasoning: answer.reasoning,
+                        toolCalls: answer.toolCalls)))
         case .snapshot(let content, let n):
             sendSnapshot(
                 event: GenerationEventName.snapshot.rawValue,
@@ -32,10 +41,12 @@ extension EventStream {
     /// events as they come, then exactly one of `completed` or `cancelled` with the surface's own
     /// `final` body, or `error` (`timeout` when it waited past its `timeout_seconds`).
     func write(
-        _ generation: AdmittedGeneration, replica: String, structured: Bool,
+        _ generation: AdmittedGeneration, replica: String, structured: Bool, tools: ToolAnswerTracker? = nil,
         final: (GenerationOutcome) -> any Encodable
     ) async {
-        let outcome = await generation.run { [self] event in send(event, replica: replica, structured: structured) }
+        let outcome = await generation.run { [self] event in
+            send(event, replica: replica, structured: structured, tools: tools)
+        }
         switch outcome.status {
         case .completed: send(.completed, final(outcome))
         case .cancelled: send(.cancelled, final(outcome))
@@ -87,10 +98,14 @@ struct SnapshotEvent: Codable, Sendable {
     /// Structured (JSON) answers: the value so far, closed (always `partial`).
     var value: JSONValue? = nil
     var partial: Bool? = nil
+    /// Answers with tools: the reasoning and calls so far (`NativeToolAnswer`).
+    var reasoning: String? = nil
+    var toolCalls: [NativeToolCall]? = nil
     enum CodingKeys: String, CodingKey {
         case requestId = "request_id"
-        case content, value, partial
+        case content, value, partial, reasoning
         case completionTokens = "completion_tokens"
+        case toolCalls = "tool_calls"
     }
 }
 

@@ -84,9 +84,12 @@ struct SessionRoutes: Sendable {
         let session = try await requireSession(request)
         let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
+        let toolTurn = try await turns.toolTurn(
+            body.tools, session: session, backend: backend, hasFormat: body.options?.format != nil)
         let turn = try await turns.admit(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
-            admission: admission, arrival: arrival, options: body.options, backend: backend)
+            admission: admission, arrival: arrival, options: body.options, backend: backend, tools: toolTurn)
+        let tools = toolTurn.tracker
         // A JSON answer's snapshots carry its value so far, as the stateless route's do.
         let structured = body.options?.format.map { $0.kind != .grammar } ?? false
         let generation = turns.generation(
@@ -95,14 +98,16 @@ struct SessionRoutes: Sendable {
         let sessionID = session.id
         if body.stream == true {
             return .eventStream { [replicaId] stream in
-                await stream.write(generation, replica: replicaId, structured: structured) { outcome in
-                    SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured)
+                await stream.write(generation, replica: replicaId, structured: structured, tools: tools) { outcome in
+                    SessionTurnBody(
+                        outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools)
                 }
             }
         }
         let outcome = await generation.run()
         if outcome.status == .failed { throw outcome.error ?? .internalError() }
-        return .json(SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured))
+        return .json(
+            SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools))
     }
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -18,6 +18,8 @@ struct SessionTurns: Sendable {
     let maxTurns: Int
     /// Sessions per key, bytes per message and per transcript.
     let quota: TenantQuota
+    /// The `tool_call_format` setting (see `ChatToolCalling`).
+    var toolCallFormat = ToolCallFormatSetting.auto
 
     /// The session `id` as `request` may see it; a missing one is 404 `session_not_found`.
     /// Another key's session answers exactly as a missing one: its existence is not revealed.
@@ -43,20 +45,30 @@ struct SessionTurns: Sendable {
     func admit(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        backend: any GenerationBackend, names: FieldNames = .native
+        backend: any GenerationBackend, names: FieldNames = .native, tools: SessionToolTurn? = nil
     ) async throws(HTTPError) -> TurnRequest {
-        guard !prompt.isEmpty else {
-            throw .badRequest("prompt must not be empty", code: .invalidRequest, param: names.prompt)
+        let results = tools?.results ?? []
+        guard !prompt.isEmpty || !results.isEmpty else {
+            throw .badRequest(
+                results.isEmpty && tools != nil
+                    ? "prompt must not be empty (a turn gives a prompt, tool_results or both)"
+                    : "prompt must not be empty",
+                code: .invalidRequest, param: names.prompt)
         }
-        try checkItem(prompt, field: names.prompt)
-        try await checkTranscript(session, adding: prompt.utf8.count)
+        if !prompt.isEmpty { try checkItem(prompt, field: names.prompt) }
+        for (i, r) in results.enumerated() { try checkItem(r.content, field: "tool_results[\(i)].content") }
+        try await checkTranscript(
+            session, adding: results.reduce(prompt.utf8.count) { $0 + $1.content.utf8.count })
         let base = session.options.flatMap {
             try? JSONDecoder().decode(GenerationOptionsBody.self, from: Data($0.utf8))
         }
         let merged = (options ?? GenerationOptionsBody()).over(base)
-        let parameters = try parameters(merged, names: names, constrainFor: backend)
+        var parameters = try parameters(merged, names: names, constrainFor: backend)
+        if let reader = tools?.reader { parameters.reader = reader }
+        if let constraint = tools?.constraint { parameters.constraint = constraint }
+        let turnMessages = results + (prompt.isEmpty ? [] : [ChatMessage(role: .user, content: prompt)])
         let promptTokens = try generations.prepare(
-            backend, .conversation(instructions: nil, messages: [ChatMessage(role: .user, content: prompt)])
+            backend, parameters.reader?.input(turnMessages) ?? .conversation(instructions: nil, messages: turnMessages)
         ).tokenCount
         do {
             try generations.limits.check(
@@ -65,15 +77,17 @@ struct SessionTurns: Sendable {
         } catch {
             throw HTTPError(error, names: names)
         }
-        let turns = await session.snapshot(backend: nil).entries.filter { $0.kind == .prompt }.count
+        // Responses count turns: a turn of tool results alone has no prompt entry.
+        let turns = await session.snapshot(backend: nil).entries.filter { $0.kind == .response }.count
         guard turns < maxTurns else {
             throw .conflict(
                 "session \(session.id) holds \(turns) turns, the most this server keeps; start a new session",
                 code: .sessionFull)
         }
-        let turn = TurnRequest(
+        var turn = TurnRequest(
             id: id, prompt: prompt, onBusy: onBusy ?? session.onBusy, onCancel: onCancel ?? .keep,
             priority: admission.priority, parameters: parameters, deadline: admission.deadline(from: arrival))
+        turn.toolResults = results
         do {
             try host.checkShare(of: session.owner ?? "")
             try backend.checkCapacity()
@@ -91,6 +105,44 @@ struct SessionTurns: Sendable {
             throw e
         }
         return turn
+    }
+
+    /// A turn's tools, checked before it is admitted: each result must answer a call of a
+    /// response the model sees (else 400 naming it); with tools given, or tool turns in the
+    /// transcript, the turn is prompted and read in the model's call format (`SessionToolReader`),
+    /// and the tools' grammar constrains the answer. `hasFormat`: the turn asks for structured
+    /// output (refused with tools).
+    func toolTurn(
+        _ tools: NativeToolFields, session: Session, backend: any GenerationBackend, hasFormat: Bool,
+        names: ToolFieldNames = .native
+    ) async throws(HTTPError) -> SessionToolTurn {
+        let known = await session.visibleCallIDs()
+        var answered = Set<String>()
+        for (i, r) in tools.results.enumerated() {
+            let id = r.toolCallID ?? ""
+            let field = "\(NativeToolFields.resultsField)[\(i)].tool_call_id"
+            guard known.contains(id) else {
+                throw .badRequest(
+                    "\(field) '\(id.prefix(80))' answers no call of this session's responses", code: .invalidValue,
+                    param: field)
+            }
+            guard answered.insert(id).inserted else {
+                throw .badRequest("\(field) '\(id)' is answered twice", code: .invalidValue, param: field)
+            }
+        }
+        let calling: ChatToolCalling?
+        do {
+            calling = try ChatToolCalling.make(
+                backend, history: !known.isEmpty || !tools.results.isEmpty, tools: tools.use, hasFormat: hasFormat,
+                setting: toolCallFormat, names: names)
+        } catch {
+            throw HTTPError(error)
+        }
+        return SessionToolTurn(
+            results: tools.results,
+            reader: calling.map {
+                SessionToolReader(prompt: $0.prompt, tools: tools.use, tracker: ToolAnswerTracker(format: $0.format))
+            }, constraint: calling?.constraint)
     }
 
     /// One message to be stored, within `max_item_bytes` (else 413 naming `field`).

@@ -28,14 +28,19 @@ package struct SessionTurnRequestBody: Sendable {
     var onCancel: CancelPolicy?
     var priority: GenerationPriority?
     var timeoutSeconds: Double?
+    /// `tools`, `tool_choice`, `parallel_tool_calls` and `tool_results` (see `NativeToolFields`).
+    var tools: NativeToolFields
 
-    static let fieldNames: Set<String> = [
+    static let fieldNames = Set<String>([
         "prompt", "stream", "options", "on_busy", "on_cancel", "priority", "timeout_seconds",
-    ]
+        NativeToolFields.resultsField,
+    ]).union(NativeToolFields.fieldNames)
 
     package init(_ request: HTTPRequest) throws {
         let f = try NativeFields.body(of: request, allowed: Self.fieldNames)
-        prompt = try f.requiredString("prompt")
+        tools = try NativeToolFields(f, results: true)
+        // A turn of tool results alone needs no prompt.
+        prompt = tools.results.isEmpty ? try f.requiredString("prompt") : try f.string("prompt") ?? ""
         stream = try f.bool("stream")
         options = try GenerationOptionsBody.read(f)
         onBusy = try f.choice("on_busy")
@@ -61,6 +66,10 @@ struct TranscriptEntryBody: Encodable, Sendable {
     var status: String?
     var finishReason: String?
     var reason: String?
+    /// A response's calls; a `tool_result`'s call; a response's reasoning.
+    var toolCalls: [NativeToolCall]?
+    var toolCallId: String?
+    var reasoning: String?
 
     init(_ e: TranscriptEntry) {
         type = e.kind.rawValue
@@ -69,12 +78,17 @@ struct TranscriptEntryBody: Encodable, Sendable {
         status = e.status?.rawValue
         finishReason = e.finishReason
         reason = e.reason
+        toolCalls = e.toolCalls.map { $0.map { NativeToolCall(id: $0.id, name: $0.name, arguments: $0.arguments) } }
+        toolCallId = e.toolCallID
+        reasoning = e.reasoning
     }
 
     enum CodingKeys: String, CodingKey {
-        case type, content, status, reason
+        case type, content, status, reason, reasoning
         case requestId = "request_id"
         case finishReason = "finish_reason"
+        case toolCalls = "tool_calls"
+        case toolCallId = "tool_call_id"
     }
 }
 
@@ -130,8 +144,14 @@ struct SessionTurnBody: Encodable, Sendable {
     /// ended where its grammar allows; else the last partial value (see `StructuredValue`).
     var value: JSONValue?
     var partial: Bool?
+    /// Turns with tools: the reasoning and the complete calls (see `NativeToolAnswer`).
+    var reasoning: String?
+    var toolCalls: [NativeToolCall]?
 
-    init(_ o: GenerationOutcome, requestID: String, sessionID: String, structured: Bool = false) {
+    init(
+        _ o: GenerationOutcome, requestID: String, sessionID: String, structured: Bool = false,
+        tools: ToolAnswerTracker? = nil
+    ) {
         id = requestID
         requestId = requestID
         sessionId = sessionID
@@ -143,13 +163,21 @@ struct SessionTurnBody: Encodable, Sendable {
         if structured {
             (value, partial) = StructuredValue.final(content: o.content, satisfied: o.constraintSatisfied)
         }
+        if let tools, o.status != .failed {
+            let answer = NativeToolAnswer.final(o, tracker: tools)
+            content = answer.content
+            reasoning = answer.reasoning
+            toolCalls = answer.toolCalls
+            finishReason = answer.finishReason ?? finishReason
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, object, status, content, reason, usage, value, partial
+        case id, object, status, content, reason, usage, value, partial, reasoning
         case requestId = "request_id"
         case sessionId = "session_id"
         case finishReason = "finish_reason"
+        case toolCalls = "tool_calls"
     }
 }
 

@@ -30,6 +30,8 @@ struct ToolFieldNames: Sendable {
 
     static let chat = ToolFieldNames(messages: "messages", format: "response_format", flat: false)
     static let responses = ToolFieldNames(messages: "input", format: "text.format", flat: true)
+    /// `/v1/generations` and session turns: flat tools, like the Responses API's.
+    static let native = ToolFieldNames(messages: "tool_results", format: "options.format", flat: true)
 
     /// The field holding tool `index`'s parameters schema.
     func parameters(_ index: Int) -> String {
@@ -56,7 +58,19 @@ extension ChatToolCalling {
         templateArguments: String? = nil, splitsReasoning: Bool = false, setting: ToolCallFormatSetting,
         names: ToolFieldNames
     ) throws(OpenAIError) -> ChatToolCalling? {
-        let history = messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }
+        try make(
+            backend, history: messages.contains { $0.role == .tool || !($0.toolCalls ?? []).isEmpty }, tools: tools,
+            hasFormat: hasFormat, templateArguments: templateArguments, splitsReasoning: splitsReasoning,
+            setting: setting, names: names)
+    }
+
+    /// `history`: the conversation holds tool turns (earlier calls or results), which are then
+    /// prompted in the format's way even when this request gives no tools.
+    static func make(
+        _ backend: any GenerationBackend, history: Bool, tools: ToolUse?, hasFormat: Bool,
+        templateArguments: String? = nil, splitsReasoning: Bool = false, setting: ToolCallFormatSetting,
+        names: ToolFieldNames
+    ) throws(OpenAIError) -> ChatToolCalling? {
         if hasFormat, tools != nil {
             throw .unsupported(
                 "\(names.format) (or grammar) together with tools is not supported: the tools' grammar shapes the answer",

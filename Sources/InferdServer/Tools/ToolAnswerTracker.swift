@@ -95,6 +95,21 @@ final class ToolAnswerTracker: Sendable {
         }
     }
 
+    /// The whole answer so far (`text`), parsed as a snapshot shows it: each call with its id,
+    /// made when the call first shows and kept for the final answer.
+    func snapshot(_ text: String) -> (answer: ParsedAnswer, ids: [String]) {
+        let parsed = format.parse(text, final: false)
+        return (parsed, ids(count: parsed.calls.count))
+    }
+
+    /// The ids of the first `count` calls, making those not seen yet.
+    private func ids(count: Int) -> [String] {
+        state.withLock { s in
+            while s.calls.count < count { s.calls.append((Self.newCallID(), "", "")) }
+            return s.calls.prefix(count).map(\.id)
+        }
+    }
+
     /// Whether an answer that ended for `finishReason` is parsed as complete. One cut off by
     /// `max_tokens` is not: text held back as possible call markup (`{"tool_calls":`, `<tool_`)
     /// stays out of the content instead of being released as text.
@@ -103,11 +118,14 @@ final class ToolAnswerTracker: Sendable {
     /// The final message of `text`; a call cut off (by `max_tokens`, a stop or a cancel) is not a
     /// call: it is left out and the finish reason stays the generation's.
     func message(_ text: String, finishReason: String) -> Message {
-        let parsed = format.parse(text, final: Self.isFinal(finishReason))
-        let ids = state.withLock { s in
-            while s.calls.count < parsed.calls.count { s.calls.append((Self.newCallID(), "", "")) }
-            return s.calls.map(\.id)
-        }
+        message(text, finishReason: finishReason, final: Self.isFinal(finishReason))
+    }
+
+    /// The same, parsed as complete only when `final` (a cancelled answer is not: what might
+    /// still have become call markup stays out of its content, as in its last snapshot).
+    func message(_ text: String, finishReason: String, final: Bool) -> Message {
+        let parsed = format.parse(text, final: final)
+        let ids = ids(count: parsed.calls.count)
         let complete = parsed.calls.enumerated().filter { $0.element.complete }
         let calls = complete.map {
             ToolCall(id: ids[$0.offset], name: $0.element.name, arguments: $0.element.arguments)

@@ -8,7 +8,7 @@ import ToolCalling
 /// instruction at the end of the system message, an assistant's earlier calls are written in
 /// the format's own markup and tool results become user messages (consecutive ones merged, so
 /// templates that insist on alternating roles still render).
-struct ToolPrompt {
+struct ToolPrompt: Sendable {
     let format: any ToolCallFormat
     let rendersTools: Bool
 
