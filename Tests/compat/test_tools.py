@@ -161,6 +161,39 @@ def test_a_full_loop_call_result_answer(client, model):
     assert isinstance(final.choices[0].message.content, str) and final.choices[0].message.content
 
 
+def test_responses_in_a_conversation_carry_the_call_and_its_output(client, model):
+    conversation = client.conversations.create()
+    events = list(
+        respond(
+            client, model, conversation=conversation.id, tool_choice="required", parallel_tool_calls=False, stream=True
+        )
+    )
+    first = events[-1].response
+    calls = function_calls(first)
+    assert len(calls) == 1 and first.conversation.id == conversation.id
+    listed = [i for i in client.conversations.items.list(conversation.id, order="asc") if i.type == "function_call"]
+    assert [(i.call_id, i.arguments) for i in listed] == [(calls[0].call_id, calls[0].arguments)]
+    second = respond(
+        client,
+        model,
+        conversation=conversation.id,
+        tool_choice="none",
+        max_output_tokens=24,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temperature": 22}'}],
+    )
+    assert second.status in ("completed", "incomplete") and not function_calls(second)
+    outputs = [i for i in client.conversations.items.list(conversation.id) if i.type == "function_call_output"]
+    assert [o.call_id for o in outputs] == [calls[0].call_id]
+    with pytest.raises(openai.BadRequestError) as e:
+        respond(
+            client,
+            model,
+            conversation=conversation.id,
+            input=[{"type": "function_call_output", "call_id": "call_nope", "output": "x"}],
+        )
+    assert e.value.body["param"] == "input[0].call_id"
+
+
 @pytest.mark.parametrize(
     "change, param",
     [
@@ -297,6 +330,39 @@ def test_responses_chain_with_function_call_output(client, model):
             client,
             model,
             previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": "call_nope", "output": "x"}],
+        )
+    assert e.value.body["param"] == "input[0].call_id"
+
+
+def test_responses_in_a_conversation_carry_the_call_and_its_output(client, model):
+    conversation = client.conversations.create()
+    events = list(
+        respond(
+            client, model, conversation=conversation.id, tool_choice="required", parallel_tool_calls=False, stream=True
+        )
+    )
+    first = events[-1].response
+    calls = function_calls(first)
+    assert len(calls) == 1 and first.conversation.id == conversation.id
+    listed = [i for i in client.conversations.items.list(conversation.id, order="asc") if i.type == "function_call"]
+    assert [(i.call_id, i.arguments) for i in listed] == [(calls[0].call_id, calls[0].arguments)]
+    second = respond(
+        client,
+        model,
+        conversation=conversation.id,
+        tool_choice="none",
+        max_output_tokens=24,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": '{"temperature": 22}'}],
+    )
+    assert second.status in ("completed", "incomplete") and not function_calls(second)
+    outputs = [i for i in client.conversations.items.list(conversation.id) if i.type == "function_call_output"]
+    assert [o.call_id for o in outputs] == [calls[0].call_id]
+    with pytest.raises(openai.BadRequestError) as e:
+        respond(
+            client,
+            model,
+            conversation=conversation.id,
             input=[{"type": "function_call_output", "call_id": "call_nope", "output": "x"}],
         )
     assert e.value.body["param"] == "input[0].call_id"
