@@ -172,6 +172,44 @@ import Testing
         }
     }
 
+    @Test func chatWithASessionIdKeepsTheCallAndTakesItsResult() async throws {
+        let chatTools =
+            #"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]"#
+        try await RunningServer.with(state: .ready(try Self.backend())) { s in
+            let created = try await offPool { try s.client().postJSON("/v1/sessions", "{}") }
+            let sid = try #require(created.json?["id"] as? String)
+            func chat(_ messages: String, stream: Bool = false) async throws -> RawResponse {
+                try await offPool {
+                    try s.client().postJSON(
+                        "/v1/chat/completions",
+                        #"{"model": "scripted", "session_id": "\#(sid)", "tools": \#(chatTools), "stream": \#(stream), "messages": \#(messages)}"#
+                    )
+                }
+            }
+            let first = try await chat(#"[{"role": "user", "content": "Weather in Paris?"}]"#)
+            let choice = (first.json?["choices"] as? [[String: Any]])?.first
+            let message = try #require(choice?["message"] as? [String: Any], "\(first.text)")
+            let call = try #require((message["tool_calls"] as? [[String: Any]])?.first, "\(first.text)")
+            let id = try #require(call["id"] as? String)
+            #expect(choice?["finish_reason"] as? String == "tool_calls")
+            // The result of a call the session never made names the message.
+            let stray = try await chat(#"[{"role": "tool", "tool_call_id": "call_nobody", "content": "x"}]"#)
+            #expect(stray.status == 400 && stray.errorParam == "messages[0].tool_call_id", "\(stray.text)")
+            // The client may resend the whole history: only what follows the last assistant
+            // message is the new turn.
+            let history =
+                #"[{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "\#(id)", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "\#(id)", "content": "18 C"}]"#
+            let second = try await chat(history)
+            let answer = (second.json?["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any]
+            #expect(answer?["content"] as? String == "It is  18 C there.", "\(second.text)")
+            let got = try await offPool { try s.client().request("GET", "/v1/sessions/\(sid)") }
+            let transcript = try #require(got.json?["transcript"] as? [[String: Any]])
+            #expect(
+                transcript.map { $0["type"] as? String ?? "" } == ["prompt", "response", "tool_result", "response"])
+            #expect((transcript[1]["tool_calls"] as? [[String: Any]])?.first?["id"] as? String == id)
+        }
+    }
+
     @Test func aTurnCancelledInTheMiddleOfACallRecordsNoCall() async throws {
         let halfway = Halfway()
         try await RunningServer.with(state: .ready(try Self.backend(halfway: halfway))) { s in

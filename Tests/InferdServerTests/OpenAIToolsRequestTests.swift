@@ -81,7 +81,7 @@ import Testing
         #expect(try param(#", "tool_choice": "required""#) == "tool_choice")
         #expect(try param(#", "tools": [\#(Self.weather)], "parallel_tool_calls": "yes""#) == "parallel_tool_calls")
         #expect(try param(#", "functions": [{"name": "f"}]"#) == "functions")
-        #expect(try param(#", "tools": [\#(Self.weather)], "session_id": "s""#) == "tools")
+        #expect(try param(#", "chat_template_kwargs": {"a": 1}, "session_id": "s""#) == "chat_template_kwargs")
         #expect(try param(#", "chat_template_kwargs": 3"#) == "chat_template_kwargs")
     }
 

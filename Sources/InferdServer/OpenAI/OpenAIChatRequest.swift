@@ -35,16 +35,17 @@ package struct OpenAIChatRequest: Sendable {
         for (i, item) in items.enumerated() {
             messages.append(try Self.message(item, path: "messages[\(i)]"))
         }
-        try Self.checkToolResults(messages)
+        // With a session, tool messages answer calls of its transcript (checked when the turn is).
+        if sessionID == nil { try Self.checkToolResults(messages) }
         tools = try OpenAIToolsRequest.read(f)
         if let kwargs = try f.object("chat_template_kwargs") {
             templateArguments =
                 (f.orderedValue("chat_template_kwargs") ?? JSONValue(.object(kwargs.values))).compactText
         }
-        if sessionID != nil, tools != nil || templateArguments != nil {
+        if sessionID != nil, templateArguments != nil {
             throw .unsupported(
-                "tools and chat_template_kwargs apply to stateless requests; a session turn takes its last user message",
-                param: tools != nil ? "tools" : "chat_template_kwargs")
+                "chat_template_kwargs applies to stateless requests; a session's turns are rendered alike",
+                param: "chat_template_kwargs")
         }
     }
 
@@ -63,6 +64,17 @@ package struct OpenAIChatRequest: Sendable {
 
     /// The text of the last user message: with `session_id`, the new turn.
     var lastUserMessage: String? { messages.last(where: { $0.role == .user })?.content }
+
+    /// With `session_id`, what the new turn gives: the tool messages after the last assistant
+    /// message (results of the session's calls, with their index in `messages`) and the last
+    /// user message after it (or, when there is none and no results, the last user message).
+    var sessionTurnInput: (prompt: String?, results: [(index: Int, message: ChatMessage)]) {
+        let start = (messages.lastIndex { $0.role == .assistant }).map { $0 + 1 } ?? 0
+        let tail = messages.indices[start...]
+        let results = tail.filter { messages[$0].role == .tool }.map { ($0, messages[$0]) }
+        let prompt = tail.last { messages[$0].role == .user }.map { messages[$0].content }
+        return (prompt ?? (results.isEmpty ? lastUserMessage : ""), results)
+    }
 
     /// One message: system/developer, user or assistant, with string content or text parts.
     static func message(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ChatMessage {

@@ -71,16 +71,15 @@ struct OpenAIRoutes: Sendable {
         let backend = try host.requireBackend()
         let chat = try OpenAIChatRequest(try Self.fields(request))
         try Self.checkModel(chat.parameters.model, backend)
-        let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
-        let answer = OpenAIAnswer(
-            kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
-            includeUsage: chat.parameters.includeUsage,
-            tools: toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) })
         let generation: AdmittedGeneration
+        let tools: ToolAnswerTracker?
         if let sessionID = chat.sessionID {
-            generation = try await sessionTurn(
+            // The session's transcript decides how its turn is prompted and read.
+            (generation, tools) = try await sessionTurn(
                 chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
         } else {
+            let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
+            tools = toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) }
             let input =
                 toolUse?.prompt.input(
                     instructions: nil, messages: chat.messages, tools: chat.tools,
@@ -93,6 +92,9 @@ struct OpenAIRoutes: Sendable {
                 prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
                 request: request, arrival: arrival, constraint: toolUse?.constraint)
         }
+        let answer = OpenAIAnswer(
+            kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
+            includeUsage: chat.parameters.includeUsage, tools: tools)
         return try await respond(generation, answer, stream: chat.parameters.stream)
     }
 
@@ -155,7 +157,7 @@ struct OpenAIRoutes: Sendable {
     func sessionTurn(
         _ chat: OpenAIChatRequest, sessionID: String, backend: any GenerationBackend, request: HTTPRequest,
         arrival: ContinuousClock.Instant
-    ) async throws(OpenAIError) -> AdmittedGeneration {
+    ) async throws(OpenAIError) -> (AdmittedGeneration, ToolAnswerTracker?) {
         let session: Session
         do {
             session = try await turns.require(id: sessionID, request)
@@ -164,20 +166,35 @@ struct OpenAIRoutes: Sendable {
                 status: error.status, message: error.message, type: "invalid_request_error", param: "session_id",
                 code: error.code)
         }
-        guard let prompt = chat.lastUserMessage else {
+        let (given, results) = chat.sessionTurnInput
+        guard let prompt = given else {
             throw .invalid("with session_id, messages must contain a user message", param: "messages")
         }
-        guard !prompt.isEmpty else {
+        guard !prompt.isEmpty || !results.isEmpty else {
             throw .invalid("with session_id, the last user message must not be empty", param: "messages")
         }
+        let toolTurn: SessionToolTurn
         let turn: TurnRequest
         do {
+            toolTurn = try await turns.toolTurn(
+                NativeToolFields(use: chat.tools, results: results.map(\.message)), session: session,
+                backend: backend, hasFormat: chat.parameters.options.format != nil, names: .chat, splitsReasoning: true)
             turn = try await turns.admit(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
-                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"))
+                backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"),
+                tools: toolTurn)
         } catch {
             var e = OpenAIError(error)
+            // A result's field as the caller wrote it: `messages[i].…`.
+            let prefix = NativeToolFields.resultsField + "["
+            if let param = e.param, param.hasPrefix(prefix),
+                let j = Int(param.dropFirst(prefix.count).prefix { $0.isNumber }), j < results.count
+            {
+                e.param =
+                    "messages[\(results[j].index)].\(param.hasSuffix(".tool_call_id") ? "tool_call_id" : "content")"
+                e.message = e.message.replacingOccurrences(of: param, with: e.param ?? param)
+            }
             switch error.code {
             case .sessionBusy, .sessionQueueFull: e.param = chat.onBusy == nil ? "session_id" : "on_busy"
             case .sessionNotFound: e.param = "session_id"
@@ -185,9 +202,10 @@ struct OpenAIRoutes: Sendable {
             }
             throw e
         }
-        return turns.generation(
+        let generation = turns.generation(
             turn, of: session, route: "chat_completions", arrival: arrival,
             reason: SessionTurns.cancelReason(request.context))
+        return (generation, toolTurn.tracker)
     }
 
     func respond(_ generation: AdmittedGeneration, _ answer: OpenAIAnswer, stream: Bool) async throws -> HTTPResponse {

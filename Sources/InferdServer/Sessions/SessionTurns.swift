@@ -111,10 +111,11 @@ struct SessionTurns: Sendable {
     /// response the model sees (else 400 naming it); with tools given, or tool turns in the
     /// transcript, the turn is prompted and read in the model's call format (`SessionToolReader`),
     /// and the tools' grammar constrains the answer. `hasFormat`: the turn asks for structured
-    /// output (refused with tools).
+    /// output (refused with tools). `splitsReasoning`: a thinking model's reasoning is kept apart
+    /// even without tools (chat's `reasoning_content`).
     func toolTurn(
         _ tools: NativeToolFields, session: Session, backend: any GenerationBackend, hasFormat: Bool,
-        names: ToolFieldNames = .native
+        names: ToolFieldNames = .native, splitsReasoning: Bool = false
     ) async throws(HTTPError) -> SessionToolTurn {
         let known = await session.visibleCallIDs()
         var answered = Set<String>()
@@ -134,14 +135,15 @@ struct SessionTurns: Sendable {
         do {
             calling = try ChatToolCalling.make(
                 backend, history: !known.isEmpty || !tools.results.isEmpty, tools: tools.use, hasFormat: hasFormat,
-                setting: toolCallFormat, names: names)
+                splitsReasoning: splitsReasoning, setting: toolCallFormat, names: names)
         } catch {
             throw HTTPError(error)
         }
         return SessionToolTurn(
             results: tools.results,
             reader: calling.map {
-                SessionToolReader(prompt: $0.prompt, tools: tools.use, tracker: ToolAnswerTracker(format: $0.format))
+                SessionToolReader(
+                    prompt: $0.prompt, tools: tools.use, tracker: ToolAnswerTracker(format: $0.format, rules: $0.rules))
             }, constraint: calling?.constraint)
     }
 
