@@ -25,6 +25,8 @@ public struct BackendRequest: Sendable {
     /// Structured output: a grammar the answer must follow (made by the backend's
     /// `makeConstraint`); nil leaves the answer free.
     public var constraint: (any GenerationConstraint)?
+    /// Log-probabilities of the generated tokens, written there as they come; nil computes none.
+    public var logprobs: LogprobRecorder?
 
     public init(
         prompt: PreparedPrompt, maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

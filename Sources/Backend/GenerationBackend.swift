@@ -54,6 +54,10 @@ public protocol GenerationBackend: Sendable {
     /// false (the default): tools need `chatTemplateSource` and a grammar here.
     var forwardsTools: Bool { get }
 
+    /// Whether the backend computes log-probabilities (`BackendRequest.logprobs`); false (the
+    /// default): a request asking for them is refused, never answered without them.
+    var computesLogprobs: Bool { get }
+
     /// Stops accepting work and ends what runs.
     func shutdown()
 }
@@ -63,6 +67,7 @@ extension GenerationBackend {
     public var chatTemplateSource: String? { nil }
     public var rendersTools: Bool { false }
     public var forwardsTools: Bool { false }
+    public var computesLogprobs: Bool { false }
 
     /// Submits a generation and awaits it: returns only once the backend has stopped working on
     /// it. The awaiting Task's cancellation stops it.

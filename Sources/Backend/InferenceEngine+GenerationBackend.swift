@@ -13,6 +13,7 @@ extension InferenceEngine: GenerationBackend {
 
     public var chatTemplateSource: String? { template?.source }
     public var rendersTools: Bool { template?.rendersTools ?? false }
+    public var computesLogprobs: Bool { true }
 
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
         constraint(compiled: grammar, identity: identity)
@@ -66,6 +67,7 @@ extension InferenceEngine: GenerationBackend {
         request.scope = r.scope
         request.deadline = r.deadline
         request.constraint = r.constraint
+        request.logprobs = r.logprobs
         return request
     }
 

@@ -35,7 +35,9 @@ struct SingleFlightKey: Hashable, Sendable {
     /// its own too: its timeout must end its own generation, not a shared one.
     init?(_ request: BackendRequest) {
         let sampling = request.sampling
-        guard request.sequence == nil, request.deadline == nil, sampling.temperature == 0 || sampling.seed != nil
+        // One asking for log-probabilities runs on its own too: they are written to its own recorder.
+        guard request.sequence == nil, request.deadline == nil, request.logprobs == nil,
+            sampling.temperature == 0 || sampling.seed != nil
         else { return nil }
         priority = request.priority
         prompt = request.prompt.tokens.map(Prompt.tokens) ?? .input(request.prompt.input)

@@ -57,6 +57,7 @@ public final class TenantShareBackend: GenerationBackend {
     public var kvCache: (any KVCacheCapability)? { wrapped.kvCache }
     public var chatTemplateSource: String? { wrapped.chatTemplateSource }
     public var rendersTools: Bool { wrapped.rendersTools }
+    public var computesLogprobs: Bool { wrapped.computesLogprobs }
     public var forwardsTools: Bool { wrapped.forwardsTools }
 
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {

@@ -138,6 +138,7 @@ extension Session {
         generation.priority = request.priority
         generation.deadline = request.deadline
         generation.constraint = request.parameters.constraint
+        generation.logprobs = request.parameters.logprobs
 
         probe.enter()
         let result: Result<GenerationResult, GenerationError>

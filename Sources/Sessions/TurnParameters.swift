@@ -12,6 +12,8 @@ public struct TurnParameters: Sendable {
     public var constraint: (any GenerationConstraint)?
     /// Tools: how the prompt is rendered and the answer kept; nil for plain text turns.
     public var reader: (any TurnAnswerReader)?
+    /// Log-probabilities of the answer's tokens, written there as they come; nil computes none.
+    public var logprobs: LogprobRecorder?
 
     public init(
         maxTokens: Int? = nil, sampling: SamplingOptions = .init(), stop: [String] = [],

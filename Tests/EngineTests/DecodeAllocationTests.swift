@@ -178,6 +178,7 @@ struct WorkerAllocationTests {
     /// Produces no text, so no snapshot (a new string per visible change, by design) is made.
     struct SilentDecoder: IncrementalTextDecoder {
         mutating func append(_ id: Int32) -> String { "" }
+        func bytes(of id: Int32) -> [UInt8] { [] }
     }
 
     static func request(_ prompt: [Int32], sampling: SamplingOptions) -> GenerationRequest {

@@ -71,6 +71,7 @@ final class ScriptedPredictor: TokenPredictor, @unchecked Sendable {
 /// Bytes in, complete UTF-8 out, as the real streaming detokenizer does it.
 struct ByteDecoder: IncrementalTextDecoder {
     var pending: [UInt8] = []
+    func bytes(of id: Int32) -> [UInt8] { id < 256 ? [UInt8(id)] : [] }
     mutating func append(_ id: Int32) -> String {
         guard id < 256 else { return "" }
         pending.append(UInt8(id))

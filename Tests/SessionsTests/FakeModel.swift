@@ -62,6 +62,7 @@ final class FakePredictor: TokenPredictor, @unchecked Sendable {
 
 struct ByteTextDecoder: IncrementalTextDecoder {
     var pending: [UInt8] = []
+    func bytes(of id: Int32) -> [UInt8] { id < 256 ? [UInt8(id)] : [] }
     mutating func append(_ id: Int32) -> String {
         guard id < 256 else { return "" }
         pending.append(UInt8(id))

@@ -50,6 +50,11 @@ final class GenerationJob: @unchecked Sendable {
     /// when it ends (the worker's; worker thread only).
     var prefixCache: PrefixCache?
     var stepsAfterCancel = 0
+    /// With `logprobs`: the sampled token's entry, recorded once the token is accepted as text.
+    var pendingLogprob: TokenLogprob?
+    /// With raw log-probabilities: the model's logits before the mask and penalties (allocated
+    /// once, at the first token).
+    var rawLogits: [Float] = []
     var startedAt = ContinuousClock.now
     var promptDoneAt: ContinuousClock.Instant?
 
@@ -229,9 +234,25 @@ final class GenerationJob: @unchecked Sendable {
         if request.ignoreEndOfGeneration {
             for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
         }
-        // The mask first, then the penalties: a masked token stays -infinity (see `Sampler`).
+        guard let recorder = request.logprobs else {
+            // The mask first, then the penalties: a masked token stays -infinity (see `Sampler`).
+            processor?.process(logits: logits)
+            return sampler.sample(logits: logits, recent: history[...], generated: generated)
+        }
+        if recorder.distribution == .raw {
+            if rawLogits.count != logits.count { rawLogits = Array(repeating: 0, count: logits.count) }
+            rawLogits.withUnsafeMutableBufferPointer { _ = $0.initialize(fromContentsOf: logits) }
+        }
         processor?.process(logits: logits)
-        return sampler.sample(logits: logits, recent: history[...], generated: generated)
+        let token = sampler.sample(logits: logits, recent: history[...], generated: generated)
+        let computed =
+            recorder.distribution == .raw
+            ? rawLogits.withUnsafeBufferPointer { Sampler.logSoftmax(of: token, logits: $0, top: recorder.top) }
+            : sampler.processedLogprob(of: token, logits: UnsafeBufferPointer(logits), top: recorder.top)
+        pendingLogprob = TokenLogprob(
+            id: token, bytes: decoder.bytes(of: token), logprob: computed.logprob,
+            top: computed.top.map { .init(id: $0.id, bytes: decoder.bytes(of: $0.id), logprob: $0.logprob) })
+        return token
     }
 
     private func accept(_ token: Int32) {
@@ -244,6 +265,11 @@ final class GenerationJob: @unchecked Sendable {
         if endOfGeneration.contains(token) {
             finish(.stop)
             return
+        }
+        // Before the snapshot that shows the token (readers take entries up to its count).
+        if let entry = pendingLogprob {
+            request.logprobs?.append(entry)
+            pendingLogprob = nil
         }
         let piece = decoder.append(token)
         if !piece.isEmpty {

@@ -23,6 +23,8 @@ public struct GenerationRequest: Sendable {
     /// Shapes the output (structured output: a grammar the answer must match). Its processor
     /// masks the logits before every sample and is told every sampled token.
     public var constraint: (any GenerationConstraint)?
+    /// Log-probabilities of the generated tokens, written there as they come; nil computes none.
+    public var logprobs: LogprobRecorder?
 
     public init(
         promptTokens: [Int32], maxTokens: Int, sampling: SamplingOptions = .init(), stop: [String] = [],

@@ -19,7 +19,7 @@ public struct Sampler: Sendable {
     public let options: SamplingOptions
     public let seed: UInt64
     private var rng: SeededGenerator
-    private var candidates: [Candidate] = []
+    private(set) var candidates: [Candidate] = []
     /// The top-k selection's output, swapped with `candidates` so both keep their capacity.
     private var kept: [Candidate] = []
     /// Marks tokens already penalized this step (one flag per vocabulary entry, cleared after).

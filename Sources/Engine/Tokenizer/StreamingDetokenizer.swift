@@ -18,6 +18,13 @@ public struct StreamingDetokenizer: Sendable {
         self.tokenizer = tokenizer
     }
 
+    /// The bytes `id` adds to the text, as `append` decodes it (control tokens add none).
+    public func bytes(of id: Int32) -> [UInt8] {
+        var out: [UInt8] = []
+        tokenizer.appendPiece(id, renderSpecial: false, to: &out)
+        return out
+    }
+
     /// Adds one token and returns the text it completes (possibly empty).
     public mutating func append(_ id: Int32) -> String {
         tokenizer.appendPiece(id, renderSpecial: false, to: &pending)

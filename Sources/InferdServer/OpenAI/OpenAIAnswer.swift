@@ -13,10 +13,12 @@ struct OpenAIAnswer: Sendable {
     let includeUsage: Bool
     /// Chat with tools: the answer is read by the model's call format.
     let tools: ToolAnswerTracker?
+    /// Where the engine writes the tokens' log-probabilities, when they were asked for.
+    let logprobs: LogprobRecorder?
 
     init(
         kind: OpenAICompletionBody.Kind, id: String, model: String, includeUsage: Bool,
-        tools: ToolAnswerTracker? = nil
+        tools: ToolAnswerTracker? = nil, logprobs: LogprobRecorder? = nil
     ) {
         self.kind = kind
         self.id = id
@@ -24,6 +26,7 @@ struct OpenAIAnswer: Sendable {
         self.model = model
         self.includeUsage = includeUsage
         self.tools = tools
+        self.logprobs = logprobs
     }
 
     /// Runs the generation and answers once; a cancelled or failed one is an error.
@@ -33,6 +36,7 @@ struct OpenAIAnswer: Sendable {
         var body = OpenAICompletionBody(
             kind: kind, id: id, created: created, model: model, content: outcome.content,
             finishReason: outcome.wireFinishReason, usage: OpenAIUsage(outcome.usage))
+        body.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: outcome.content) }
         if let tools {
             let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
             if let error = tools.violation(message) { throw error }
@@ -55,6 +59,8 @@ struct OpenAIAnswer: Sendable {
         let template = OpenAIStreamChunk(
             kind: kind, id: id, created: created, model: model, includeUsageField: includeUsage)
         let tracker = OpenAIDeltaTracker()
+        // Each chunk carries the log-probabilities of the tokens written since the last chunk.
+        let cursor = logprobs.map(LogprobCursor.init)
         if kind == .chat {
             var first = template
             first.role = "assistant"
@@ -62,14 +68,17 @@ struct OpenAIAnswer: Sendable {
             stream.send(data: WireJSON.string(first))
         }
         let outcome = await generation.run { event in
-            guard case .snapshot(let content, _) = event else { return }
+            guard case .snapshot(let content, let n) = event else { return }
             if let tools {
-                send(tools.update(content, final: false), template, to: stream)
+                send(tools.update(content, final: false), template, to: stream, logprobs: cursor, upTo: n)
                 return
             }
+            let offset = tracker.text.count
             guard let piece = tracker.delta(for: content) else { return }
             var chunk = template
             chunk.content = piece
+            chunk.logprobs = cursor?.take(upTo: n)
+            chunk.logprobsOffset = offset
             stream.send(data: WireJSON.string(chunk))
         }
         if let error = Self.error(ending: outcome) {
@@ -78,20 +87,33 @@ struct OpenAIAnswer: Sendable {
         }
         var finish = template
         finish.finishReason = outcome.wireFinishReason
+        // The entries no chunk carried yet, up to the end of the answer (a stop string's are not).
+        let rest = cursor?.rest(covering: outcome.content)
         if let tools {
             // The rest (held back as possible markup or a stop string), then the calls' verdict.
             let final = ToolAnswerTracker.isFinal(outcome.wireFinishReason)
-            send(tools.update(outcome.content, final: final), template, to: stream)
+            var delta = tools.update(outcome.content, final: final)
+            if let rest, !rest.isEmpty, delta.isEmpty { delta.content = "" }
+            send(delta, template, to: stream, entries: rest)
             let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
             if let error = tools.violation(message) {
                 stream.send(data: WireJSON.string(OpenAIStreamError(error: error)))
                 return
             }
             finish.finishReason = message.finishReason
-        } else if let rest = tracker.delta(for: outcome.content) {
+        } else if let piece = tracker.delta(for: outcome.content) {
             // Text held back as a possible stop string is released with the result, not a snapshot.
             var chunk = template
-            chunk.content = rest
+            chunk.logprobsOffset = outcome.content.count - piece.count
+            chunk.content = piece
+            chunk.logprobs = rest
+            stream.send(data: WireJSON.string(chunk))
+        } else if let rest, !rest.isEmpty {
+            // Tokens that added no text of their own (the end of a character came with the last).
+            var chunk = template
+            chunk.content = ""
+            chunk.logprobs = rest
+            chunk.logprobsOffset = outcome.content.count
             stream.send(data: WireJSON.string(chunk))
         }
         stream.send(data: WireJSON.string(finish))
@@ -104,13 +126,27 @@ struct OpenAIAnswer: Sendable {
         stream.send(data: "[DONE]")
     }
 
-    /// One chunk for what a snapshot added with tools: text, reasoning and call fragments.
-    func send(_ delta: ToolAnswerTracker.Delta, _ template: OpenAIStreamChunk, to stream: EventStream) {
+    /// One chunk for what a snapshot added with tools: text, reasoning and call fragments, and
+    /// the log-probabilities of the tokens up to `upTo` (those of a snapshot that adds nothing
+    /// shown go with the next chunk).
+    func send(
+        _ delta: ToolAnswerTracker.Delta, _ template: OpenAIStreamChunk, to stream: EventStream,
+        logprobs cursor: LogprobCursor?, upTo count: Int
+    ) {
+        guard !delta.isEmpty else { return }
+        send(delta, template, to: stream, entries: cursor?.take(upTo: count))
+    }
+
+    func send(
+        _ delta: ToolAnswerTracker.Delta, _ template: OpenAIStreamChunk, to stream: EventStream,
+        entries: [TokenLogprob]?
+    ) {
         guard !delta.isEmpty else { return }
         var chunk = template
         chunk.content = delta.content
         chunk.reasoning = delta.reasoning
         chunk.toolCalls = delta.calls
+        chunk.logprobs = entries
         stream.send(data: WireJSON.string(chunk))
     }
 

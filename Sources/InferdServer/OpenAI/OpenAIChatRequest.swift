@@ -18,6 +18,7 @@ package struct OpenAIChatRequest: Sendable {
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_completion_tokens", "max_tokens"])
+        parameters.logprobs = try Self.logprobs(f)
         sessionID = try f.id("session_id")
         onBusy = try f.choice("on_busy")
         if onBusy != nil, sessionID == nil {
@@ -60,6 +61,22 @@ package struct OpenAIChatRequest: Sendable {
                     param: "messages[\(i)].tool_call_id")
             }
         }
+    }
+
+    /// `logprobs` (a boolean) with `top_logprobs` (0–20, only with `logprobs: true`, as OpenAI
+    /// answers) and `logprobs_mode`.
+    static func logprobs(_ f: OpenAIFields) throws(OpenAIError) -> LogprobAsk? {
+        let asked = try f.bool("logprobs") ?? false
+        let top = try LogprobAsk.top(f, "top_logprobs")
+        let mode = try LogprobAsk.mode(f)
+        guard asked else {
+            if let top, top > 0 {
+                throw .invalid("top_logprobs requires logprobs to be true", param: "top_logprobs")
+            }
+            if mode != nil { throw .invalid("logprobs_mode requires logprobs", param: "logprobs_mode") }
+            return nil
+        }
+        return LogprobAsk(top: top ?? 0, distribution: mode ?? .processed)
     }
 
     /// The text of the last user message: with `session_id`, the new turn.

@@ -18,6 +18,8 @@ struct OpenAICompletionBody: Encodable, Sendable {
     var toolCalls: [ToolCall] = []
     /// Chat: a thinking template's reasoning, apart from the answer.
     var reasoning: String?
+    /// The answer's tokens' log-probabilities, when asked for (`OpenAILogprobs`).
+    var logprobs: [TokenLogprob]?
 
     enum Keys: String, CodingKey {
         case id, object, created, model, choices, usage, index, message, role, content, refusal, text, logprobs
@@ -61,7 +63,11 @@ struct OpenAICompletionBody: Encodable, Sendable {
         case .text:
             try choice.encode(content, forKey: .text)
         }
-        try choice.encodeNil(forKey: .logprobs)
+        switch (kind, logprobs) {
+        case (_, nil): try choice.encodeNil(forKey: .logprobs)
+        case (.chat, let entries?): try choice.encode(OpenAILogprobs.Chat(entries), forKey: .logprobs)
+        case (.text, let entries?): try choice.encode(OpenAILogprobs.Legacy(entries), forKey: .logprobs)
+        }
         try choice.encode(finishReason, forKey: .finishReason)
         try c.encode(usage, forKey: .usage)
     }

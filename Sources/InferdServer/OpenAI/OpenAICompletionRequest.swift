@@ -13,6 +13,14 @@ package struct OpenAICompletionRequest: Sendable {
         parameters = try OpenAIGenerationParameters(f, maxTokensKeys: ["max_tokens"])
         // OpenAI's default for this endpoint is 16 tokens.
         if parameters.options.maxTokens == nil { parameters.options.maxTokens = 16 }
+        // `logprobs: N`: the N most likely alternatives per token (0 gives the tokens' own only).
+        if case .bool(false)? = f["logprobs"] {
+            // The neutral value some clients send: none asked for.
+        } else if let top = try LogprobAsk.top(f, "logprobs") {
+            parameters.logprobs = LogprobAsk(top: top, distribution: try LogprobAsk.mode(f) ?? .processed)
+        } else if try LogprobAsk.mode(f) != nil {
+            throw .invalid("logprobs_mode requires logprobs", param: "logprobs_mode")
+        }
         guard let raw = f["prompt"] else {
             throw .invalid("prompt is required", param: "prompt", code: .missingRequiredParameter)
         }

@@ -14,6 +14,8 @@ struct OpenAIGenerationParameters: Sendable {
     var admission: AdmissionFields
     /// The `cache_salt` extension (see `CacheSalt`).
     var cacheSalt: String?
+    /// Log-probabilities asked for (each route reads its own fields: `LogprobAsk`).
+    var logprobs: LogprobAsk?
 
     init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
         guard let model = try f.string("model") else {

@@ -26,26 +26,24 @@ struct OpenAIParameterPolicy: Sendable {
         "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options",
         "presence_penalty", "frequency_penalty", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos",
         "priority", "timeout_seconds", "cache_salt",
-        "response_format", "grammar",
+        "response_format", "grammar", "logprobs", "logprobs_mode",
     ]
 
     static let commonRefused: [String: Refusal] = [
         "n": Refusal(hint: "only n=1 is supported") { $0 == .int(1) },
         "logit_bias": Refusal { $0 == .object([:]) },
-        "logprobs": Refusal { $0 == .bool(false) },
     ]
 
     static let chat = OpenAIParameterPolicy(
         supported: common.union([
             "messages", "max_completion_tokens", "session_id", "on_busy", "tools", "tool_choice",
-            "parallel_tool_calls", "chat_template_kwargs",
+            "parallel_tool_calls", "chat_template_kwargs", "top_logprobs",
         ]),
         ignored: [
             "user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier",
         ],
         refused: commonRefused.merging(
             [
-                "top_logprobs": Refusal { $0.number == 0 },
                 "functions": Refusal(hint: "deprecated: use tools") { $0 == .array([]) },
                 "function_call": Refusal(hint: "deprecated: use tool_choice") { $0 == .string("none") },
                 "modalities": Refusal(hint: "text only") { $0 == .array([.string("text")]) },
@@ -64,7 +62,6 @@ struct OpenAIParameterPolicy: Sendable {
                 "echo": Refusal { $0 == .bool(false) },
                 "best_of": Refusal(hint: "only best_of=1 is supported") { $0 == .int(1) },
                 "suffix": Refusal(hint: "insertion is not supported") { $0 == .string("") },
-                "logprobs": Refusal { $0 == .bool(false) || $0 == .int(0) },
             ], uniquingKeysWith: { _, b in b }))
 
     /// Throws one 400 listing every refused or unknown parameter; `param` names the first.

@@ -73,10 +73,11 @@ struct OpenAIRoutes: Sendable {
         try Self.checkModel(chat.parameters.model, backend)
         let generation: AdmittedGeneration
         let tools: ToolAnswerTracker?
+        let logprobs = try Self.recorder(chat.parameters, backend: backend)
         if let sessionID = chat.sessionID {
             // The session's transcript decides how its turn is prompted and read.
             (generation, tools) = try await sessionTurn(
-                chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival)
+                chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival, logprobs: logprobs)
         } else {
             let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
             tools = toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) }
@@ -90,11 +91,11 @@ struct OpenAIRoutes: Sendable {
             let prompt = try generations.prepare(backend, input)
             generation = try admit(
                 prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
-                request: request, arrival: arrival, constraint: toolUse?.constraint)
+                request: request, arrival: arrival, constraint: toolUse?.constraint, logprobs: logprobs)
         }
         let answer = OpenAIAnswer(
             kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
-            includeUsage: chat.parameters.includeUsage, tools: tools)
+            includeUsage: chat.parameters.includeUsage, tools: tools, logprobs: logprobs)
         return try await respond(generation, answer, stream: chat.parameters.stream)
     }
 
@@ -118,12 +119,13 @@ struct OpenAIRoutes: Sendable {
             prompt = try generations.prepare(backend, .tokens(ids))
         }
         guard prompt.tokenCount > 0 else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
+        let logprobs = try Self.recorder(completion.parameters, backend: backend)
         let generation = try admit(
             prompt: prompt, completion.parameters, route: "completions", promptParam: "prompt", backend: backend,
-            request: request, arrival: arrival)
+            request: request, arrival: arrival, logprobs: logprobs)
         let answer = OpenAIAnswer(
             kind: .text, id: "cmpl-\(request.id)", model: backend.modelName,
-            includeUsage: completion.parameters.includeUsage)
+            includeUsage: completion.parameters.includeUsage, logprobs: logprobs)
         return try await respond(generation, answer, stream: completion.parameters.stream)
     }
 
@@ -132,13 +134,14 @@ struct OpenAIRoutes: Sendable {
     func admit(
         prompt: PreparedPrompt, _ p: OpenAIGenerationParameters, route: String, promptParam: String,
         backend: any GenerationBackend, request: HTTPRequest, arrival: ContinuousClock.Instant,
-        constraint: (any GenerationConstraint)? = nil
+        constraint: (any GenerationConstraint)? = nil, logprobs: LogprobRecorder? = nil
     ) throws(OpenAIError) -> AdmittedGeneration {
         do {
             var generation = try generations.makeRequest(
                 prompt: prompt, options: p.options, backend: backend, for: request, cacheSalt: p.cacheSalt,
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
             if let constraint { generation.constraint = constraint }
+            generation.logprobs = logprobs
             generation.priority = p.admission.priority
             generation.deadline = p.admission.deadline(from: arrival)
             let context = request.context
@@ -150,13 +153,25 @@ struct OpenAIRoutes: Sendable {
         }
     }
 
+    /// Where the engine writes the log-probabilities asked for; a backend that computes none (a
+    /// remote engine) refuses them, naming the field, rather than answer without them.
+    static func recorder(
+        _ p: OpenAIGenerationParameters, backend: any GenerationBackend
+    ) throws(OpenAIError) -> LogprobRecorder? {
+        guard let ask = p.logprobs else { return nil }
+        guard backend.computesLogprobs else {
+            throw .unsupported("logprobs: this server's backend does not compute log-probabilities", param: "logprobs")
+        }
+        return ask.recorder()
+    }
+
     /// The `session_id` extension: the request's last user message becomes a new turn of a
     /// server-side session. Admission, the `on_busy` policy, the KV cache, the transcript and
     /// cancellation are the native session endpoint's (`SessionTurns`); only the answer is in
     /// OpenAI's shape. Earlier messages of the request are ignored: the transcript is the history.
     func sessionTurn(
         _ chat: OpenAIChatRequest, sessionID: String, backend: any GenerationBackend, request: HTTPRequest,
-        arrival: ContinuousClock.Instant
+        arrival: ContinuousClock.Instant, logprobs: LogprobRecorder? = nil
     ) async throws(OpenAIError) -> (AdmittedGeneration, ToolAnswerTracker?) {
         let session: Session
         do {
@@ -183,7 +198,7 @@ struct OpenAIRoutes: Sendable {
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,
                 admission: chat.parameters.admission, arrival: arrival, options: chat.parameters.options,
                 backend: backend, names: .openAI(maxTokens: chat.parameters.maxTokensParam, prompt: "messages"),
-                tools: toolTurn)
+                tools: toolTurn, logprobs: logprobs)
         } catch {
             var e = OpenAIError(error)
             // A result's field as the caller wrote it: `messages[i].…`.

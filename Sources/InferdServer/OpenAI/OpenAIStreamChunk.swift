@@ -1,3 +1,5 @@
+import Engine
+
 /// One `data:` line of an OpenAI stream: `chat.completion.chunk` with a `delta`, or
 /// `text_completion` with a `text` piece. The usage chunk has no choices. With
 /// `include_usage`, every chunk carries `usage` (null until the last), as OpenAI sends it.
@@ -18,6 +20,10 @@ struct OpenAIStreamChunk: Encodable, Sendable {
     /// Chat with tools: new reasoning text, and calls' openings and argument fragments.
     var reasoning: String?
     var toolCalls: [ToolAnswerTracker.CallDelta] = []
+    /// The log-probabilities of this chunk's tokens, when asked for; `logprobsOffset`: where the
+    /// chunk's text starts in the whole answer (completions' `text_offset`).
+    var logprobs: [TokenLogprob]?
+    var logprobsOffset = 0
 
     enum Keys: String, CodingKey {
         case id, object, created, model, choices, usage, index, delta, role, content, text, logprobs
@@ -60,7 +66,12 @@ struct OpenAIStreamChunk: Encodable, Sendable {
             case .text:
                 try choice.encode(content ?? "", forKey: .text)
             }
-            try choice.encodeNil(forKey: .logprobs)
+            switch (kind, logprobs) {
+            case (_, nil): try choice.encodeNil(forKey: .logprobs)
+            case (.chat, let entries?): try choice.encode(OpenAILogprobs.Chat(entries), forKey: .logprobs)
+            case (.text, let entries?):
+                try choice.encode(OpenAILogprobs.Legacy(entries, offset: logprobsOffset), forKey: .logprobs)
+            }
             try choice.encode(finishReason, forKey: .finishReason)
         }
         if includeUsageField { try c.encode(usage, forKey: .usage) }

@@ -45,7 +45,8 @@ struct SessionTurns: Sendable {
     func admit(
         to session: Session, id: String, prompt: String, onBusy: BusyPolicy?, onCancel: CancelPolicy?,
         admission: AdmissionFields, arrival: ContinuousClock.Instant, options: GenerationOptionsBody?,
-        backend: any GenerationBackend, names: FieldNames = .native, tools: SessionToolTurn? = nil
+        backend: any GenerationBackend, names: FieldNames = .native, tools: SessionToolTurn? = nil,
+        logprobs: LogprobRecorder? = nil
     ) async throws(HTTPError) -> TurnRequest {
         let results = tools?.results ?? []
         guard !prompt.isEmpty || !results.isEmpty else {
@@ -65,6 +66,7 @@ struct SessionTurns: Sendable {
         let merged = (options ?? GenerationOptionsBody()).over(base)
         var parameters = try parameters(merged, names: names, constrainFor: backend)
         if let reader = tools?.reader { parameters.reader = reader }
+        parameters.logprobs = logprobs
         if let constraint = tools?.constraint { parameters.constraint = constraint }
         let turnMessages = results + (prompt.isEmpty ? [] : [ChatMessage(role: .user, content: prompt)])
         let promptTokens = try generations.prepare(
