@@ -39,6 +39,20 @@ struct PrefixCacheTests {
         #expect(cache.tokenCount == 15)
     }
 
+    /// With an alignment (the engine's prompt chunk), a reused prefix ends on a multiple of it
+    /// and within the entry's exact tokens; a shorter match reuses nothing.
+    @Test func reusedPrefixesEndOnWholeChunksWithinTheExactTokens() {
+        let cache = PrefixCache(budgetTokens: 100, minimumTokens: 3, alignment: 4)
+        let tokens: [Int32] = Array(1...20)
+        cache.keep(sequence(tokens), scope: .shared, exactTokens: 12)
+        // 18 tokens match, but only 12 were computed in whole chunks: 12.
+        #expect(cache.longestPrefix(of: tokens.prefix(18) + [0], limit: 18, scope: .shared)?.count == 12)
+        // 11 match: cut down to 8.
+        #expect(cache.longestPrefix(of: tokens.prefix(11) + [0], limit: 11, scope: .shared)?.count == 8)
+        // 3 match: below one chunk, nothing.
+        #expect(cache.longestPrefix(of: tokens.prefix(3) + [0], limit: 3, scope: .shared) == nil)
+    }
+
     /// An entry is reused only by a request of the scope that made it: another tenant, or the
     /// same tenant with another cache salt, finds nothing, however much of the prompt matches.
     @Test func anEntryServesOnlyItsOwnScope() {
@@ -99,6 +113,43 @@ struct PrefixCacheTests {
         #expect(sourceCache.tokens == source)
     }
 
+    /// Why reused prefixes end on whole prompt chunks: the prompt fed after a prefix of all but
+    /// its last token computes that token alone, where a fresh run computes it inside a chunk;
+    /// after a whole-chunk prefix, the rest goes in the fresh run's own chunks and the logits are
+    /// the fresh ones bit for bit. Both through the runner as a request sees it.
+    @Test func wholeChunkPrefixesGiveTheFreshRunsChunks() throws {
+        let gguf = try GGUFFile(path: try TestFixtures.requireModel())
+        let model = try LlamaModel(gguf: gguf, threads: 2)
+        let cases = try #require(TestFixtures.reference("greedy.json")["cases"] as? [[String: Any]])
+        let prompt = try (0..<3).flatMap { i in try #require(cases[i]["prompt_ids"] as? [Int]).map { Int32($0) } }
+        #expect(prompt.count > 2 * GenerationJob.promptChunk - 20)
+        let vocabulary = model.config.vocabularySize
+        /// The logits after `prompt` fed as the job feeds it, in prompt chunks from `start`.
+        func logits(from cache: KVCache, start: Int) throws -> [Float] {
+            var out = [Float](repeating: 0, count: vocabulary)
+            var next = start
+            while next < prompt.count {
+                let end = min(next + GenerationJob.promptChunk, prompt.count)
+                try out.withUnsafeMutableBufferPointer {
+                    try model.forward(tokens: prompt[next..<end], cache: cache, logits: $0)
+                }
+                next = end
+            }
+            return out
+        }
+        let source = model.makeCache(capacity: prompt.count)
+        let fresh = try logits(from: source, start: 0)
+        let aligned = try #require(
+            model.makeSequence(capacity: prompt.count, copying: GenerationJob.promptChunk, of: source) as? KVCache)
+        let reused = try logits(from: aligned, start: GenerationJob.promptChunk)
+        #expect(zip(fresh, reused).allSatisfy { $0.bitPattern == $1.bitPattern })
+        let lone = try #require(
+            model.makeSequence(capacity: prompt.count, copying: prompt.count - 1, of: source) as? KVCache)
+        let loneLogits = try logits(from: lone, start: prompt.count - 1)
+        let differing = zip(fresh, loneLogits).filter { $0.bitPattern != $1.bitPattern }.count
+        print("a lone last token after a copied prefix: \(differing) of \(vocabulary) logits differ from the fresh run")
+    }
+
     /// Models whose rows follow llama.cpp's micro-batch (K-quant matrices with their batch
     /// orders, Gemma 3's flash attention rows) get no copy.
     @Test func noCopiesWhereTheCutCanChangeTheArithmetic() throws {
@@ -156,9 +207,12 @@ struct PrefixCacheTests {
                 prefixCacheBytes: prefixCacheBytes)
         }
         let cases = try #require(TestFixtures.reference("greedy.json")["cases"] as? [[String: Any]])
-        let first = try #require(cases[0]["prompt_ids"] as? [Int]).map { Int32($0) }
-        let other = try #require(cases[1]["prompt_ids"] as? [Int]).map { Int32($0) }
+        // Longer than one prompt chunk (what is reused is whole chunks).
+        let first = try (0..<3).flatMap { i in try #require(cases[i]["prompt_ids"] as? [Int]).map { Int32($0) } }
+        let other = try #require(cases[3]["prompt_ids"] as? [Int]).map { Int32($0) }
         let second = Array(first.prefix(first.count - 2)) + other.suffix(5)
+        let chunk = GenerationJob.promptChunk
+        #expect(first.count - 2 >= chunk)
         let request = { (tokens: [Int32]) in GenerationRequest(promptTokens: tokens, maxTokens: 24, sampling: .greedy) }
 
         let cached = runner(prefixCacheBytes: 16 << 20)
@@ -166,20 +220,22 @@ struct PrefixCacheTests {
         let a = try await cached.generate(request(first))
         #expect(a.usage.cachedTokens == 0)
         let b = try await cached.generate(request(second))
-        #expect(b.usage.cachedTokens == first.count - 2)
+        #expect(b.usage.cachedTokens == first.count / chunk * chunk)
 
         let plain = runner(prefixCacheBytes: 0)
         defer { plain.shutdown() }
         let fresh = try await plain.generate(request(second))
         #expect(fresh.usage.cachedTokens == 0)
         #expect(b.tokens == fresh.tokens && b.content == fresh.content)
-        // The same prompt again reuses all but its last token.
+        // The same prompt again reuses its whole chunks.
         let again = try await cached.generate(request(second))
-        #expect(again.usage.cachedTokens == second.count - 1 && again.tokens == fresh.tokens)
+        #expect(again.usage.cachedTokens == (second.count - 1) / chunk * chunk && again.tokens == fresh.tokens)
         // Two requests started from kept prefixes; the cache holds the three finished ones'
         // tokens (the runner without a cache keeps none).
         #expect(metrics.value("inferd_prefix_cache_hits_total") == 2)
-        #expect(metrics.value("inferd_prefix_cache_reused_tokens_total") == Double(first.count - 2 + second.count - 1))
+        #expect(
+            metrics.value("inferd_prefix_cache_reused_tokens_total")
+                == Double(b.usage.cachedTokens + again.usage.cachedTokens))
         let held = (first.count + a.tokens.count - 1) + 2 * (second.count + b.tokens.count - 1)
         // A job's cache is kept after its last step, which can come just after its result.
         var kept = metrics.value("inferd_prefix_cache_tokens")

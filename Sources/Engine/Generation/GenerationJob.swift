@@ -227,7 +227,9 @@ final class GenerationJob: @unchecked Sendable {
     func handOverSequence() {
         guard isDone, request.sequence == nil, let prefixCache, let kept = sequence else { return }
         sequence = nil
-        prefixCache.keep(kept, scope: request.scope)
+        // Its prompt's whole chunks are reusable (a reused prefix was whole chunks already).
+        let whole = request.promptTokens.count / Self.promptChunk * Self.promptChunk
+        prefixCache.keep(kept, scope: request.scope, exactTokens: whole)
     }
 
     private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {

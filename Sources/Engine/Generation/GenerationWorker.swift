@@ -42,7 +42,9 @@ final class GenerationWorker: @unchecked Sendable {
     ) {
         self.predictor = predictor
         self.clock = clock
-        self.prefixCache = prefixCacheTokens > 0 ? PrefixCache(budgetTokens: prefixCacheTokens, metrics: metrics) : nil
+        self.prefixCache =
+            prefixCacheTokens > 0
+            ? PrefixCache(budgetTokens: prefixCacheTokens, alignment: GenerationJob.promptChunk, metrics: metrics) : nil
         self.admission = AdmissionQueue(policy: policy)
         self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)

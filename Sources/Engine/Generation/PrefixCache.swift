@@ -22,10 +22,20 @@ final class PrefixCache {
     let budgetTokens: Int
     /// Shortest prefix worth reusing.
     let minimumTokens: Int
-    /// A kept sequence and whose it is.
+    /// Reused prefixes end on a multiple of this (the engine's prompt chunk): the rest of the
+    /// prompt is then fed in the very chunks a fresh run feeds it in, so every row is computed
+    /// by the same kernels in the same order and the answer is the fresh one bit for bit. A
+    /// prefix ending elsewhere leaves a short first chunk (a lone last token, say), whose rows a
+    /// fresh run computes inside a longer one, with other kernels: last-bit differences, and at a
+    /// near-tie another token (seen on the default model: "Peaches" for "Lemons").
+    let alignment: Int
+    /// A kept sequence, whose it is, and how many of its leading tokens were computed in whole
+    /// prompt chunks (those alone can be reused; a partial last chunk and the generated tokens,
+    /// computed one per step, are not in the shape a fresh prompt computes them in).
     struct Entry {
         let sequence: any PredictorSequence
         let scope: GenerationScope
+        let exactTokens: Int
     }
 
     /// Least recently used first.
@@ -35,9 +45,10 @@ final class PrefixCache {
     private let hits: Counter
     private let reusedTokens: Counter
 
-    init(budgetTokens: Int, minimumTokens: Int = 4, metrics: Metrics = Metrics()) {
+    init(budgetTokens: Int, minimumTokens: Int = 4, alignment: Int = 1, metrics: Metrics = Metrics()) {
         self.budgetTokens = budgetTokens
         self.minimumTokens = minimumTokens
+        self.alignment = max(1, alignment)
         held = metrics.gauge(
             "inferd_prefix_cache_tokens",
             help: "Tokens of finished requests' KV caches kept for prompts sharing their prefixes.")
@@ -57,10 +68,10 @@ final class PrefixCache {
     var tokenCount: Int { heldTokens }
 
     /// Keeps a finished generation's sequence (its tokens' keys and values stay valid) for later
-    /// requests of `scope`.
-    func keep(_ sequence: any PredictorSequence, scope: GenerationScope) {
+    /// requests of `scope`; `exactTokens` of its leading tokens may be reused (see `Entry`).
+    func keep(_ sequence: any PredictorSequence, scope: GenerationScope, exactTokens: Int = .max) {
         guard sequence.count >= minimumTokens, sequence.count <= budgetTokens else { return }
-        entries.append(Entry(sequence: sequence, scope: scope))
+        entries.append(Entry(sequence: sequence, scope: scope, exactTokens: min(exactTokens, sequence.count)))
         heldTokens += sequence.count
         while heldTokens > budgetTokens, !entries.isEmpty {
             heldTokens -= entries.removeFirst().sequence.count
@@ -69,13 +80,15 @@ final class PrefixCache {
     }
 
     /// The entry of `scope` sharing the longest prefix with `prompt`, and that prefix's length
-    /// (at most `limit`), or nil below `minimumTokens`. The entry becomes the most recently used.
+    /// (at most `limit` and the entry's `exactTokens`, cut down to a multiple of `alignment`), or
+    /// nil below `minimumTokens`. The entry becomes the most recently used.
     func longestPrefix(of prompt: [Int32], limit: Int, scope: GenerationScope) -> (
         sequence: any PredictorSequence, count: Int
     )? {
         var best: (index: Int, count: Int)?
         for (index, entry) in entries.enumerated() where entry.scope == scope {
-            let shared = min(zip(entry.sequence.tokens, prompt).prefix { $0 == $1 }.count, limit)
+            let matching = min(zip(entry.sequence.tokens, prompt).prefix { $0 == $1 }.count, limit, entry.exactTokens)
+            let shared = matching / alignment * alignment
             if shared >= minimumTokens, shared >= (best?.count ?? 0) { best = (index, shared) }
         }
         guard let best else { return nil }
