@@ -30,8 +30,9 @@ public final class GrammarMatcher {
     var stateNext: [Int32] = []
     var stateBuckets: [Int32]
     var stateBucketMask: Int
-    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte.
-    /// Raw memory, so the mask walk's lookups are plain loads.
+    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte (set
+    /// when the state is made for the bytes none of its tops takes, `initializeRow`). Raw
+    /// memory, so the mask walk's lookups are plain loads.
     var transitions: UnsafeMutablePointer<Int32>
     var transitionStates = 64
     /// The state the output so far leads to.
@@ -220,7 +221,7 @@ public final class GrammarMatcher {
             transitions = grown
             transitionStates *= 2
         }
-        (transitions + Int(id) * 256).initialize(repeating: -2, count: 256)
+        initializeRow(id)
         maskSlot.append(-1)
         stateUnit.append(-2)
         stateBudget.append(0)
@@ -238,6 +239,30 @@ public final class GrammarMatcher {
             stateNext[s] = stateBuckets[b]
             stateBuckets[b] = Int32(s)
         }
+    }
+
+    /// Sets the new state `s`'s row of `transitions`: -1 for the bytes none of its tops takes
+    /// (`computeStep` would find no stack to advance), -2 (compute when met) for the others.
+    /// Why: a mask walk meets most of the 256 bytes at the trie's first level in every state it
+    /// masks, and a tool grammar's states are new at almost every token (one copy per tool, per
+    /// whitespace count, per string length), so a closure per rejected byte was most of a mask.
+    func initializeRow(_ s: Int32) {
+        var taken: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for k in Int(stateStart[Int(s)])..<Int(stateStart[Int(s) + 1]) {
+            let set = Int(grammar.arguments[Int(nodePosition[Int(stateTops[k])])]) &* 4
+            taken.0 |= grammar.sets[set]
+            taken.1 |= grammar.sets[set + 1]
+            taken.2 |= grammar.sets[set + 2]
+            taken.3 |= grammar.sets[set + 3]
+        }
+        let row = transitions + Int(s) * 256
+        func fill(_ bits: UInt64, from first: Int) {
+            for b in 0..<64 { (row + first + b).initialize(to: bits >> UInt64(b) & 1 != 0 ? -2 : -1) }
+        }
+        fill(taken.0, from: 0)
+        fill(taken.1, from: 64)
+        fill(taken.2, from: 128)
+        fill(taken.3, from: 192)
     }
 
     /// The state after `byte` from state `s` (-1: none), computed once.
