@@ -13,57 +13,63 @@
 public final class GrammarMatcher {
     let grammar: CompiledGrammar
 
+    // Every stored `var` below is `@exclusivity(unchecked)`: a matcher is used by one thread,
+    // and no access to one of them overlaps another access to the same one (the walks hold only
+    // their own level arrays, which `computeStep` and `close` never touch). Why: the dynamic
+    // checks (`swift_beginAccess` on every array read and write of the closure, the interning
+    // and the walks) were about 40 % of a tool grammar's mask time under `perf`.
+
     // Arena: node i is (position[i], parent[i]); parent -1 is the bottom.
-    var nodePosition: [Int32] = []
-    var nodeParent: [Int32] = []
-    var nodeNext: [Int32] = []
+    @exclusivity(unchecked) var nodePosition: [Int32] = []
+    @exclusivity(unchecked) var nodeParent: [Int32] = []
+    @exclusivity(unchecked) var nodeNext: [Int32] = []
     /// When this node was last added to a state being built (`epoch`), to keep states duplicate-free.
-    var nodeStamp: [UInt32] = []
-    var buckets: [Int32]
-    var bucketMask: Int
-    var epoch: UInt32 = 0
+    @exclusivity(unchecked) var nodeStamp: [UInt32] = []
+    @exclusivity(unchecked) var buckets: [Int32]
+    @exclusivity(unchecked) var bucketMask: Int
+    @exclusivity(unchecked) var epoch: UInt32 = 0
 
     // Interned states: state s is `stateTops[stateStart[s]..<stateStart[s + 1]]` (sorted node ids).
-    var stateTops: [Int32] = []
-    var stateStart: [Int32] = [0]
-    var stateAccepting: [Bool] = []
-    var stateNext: [Int32] = []
-    var stateBuckets: [Int32]
-    var stateBucketMask: Int
+    @exclusivity(unchecked) var stateTops: [Int32] = []
+    @exclusivity(unchecked) var stateStart: [Int32] = [0]
+    @exclusivity(unchecked) var stateAccepting: [Bool] = []
+    @exclusivity(unchecked) var stateNext: [Int32] = []
+    @exclusivity(unchecked) var stateBuckets: [Int32]
+    @exclusivity(unchecked) var stateBucketMask: Int
     /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte (set
     /// when the state is made for the bytes none of its tops takes, `initializeRow`). Raw
     /// memory, so the mask walk's lookups are plain loads.
-    var transitions: UnsafeMutablePointer<Int32>
-    var transitionStates = 64
+    @exclusivity(unchecked) var transitions: UnsafeMutablePointer<Int32>
+    @exclusivity(unchecked) var transitionStates = 64
     /// The state the output so far leads to.
-    var current: Int32 = 0
+    @exclusivity(unchecked) var current: Int32 = 0
     /// The state being built by `close`.
-    var scratch: [Int32] = []
+    @exclusivity(unchecked) var scratch: [Int32] = []
     /// The walk's state per trie depth.
-    var levelState: [Int32] = []
+    @exclusivity(unchecked) var levelState: [Int32] = []
 
     // Mask cache: `maskSlot[state]` is a slot of `maskBits` (or -1); slots are reused round robin.
-    var maskSlot: [Int32] = []
-    var slotState: [Int32]
-    var maskBits: UnsafeMutableBufferPointer<UInt64>
-    var maskWords = 0
-    var nextSlot = 0
+    @exclusivity(unchecked) var maskSlot: [Int32] = []
+    @exclusivity(unchecked) var slotState: [Int32]
+    @exclusivity(unchecked) var maskBits: UnsafeMutableBufferPointer<UInt64>
+    @exclusivity(unchecked) var maskWords = 0
+    @exclusivity(unchecked) var nextSlot = 0
     static let maskSlots = 32
 
     // Counted units (see `GrammarMatcher+Units.swift`): per state, the index in `grammar.units`
     // of the unit it is counting (-2 not known yet, -1 none) and how many more units it allows.
-    var stateUnit: [Int32] = []
-    var stateBudget: [Int32] = []
+    @exclusivity(unchecked) var stateUnit: [Int32] = []
+    @exclusivity(unchecked) var stateBudget: [Int32] = []
     /// Per unit of the grammar, its table for the trie `unitTrie` (looked up once).
-    var unitTables: [UnitTable?] = []
-    var unitLooked: [Bool] = []
-    var unitTrie: ObjectIdentifier? = nil
+    @exclusivity(unchecked) var unitTables: [UnitTable?] = []
+    @exclusivity(unchecked) var unitLooked: [Bool] = []
+    @exclusivity(unchecked) var unitTrie: ObjectIdentifier? = nil
     /// The counted walk's per-depth state: a matcher state, or -1 while inside whole units
     /// (then the unit automaton's state and the units completed).
-    var levelUnitState: [Int32] = []
-    var levelUnits: [Int32] = []
+    @exclusivity(unchecked) var levelUnitState: [Int32] = []
+    @exclusivity(unchecked) var levelUnits: [Int32] = []
     /// The states after 0, 1, 2, … units from the state being masked.
-    var advanced: [Int32] = []
+    @exclusivity(unchecked) var advanced: [Int32] = []
 
     /// Past these sizes the memory is flushed (the current state is kept).
     static let maxNodes = 1 << 20
