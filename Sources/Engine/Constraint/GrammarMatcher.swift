@@ -13,11 +13,13 @@
 public final class GrammarMatcher {
     let grammar: CompiledGrammar
 
-    // Every stored `var` below is `@exclusivity(unchecked)`: a matcher is used by one thread,
-    // and no access to one of them overlaps another access to the same one (the walks hold only
-    // their own level arrays, which `computeStep` and `close` never touch). Why: the dynamic
-    // checks (`swift_beginAccess` on every array read and write of the closure, the interning
-    // and the walks) were about 40 % of a tool grammar's mask time under `perf`.
+    // Every stored `var` below is `@exclusivity(unchecked)`: a matcher is used by one thread at
+    // a time (a shared one under its `GrammarConstraint`'s lock; the dynamic checks never saw
+    // other threads anyway), and no access to one of them overlaps another access to the same
+    // one (the walks hold only their own level arrays, which `computeStep` and `close` never
+    // touch). Why: the dynamic checks (`swift_beginAccess` on every array read and write of the
+    // closure, the interning and the walks) were about 40 % of a tool grammar's mask time under
+    // `perf`.
 
     // Arena: node i is (position[i], parent[i]); parent -1 is the bottom.
     @exclusivity(unchecked) var nodePosition: [Int32] = []
