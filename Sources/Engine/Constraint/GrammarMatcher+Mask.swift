@@ -45,45 +45,34 @@ extension GrammarMatcher {
         let words = (trie.vocabularySize + 63) / 64
         for i in 0..<words { allowed[i] = 0 }
         if levelState.count <= trie.maxDepth { levelState = [Int32](repeating: 0, count: trie.maxDepth + 1) }
-        let count = trie.bytes.count
         // Plain loads in the loop: the trie's arrays and the walk's levels through pointers, the
         // transition table reloaded after each miss (a new state may move it).
         levelState.withUnsafeMutableBufferPointer { levels in
-            levels[0] = current
-            trie.bytes.withUnsafeBufferPointer { bytes in
-                trie.depths.withUnsafeBufferPointer { depths in
-                    trie.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
-                        trie.tokenStart.withUnsafeBufferPointer { tokenStart in
-                            trie.tokenEnd.withUnsafeBufferPointer { tokenEnd in
-                                trie.tokenIDs.withUnsafeBufferPointer { tokenIDs in
-                                    var table = transitions
-                                    var i = 0
-                                    while i < count {
-                                        let depth = Int(depths[i])
-                                        let from = levels[depth &- 1]
-                                        let byte = bytes[i]
-                                        var s = table[Int(from) &* 256 &+ Int(byte)]
-                                        if s == -2 {
-                                            s = computeStep(from, byte)
-                                            table = transitions
-                                        }
-                                        if s >= 0 {
-                                            levels[depth] = s
-                                            var t = Int(tokenStart[i])
-                                            let end = Int(tokenEnd[i])
-                                            while t < end {
-                                                let id = Int(tokenIDs[t])
-                                                allowed[id &>> 6] |= 1 &<< UInt64(id & 63)
-                                                t &+= 1
-                                            }
-                                            i &+= 1
-                                        } else {
-                                            i = Int(subtreeEnd[i])
-                                        }
-                                    }
-                                }
-                            }
+            trie.withNodes { trie in
+                levels[0] = current
+                var table = transitions
+                var i = 0
+                while i < trie.count {
+                    let depth = Int(trie.depths[i])
+                    let from = levels[depth &- 1]
+                    let byte = trie.bytes[i]
+                    var s = table[Int(from) &* 256 &+ Int(byte)]
+                    if s == -2 {
+                        s = computeStep(from, byte)
+                        table = transitions
+                    }
+                    if s >= 0 {
+                        levels[depth] = s
+                        var t = Int(trie.tokenStart[i])
+                        let end = Int(trie.tokenEnd[i])
+                        while t < end {
+                            let id = Int(trie.tokenIDs[t])
+                            allowed[id &>> 6] |= 1 &<< UInt64(id & 63)
+                            t &+= 1
                         }
+                        i &+= 1
+                    } else {
+                        i = Int(trie.subtreeEnd[i])
                     }
                 }
             }

@@ -148,10 +148,10 @@ extension GrammarMatcher {
     /// in the unit automaton (no matcher state) while the bytes form whole units within the
     /// budget, and takes the matcher's state after that many units (the same whichever units)
     /// at the first byte that cannot start a unit.
-    func fillCountedMask(table: UnitTable, budget: Int32, allowed: UnsafeMutableBufferPointer<UInt64>) {
-        table.fillWhole(allowed, budget: budget)
-        let trie = table.rest
-        let depth = trie.maxDepth + 1
+    func fillCountedMask(table counted: UnitTable, budget: Int32, allowed: UnsafeMutableBufferPointer<UInt64>) {
+        counted.fillWhole(allowed, budget: budget)
+        let representative = counted.representative
+        let depth = counted.rest.maxDepth + 1
         if levelState.count < depth { levelState = [Int32](repeating: 0, count: depth) }
         if levelUnitState.count < depth {
             levelUnitState = [Int32](repeating: 0, count: depth)
@@ -159,56 +159,81 @@ extension GrammarMatcher {
         }
         advanced.removeAll(keepingCapacity: true)
         advanced.append(current)
-        levelState[0] = -1
-        levelUnitState[0] = 0
-        levelUnits[0] = 0
-        let count = trie.bytes.count
-        var i = 0
-        while i < count {
-            let d = Int(trie.depths[i])
-            let byte = trie.bytes[i]
-            let from = levelState[d - 1]
-            var alive = false
-            if from >= 0 {
-                let s = step(from, byte)
-                if s >= 0 {
-                    levelState[d] = s
-                    alive = true
-                }
-            } else {
-                let q = levelUnitState[d - 1]
-                let c = levelUnits[d - 1]
-                let t = table.next[Int(q) &* 256 &+ Int(byte)]
-                if t == UnitTable.dead {
-                    // Between units, a byte that is no unit's start: the matcher takes over.
-                    let base = q == 0 ? afterUnits(c, table.representative) : -1
-                    if base >= 0 {
-                        let s = step(base, byte)
-                        if s >= 0 {
-                            levelState[d] = s
-                            alive = true
+        // Plain loads in the loop, as in `fillWalkedMask`: the trie and the unit automaton through
+        // buffer pointers, the per-depth levels too (`step` and `afterUnits` touch neither).
+        levelState.withUnsafeMutableBufferPointer { levelState in
+            levelUnitState.withUnsafeMutableBufferPointer { levelUnitState in
+                levelUnits.withUnsafeMutableBufferPointer { levelUnits in
+                    counted.next.withUnsafeBufferPointer { next in
+                        counted.rest.withNodes { trie in
+                            // The transition table, reloaded after each miss (a new state may move it).
+                            var table = transitions
+                            levelState[0] = -1
+                            levelUnitState[0] = 0
+                            levelUnits[0] = 0
+                            var i = 0
+                            while i < trie.count {
+                                let d = Int(trie.depths[i])
+                                let byte = trie.bytes[i]
+                                let from = levelState[d &- 1]
+                                var alive = false
+                                if from >= 0 {
+                                    var s = table[Int(from) &* 256 &+ Int(byte)]
+                                    if s == -2 {
+                                        s = computeStep(from, byte)
+                                        table = transitions
+                                    }
+                                    if s >= 0 {
+                                        levelState[d] = s
+                                        alive = true
+                                    }
+                                } else {
+                                    let q = levelUnitState[d &- 1]
+                                    let c = levelUnits[d &- 1]
+                                    let t = next[Int(q) &* 256 &+ Int(byte)]
+                                    if t == UnitTable.dead {
+                                        // Between units, a byte that is no unit's start: the matcher takes over.
+                                        let base = q == 0 ? afterUnits(c, representative) : -1
+                                        if base >= 0 {
+                                            table = transitions
+                                            var s = table[Int(base) &* 256 &+ Int(byte)]
+                                            if s == -2 {
+                                                s = computeStep(base, byte)
+                                                table = transitions
+                                            }
+                                            if s >= 0 {
+                                                levelState[d] = s
+                                                alive = true
+                                            }
+                                        }
+                                    } else if q != 0 || c < budget {
+                                        levelState[d] = -1
+                                        if t == UnitTable.done {
+                                            levelUnitState[d] = 0
+                                            levelUnits[d] = c &+ 1
+                                        } else {
+                                            levelUnitState[d] = t
+                                            levelUnits[d] = c
+                                        }
+                                        alive = true
+                                    }
+                                }
+                                if alive {
+                                    var t = Int(trie.tokenStart[i])
+                                    let end = Int(trie.tokenEnd[i])
+                                    while t < end {
+                                        let id = Int(trie.tokenIDs[t])
+                                        allowed[id &>> 6] |= 1 &<< UInt64(id & 63)
+                                        t &+= 1
+                                    }
+                                    i &+= 1
+                                } else {
+                                    i = Int(trie.subtreeEnd[i])
+                                }
+                            }
                         }
                     }
-                } else if q != 0 || c < budget {
-                    levelState[d] = -1
-                    if t == UnitTable.done {
-                        levelUnitState[d] = 0
-                        levelUnits[d] = c + 1
-                    } else {
-                        levelUnitState[d] = t
-                        levelUnits[d] = c
-                    }
-                    alive = true
                 }
-            }
-            if alive {
-                for t in Int(trie.tokenStart[i])..<Int(trie.tokenEnd[i]) {
-                    let id = Int(trie.tokenIDs[t])
-                    allowed[id &>> 6] |= 1 &<< UInt64(id & 63)
-                }
-                i += 1
-            } else {
-                i = Int(trie.subtreeEnd[i])
             }
         }
     }

@@ -13,56 +13,65 @@
 public final class GrammarMatcher {
     let grammar: CompiledGrammar
 
+    // Every stored `var` below is `@exclusivity(unchecked)`: a matcher is used by one thread at
+    // a time (a shared one under its `GrammarConstraint`'s lock; the dynamic checks never saw
+    // other threads anyway), and no access to one of them overlaps another access to the same
+    // one (the walks hold only their own level arrays, which `computeStep` and `close` never
+    // touch). Why: the dynamic checks (`swift_beginAccess` on every array read and write of the
+    // closure, the interning and the walks) were about 40 % of a tool grammar's mask time under
+    // `perf`.
+
     // Arena: node i is (position[i], parent[i]); parent -1 is the bottom.
-    var nodePosition: [Int32] = []
-    var nodeParent: [Int32] = []
-    var nodeNext: [Int32] = []
+    @exclusivity(unchecked) var nodePosition: [Int32] = []
+    @exclusivity(unchecked) var nodeParent: [Int32] = []
+    @exclusivity(unchecked) var nodeNext: [Int32] = []
     /// When this node was last added to a state being built (`epoch`), to keep states duplicate-free.
-    var nodeStamp: [UInt32] = []
-    var buckets: [Int32]
-    var bucketMask: Int
-    var epoch: UInt32 = 0
+    @exclusivity(unchecked) var nodeStamp: [UInt32] = []
+    @exclusivity(unchecked) var buckets: [Int32]
+    @exclusivity(unchecked) var bucketMask: Int
+    @exclusivity(unchecked) var epoch: UInt32 = 0
 
     // Interned states: state s is `stateTops[stateStart[s]..<stateStart[s + 1]]` (sorted node ids).
-    var stateTops: [Int32] = []
-    var stateStart: [Int32] = [0]
-    var stateAccepting: [Bool] = []
-    var stateNext: [Int32] = []
-    var stateBuckets: [Int32]
-    var stateBucketMask: Int
-    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte.
-    /// Raw memory, so the mask walk's lookups are plain loads.
-    var transitions: UnsafeMutablePointer<Int32>
-    var transitionStates = 64
+    @exclusivity(unchecked) var stateTops: [Int32] = []
+    @exclusivity(unchecked) var stateStart: [Int32] = [0]
+    @exclusivity(unchecked) var stateAccepting: [Bool] = []
+    @exclusivity(unchecked) var stateNext: [Int32] = []
+    @exclusivity(unchecked) var stateBuckets: [Int32]
+    @exclusivity(unchecked) var stateBucketMask: Int
+    /// 256 entries per state: -2 not computed yet, -1 no match continues with that byte (set
+    /// when the state is made for the bytes none of its tops takes, `initializeRow`). Raw
+    /// memory, so the mask walk's lookups are plain loads.
+    @exclusivity(unchecked) var transitions: UnsafeMutablePointer<Int32>
+    @exclusivity(unchecked) var transitionStates = 64
     /// The state the output so far leads to.
-    var current: Int32 = 0
+    @exclusivity(unchecked) var current: Int32 = 0
     /// The state being built by `close`.
-    var scratch: [Int32] = []
+    @exclusivity(unchecked) var scratch: [Int32] = []
     /// The walk's state per trie depth.
-    var levelState: [Int32] = []
+    @exclusivity(unchecked) var levelState: [Int32] = []
 
     // Mask cache: `maskSlot[state]` is a slot of `maskBits` (or -1); slots are reused round robin.
-    var maskSlot: [Int32] = []
-    var slotState: [Int32]
-    var maskBits: UnsafeMutableBufferPointer<UInt64>
-    var maskWords = 0
-    var nextSlot = 0
+    @exclusivity(unchecked) var maskSlot: [Int32] = []
+    @exclusivity(unchecked) var slotState: [Int32]
+    @exclusivity(unchecked) var maskBits: UnsafeMutableBufferPointer<UInt64>
+    @exclusivity(unchecked) var maskWords = 0
+    @exclusivity(unchecked) var nextSlot = 0
     static let maskSlots = 32
 
     // Counted units (see `GrammarMatcher+Units.swift`): per state, the index in `grammar.units`
     // of the unit it is counting (-2 not known yet, -1 none) and how many more units it allows.
-    var stateUnit: [Int32] = []
-    var stateBudget: [Int32] = []
+    @exclusivity(unchecked) var stateUnit: [Int32] = []
+    @exclusivity(unchecked) var stateBudget: [Int32] = []
     /// Per unit of the grammar, its table for the trie `unitTrie` (looked up once).
-    var unitTables: [UnitTable?] = []
-    var unitLooked: [Bool] = []
-    var unitTrie: ObjectIdentifier? = nil
+    @exclusivity(unchecked) var unitTables: [UnitTable?] = []
+    @exclusivity(unchecked) var unitLooked: [Bool] = []
+    @exclusivity(unchecked) var unitTrie: ObjectIdentifier? = nil
     /// The counted walk's per-depth state: a matcher state, or -1 while inside whole units
     /// (then the unit automaton's state and the units completed).
-    var levelUnitState: [Int32] = []
-    var levelUnits: [Int32] = []
+    @exclusivity(unchecked) var levelUnitState: [Int32] = []
+    @exclusivity(unchecked) var levelUnits: [Int32] = []
     /// The states after 0, 1, 2, … units from the state being masked.
-    var advanced: [Int32] = []
+    @exclusivity(unchecked) var advanced: [Int32] = []
 
     /// Past these sizes the memory is flushed (the current state is kept).
     static let maxNodes = 1 << 20
@@ -220,7 +229,7 @@ public final class GrammarMatcher {
             transitions = grown
             transitionStates *= 2
         }
-        (transitions + Int(id) * 256).initialize(repeating: -2, count: 256)
+        initializeRow(id)
         maskSlot.append(-1)
         stateUnit.append(-2)
         stateBudget.append(0)
@@ -238,6 +247,30 @@ public final class GrammarMatcher {
             stateNext[s] = stateBuckets[b]
             stateBuckets[b] = Int32(s)
         }
+    }
+
+    /// Sets the new state `s`'s row of `transitions`: -1 for the bytes none of its tops takes
+    /// (`computeStep` would find no stack to advance), -2 (compute when met) for the others.
+    /// Why: a mask walk meets most of the 256 bytes at the trie's first level in every state it
+    /// masks, and a tool grammar's states are new at almost every token (one copy per tool, per
+    /// whitespace count, per string length), so a closure per rejected byte was most of a mask.
+    func initializeRow(_ s: Int32) {
+        var taken: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for k in Int(stateStart[Int(s)])..<Int(stateStart[Int(s) + 1]) {
+            let set = Int(grammar.arguments[Int(nodePosition[Int(stateTops[k])])]) &* 4
+            taken.0 |= grammar.sets[set]
+            taken.1 |= grammar.sets[set + 1]
+            taken.2 |= grammar.sets[set + 2]
+            taken.3 |= grammar.sets[set + 3]
+        }
+        let row = transitions + Int(s) * 256
+        func fill(_ bits: UInt64, from first: Int) {
+            for b in 0..<64 { (row + first + b).initialize(to: bits >> UInt64(b) & 1 != 0 ? -2 : -1) }
+        }
+        fill(taken.0, from: 0)
+        fill(taken.1, from: 64)
+        fill(taken.2, from: 128)
+        fill(taken.3, from: 192)
     }
 
     /// The state after `byte` from state `s` (-1: none), computed once.

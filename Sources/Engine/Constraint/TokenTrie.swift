@@ -101,6 +101,37 @@ public struct TokenTrie: Sendable {
         self.maxDepth = maxDepth
     }
 
+    /// The node arrays seen through buffer pointers, for the mask walks: their loops index them
+    /// as plain loads (no array retains, uniqueness or bounds checks per node).
+    struct Nodes {
+        let count: Int
+        let bytes: UnsafeBufferPointer<UInt8>
+        let depths: UnsafeBufferPointer<UInt16>
+        let subtreeEnd: UnsafeBufferPointer<Int32>
+        let tokenStart: UnsafeBufferPointer<Int32>
+        let tokenEnd: UnsafeBufferPointer<Int32>
+        let tokenIDs: UnsafeBufferPointer<Int32>
+    }
+
+    func withNodes<R>(_ body: (Nodes) -> R) -> R {
+        bytes.withUnsafeBufferPointer { bytes in
+            depths.withUnsafeBufferPointer { depths in
+                subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
+                    tokenStart.withUnsafeBufferPointer { tokenStart in
+                        tokenEnd.withUnsafeBufferPointer { tokenEnd in
+                            tokenIDs.withUnsafeBufferPointer { tokenIDs in
+                                body(
+                                    Nodes(
+                                        count: bytes.count, bytes: bytes, depths: depths, subtreeEnd: subtreeEnd,
+                                        tokenStart: tokenStart, tokenEnd: tokenEnd, tokenIDs: tokenIDs))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The bytes a token puts in the output; nil for a token the trie leaves out.
     public func tokenBytes(_ id: Int32) -> ArraySlice<UInt8>? {
         guard id >= 0, Int(id) < allowedToken.count, allowedToken[Int(id)] else { return nil }
