@@ -14,6 +14,8 @@ package struct OpenAIChatRequest: Sendable {
     var tools: ToolUse?
     /// `chat_template_kwargs`: further template variables, as a JSON object's text.
     var templateArguments: String?
+    /// The `reasoning_budget` extension: at most this many reasoning tokens (`ReasoningBudgetField`).
+    var reasoningBudget: Int?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
@@ -41,10 +43,12 @@ package struct OpenAIChatRequest: Sendable {
             templateArguments =
                 (f.orderedValue("chat_template_kwargs") ?? JSONValue(.object(kwargs.values))).compactText
         }
-        if sessionID != nil, tools != nil || templateArguments != nil {
+        reasoningBudget = try ReasoningBudgetField.read(f)
+        if sessionID != nil, tools != nil || templateArguments != nil || reasoningBudget != nil {
             throw .unsupported(
-                "tools and chat_template_kwargs apply to stateless requests; a session turn takes its last user message",
-                param: tools != nil ? "tools" : "chat_template_kwargs")
+                "tools, chat_template_kwargs and reasoning_budget apply to stateless requests; a session turn takes its last user message",
+                param: tools != nil
+                    ? "tools" : templateArguments != nil ? "chat_template_kwargs" : ReasoningBudgetField.name)
         }
     }
 

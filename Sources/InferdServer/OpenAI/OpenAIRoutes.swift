@@ -71,11 +71,7 @@ struct OpenAIRoutes: Sendable {
         let backend = try host.requireBackend()
         let chat = try OpenAIChatRequest(try Self.fields(request))
         try Self.checkModel(chat.parameters.model, backend)
-        let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
-        let answer = OpenAIAnswer(
-            kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
-            includeUsage: chat.parameters.includeUsage,
-            tools: toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) })
+        var toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
         let generation: AdmittedGeneration
         if let sessionID = chat.sessionID {
             generation = try await sessionTurn(
@@ -89,10 +85,16 @@ struct OpenAIRoutes: Sendable {
                     instructions: nil, messages: chat.messages,
                     extras: TemplateExtras(arguments: chat.templateArguments))
             let prompt = try generations.prepare(backend, input)
+            toolUse = try ChatToolCalling.finish(
+                toolUse, prompt: prompt, budget: chat.reasoningBudget, backend: backend, names: .chat)
             generation = try admit(
                 prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
                 request: request, arrival: arrival, constraint: toolUse?.constraint)
         }
+        let answer = OpenAIAnswer(
+            kind: .chat, id: "chatcmpl-\(request.id)", model: backend.modelName,
+            includeUsage: chat.parameters.includeUsage,
+            tools: toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) })
         return try await respond(generation, answer, stream: chat.parameters.stream)
     }
 

@@ -35,6 +35,8 @@ package struct ResponsesRequest: Sendable {
     /// `tools` and `tool_choice` as given, echoed on the response object.
     var toolsEcho: [OpenAIJSON] = []
     var toolChoiceEcho: OpenAIJSON = .string("none")
+    /// The `reasoning_budget` extension (`ReasoningBudgetField`); refused with a conversation.
+    var reasoningBudget: Int?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
@@ -89,6 +91,11 @@ package struct ResponsesRequest: Sendable {
             toolChoiceEcho = choice
         }
         parallelToolCalls = try f.bool("parallel_tool_calls") ?? (tools != nil)
+        reasoningBudget = try ReasoningBudgetField.read(f)
+        if conversationID != nil, reasoningBudget != nil {
+            throw .unsupported(
+                "reasoning_budget applies to responses without a conversation", param: ReasoningBudgetField.name)
+        }
         if conversationID != nil, tools != nil {
             throw .unsupported(
                 "tools apply to responses without a conversation; a conversation's turn takes one user message",

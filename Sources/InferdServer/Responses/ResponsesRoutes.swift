@@ -128,7 +128,7 @@ struct ResponsesRoutes: Sendable {
             }
         }
         var messages = history + input
-        let toolCalling = try ChatToolCalling.make(
+        var toolCalling = try ChatToolCalling.make(
             backend, messages: messages.map(\.chatMessage), tools: body.tools, hasFormat: body.options.format != nil,
             setting: toolCallFormat, names: .responses)
         var prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
@@ -139,6 +139,8 @@ struct ResponsesRoutes: Sendable {
                 prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
             }
         }
+        toolCalling = try ChatToolCalling.finish(
+            toolCalling, prompt: prompt, budget: body.reasoningBudget, backend: backend, names: .responses)
         var generation: BackendRequest
         do {
             generation = try generations.makeRequest(
