@@ -146,6 +146,9 @@ package struct ResponsesRequest: Sendable {
     /// One input item: a message, a `function_call` the model made earlier or a
     /// `function_call_output` answering one.
     static func inputItem(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ResponseItem {
+        if case .object(let o) = item, o["type"] == .string("reasoning") {
+            return try reasoningItem(OpenAIFields(o, path: path))
+        }
         guard case .object(let o) = item, case .string(let type)? = o["type"],
             type == "function_call" || type == "function_call_output"
         else { return try message(item, path: path) }
