@@ -16,10 +16,12 @@ import Testing
     /// is turned off (which still closes an empty block, as the real template does).
     static func openingTemplate() throws -> String {
         let source = try String(
-            contentsOf: TestPaths.packageRoot.appendingPathComponent("Tests/EngineTests/Fixtures/templates/qwen3.jinja"),
+            contentsOf: TestPaths.packageRoot.appendingPathComponent(
+                "Tests/EngineTests/Fixtures/templates/qwen3.jinja"),
             encoding: .utf8)
         let opened = source.replacingOccurrences(
-            of: "{{- '<think>\\n\\n</think>\\n\\n' }}", with: "{{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- else %}\n        {{- '<think>\\n' }}")
+            of: "{{- '<think>\\n\\n</think>\\n\\n' }}",
+            with: "{{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- else %}\n        {{- '<think>\\n' }}")
         precondition(opened != source, "the qwen3 fixture changed: update the test's template")
         return opened
     }
@@ -122,9 +124,31 @@ import Testing
                 let f = calls.first?["function"] as? [String: Any] ?? [:]
                 #expect(["get_time", "ping"].contains(f["name"] as? String ?? ""), "\(r.text)")
                 #expect(
-                    (try? JSONSerialization.jsonObject(with: Data((f["arguments"] as? String ?? "").utf8))) is [String: Any],
+                    (try? JSONSerialization.jsonObject(with: Data((f["arguments"] as? String ?? "").utf8)))
+                        is [String: Any],
                     "\(r.text)")
             }
+        }
+    }
+
+    /// On the Responses API: the reasoning item holds the budget's tokens, the message follows.
+    @Test func theResponsesAPIKeepsTheBudgetInItsReasoningItem() async throws {
+        let engine = try Self.engine(template: try Self.openingTemplate())
+        let backend = RecordingBackend(engine)
+        try await RunningServer.with(state: .ready(backend)) { s in
+            let body =
+                #"{"model": "\#(engine.modelName)", "input": "Think.", "temperature": 0, "max_output_tokens": 40, "reasoning_budget": 5}"#
+            let r = try await offPool { try s.client().postJSON("/v1/responses", body) }
+            #expect(r.status == 200, "\(r.text)")
+            let output = r.json?["output"] as? [[String: Any]] ?? []
+            #expect(output.map { $0["type"] as? String } == ["reasoning", "message"], "\(r.text)")
+            let written = backend.lastReasoning()
+            #expect(written.tokens == 5, "\(r.text)")
+            let text = (output.first?["content"] as? [[String: Any]])?.first?["text"] as? String
+            #expect(written.text.trimmingCharacters(in: .whitespacesAndNewlines) == text, "\(r.text)")
+            let usage = r.json?["usage"] as? [String: Any] ?? [:]
+            let reasoning = (usage["output_tokens_details"] as? [String: Any])?["reasoning_tokens"] as? Int ?? 0
+            #expect(reasoning >= 1 && reasoning <= 5, "\(usage)")
         }
     }
 

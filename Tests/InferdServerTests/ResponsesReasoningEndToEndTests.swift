@@ -25,7 +25,8 @@ import Testing
             for (n, i) in text.indices.enumerated() {
                 steps.append(.text(String(text[...i])))
                 if let gate, n + 1 == holdAt {
-                    steps.append(.hold { while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) } })
+                    steps.append(
+                        .hold { while !gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) } })
                 }
             }
             return steps + [.finish(.stop)]
@@ -58,7 +59,8 @@ import Testing
         let reasoningTokens = (usage["output_tokens_details"] as? [String: Any])?["reasoning_tokens"] as? Int ?? -1
         // One token a character here: the reasoning lasted until its text was whole, not past `</think>`.
         #expect(
-            ("<think>\n" + thought).count <= reasoningTokens && reasoningTokens <= ("<think>\n\(thought)\n</think>").count,
+            ("<think>\n" + thought).count <= reasoningTokens
+                && reasoningTokens <= ("<think>\n\(thought)\n</think>").count,
             "\(usage)")
         #expect(reasoningTokens < usage["output_tokens"] as? Int ?? 0)
     }
@@ -153,7 +155,8 @@ import Testing
                 return r
             }
             let all = first.events + second.events
-            #expect(all.compactMap(ResponsesResumeEndToEndTests.sequence) == Array(0..<all.count), "no gap, no duplicate")
+            #expect(
+                all.compactMap(ResponsesResumeEndToEndTests.sequence) == Array(0..<all.count), "no gap, no duplicate")
             let reasoning = all.filter { $0.name == "response.reasoning_text.delta" }
                 .compactMap { jsonObject($0.data)["delta"] as? String }.joined()
             #expect(reasoning == Self.thought)
@@ -188,7 +191,8 @@ import Testing
 
             // Sent back in input, as a client keeping its own context does: the item as it came out.
             let items = first["output"] as? [[String: Any]] ?? []
-            let input: [Any] = [["role": "user", "content": "Time?"]] + items + [["role": "user", "content": "Again?"]]
+            let input: [Any] =
+                [["role": "user", "content": "Time?"]] + items + [["role": "user", "content": "Again?"]]
             let again = try await Self.post(s, ["input": input, "store": false])
             #expect(again.status == 200, "\(again.text)")
             turns = Self.assistantTurns(backend)
@@ -204,7 +208,9 @@ import Testing
             #expect(summarised.status == 200, "\(summarised.text)")
             #expect(Self.assistantTurns(backend).first?.reasoning == "Brief.")
             let stored = try #require(summarised.json?["id"] as? String)
-            let listed = try await offPool { try s.client().request("GET", "/v1/responses/\(stored)/input_items?order=asc") }
+            let listed = try await offPool {
+                try s.client().request("GET", "/v1/responses/\(stored)/input_items?order=asc")
+            }
             let kinds = (listed.json?["data"] as? [[String: Any]] ?? []).map { $0["type"] as? String }
             #expect(kinds == ["reasoning", "message", "message"], "\(listed.text)")
             var encrypted = summary
