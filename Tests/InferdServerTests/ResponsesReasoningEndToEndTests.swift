@@ -112,14 +112,20 @@ import Testing
             let text = events.filter { $0["type"] as? String == "response.output_text.delta" }
                 .compactMap { $0["delta"] as? String }.joined()
             #expect(text == Self.answer)
-            // The reasoning item opens first, its deltas come before any text, and it ends with
-            // its text's done then its item's done.
+            // The reasoning item opens first, its deltas come before any text, and it ends (its
+            // text's done, then its item's done, `completed`) once `</think>` is written, before
+            // the message item opens, as OpenAI's streams order them.
             let firstText = try #require(types.firstIndex(of: "response.output_text.delta"))
             let lastReasoning = try #require(types.lastIndex(of: "response.reasoning_text.delta"))
             #expect(types.firstIndex(of: "response.output_item.added")! < lastReasoning && lastReasoning < firstText)
             let d = try #require(types.firstIndex(of: "response.reasoning_text.done"))
             #expect(types[d + 1] == "response.output_item.done")
-            #expect((events[d + 1]["item"] as? [String: Any])?["type"] as? String == "reasoning")
+            let ended = events[d + 1]["item"] as? [String: Any] ?? [:]
+            #expect(ended["type"] as? String == "reasoning" && ended["status"] as? String == "completed")
+            let messageAdded = try #require(types.lastIndex(of: "response.output_item.added"))
+            #expect(lastReasoning < d && d + 1 < messageAdded && messageAdded < firstText, "\(types)")
+            #expect(types.filter { $0 == "response.reasoning_text.done" }.count == 1)
+            #expect(types.filter { $0 == "response.output_item.done" }.count == 2)
             #expect(types.last == "response.completed")
             Self.checkOutput(try #require(events.last?["response"] as? [String: Any]))
         }
@@ -222,6 +228,22 @@ import Testing
                 s,
                 ["input": [["type": "reasoning", "summary": [], "content": [["type": "output_text", "text": "x"]]]]])
             #expect(badPart.status == 400 && WireError(badPart).param == "input[0].content[0].type", "\(badPart.text)")
+        }
+    }
+
+    /// Cut off inside its reasoning: the item is `incomplete` and ends with the response.
+    @Test func reasoningCutOffIsIncomplete() async throws {
+        let backend = ScriptedBackend(chatTemplateSource: try ToolCallingScriptedEndToEndTests.qwen3Template()) { _ in
+            let text = "<think>\nStill thinking"
+            return text.indices.map { .text(String(text[...$0])) } + [.finish(.length)]
+        }
+        try await RunningServer.with(state: .ready(backend)) { s in
+            let r = try #require(try await Self.post(s, ["input": "Time?"]).json)
+            #expect(r["status"] as? String == "incomplete", "\(r)")
+            let output = r["output"] as? [[String: Any]] ?? []
+            #expect(output.map { $0["type"] as? String } == ["reasoning"], "\(r)")
+            #expect(output.first?["status"] as? String == "incomplete")
+            #expect((output.first?["content"] as? [[String: Any]])?.first?["text"] as? String == "Still thinking")
         }
     }
 

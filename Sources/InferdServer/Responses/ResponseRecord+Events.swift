@@ -7,8 +7,9 @@
 /// output order (a function call's `response.function_call_arguments.done`, unless it was cut
 /// off, then `response.output_item.done`). A thinking model's reasoning item streams as
 /// `response.output_item.added`, `response.reasoning_text.delta` per piece, and once finished
-/// `response.reasoning_text.done` and `response.output_item.done` (its one `reasoning_text` part
-/// has no part events). Event `k` is the same whenever it is rendered, so a
+/// `response.reasoning_text.done` and `response.output_item.done` as soon as the reasoning closes
+/// (before the text and calls after it), or with the other items at the end if it never closed
+/// (its one `reasoning_text` part has no part events). Event `k` is the same whenever it is rendered, so a
 /// stream resumed after event N (a background response's, or a stored one's) is the original
 /// stream's tail.
 extension ResponseRecord {
@@ -173,6 +174,10 @@ extension ResponseRecord {
             e.itemId = item(i).id
             e.contentIndex = 0
             e.delta = Self.slice(item(i).text, start, end)
+        case .reasoningDone(let i):
+            return doneEvent(.reasoning(i), k)
+        case .reasoningItemDone(let i):
+            return doneEvent(.item(i), k)
         }
         return e
     }
@@ -188,6 +193,8 @@ extension ResponseRecord {
             if item.type == "function_call" {
                 if item.status == "completed" { out.append(.arguments(i)) }
             } else if item.type == "reasoning" {
+                // Ended already, as a step, when the reasoning closed.
+                if steps?.contains(.reasoningItemDone(item: i)) == true { continue }
                 out.append(.reasoning(i))
             } else {
                 out += [.text(i), .part(i)]

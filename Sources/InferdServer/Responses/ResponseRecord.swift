@@ -38,5 +38,9 @@ struct ResponseRecord: Codable, Sendable {
         case reasoningAdded(item: Int)
         /// `response.reasoning_text.delta`: offsets into reasoning `item`'s text.
         case reasoning(item: Int, start: Int, end: Int)
+        /// The reasoning closed (`</think>`): `response.reasoning_text.done` then
+        /// `response.output_item.done` for reasoning `item`, before the text and calls after it.
+        case reasoningDone(item: Int)
+        case reasoningItemDone(item: Int)
     }
 }

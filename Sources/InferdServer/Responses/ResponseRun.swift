@@ -155,6 +155,14 @@ final class ResponseRun: Sendable {
             r.steps?.append(.reasoning(item: i, start: start, end: start + piece.utf8.count))
             if let tokens { r.reasoningTokens = tokens }
         }
+        if delta.reasoningEnded, let i = r.response.output.firstIndex(where: { $0.type == "reasoning" }),
+            r.response.output[i].status == "in_progress"
+        {
+            // Its text is final: the item ends now, as OpenAI's streams end it before the message.
+            r.response.output[i].status = "completed"
+            r.steps?.append(.reasoningDone(item: i))
+            r.steps?.append(.reasoningItemDone(item: i))
+        }
         if let piece = delta.content {
             var index = r.response.output.firstIndex { $0.type == "message" }
             if index == nil {
@@ -199,6 +207,8 @@ final class ResponseRun: Sendable {
             text, finishReason: completed ? FinishReason.stop.rawValue : FinishReason.length.rawValue)
         let done = Set(message.calls.map(\.id))
         for i in r.response.output.indices {
+            // A reasoning item that ended when its reasoning closed keeps its status.
+            if r.response.output[i].type == "reasoning", r.response.output[i].status == "completed" { continue }
             if r.response.output[i].type == "function_call" {
                 r.response.output[i].status =
                     done.contains(r.response.output[i].callID ?? "") ? "completed" : "incomplete"
