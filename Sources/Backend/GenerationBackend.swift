@@ -42,6 +42,13 @@ public protocol GenerationBackend: Sendable {
     /// `identity` names what the grammar allows (for single-flight).
     func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)?
 
+    /// A thinking budget: a constraint that forces `</think>` once the answer has written
+    /// `budget` tokens of reasoning, wrapping `inner` (the request's other constraint); the
+    /// answer starts inside the reasoning when `startsInReasoning` (the prompt opened `<think>`).
+    /// Nil when the backend cannot force tokens (the default): a budget is then refused.
+    func reasoningBudget(_ budget: Int, startsInReasoning: Bool, inner: (any GenerationConstraint)?)
+        -> (any GenerationConstraint)?
+
     /// The chat template's Jinja source, when this backend renders conversations itself (tool
     /// calling reads the model's call format from it); nil otherwise (the default).
     var chatTemplateSource: String? { get }
@@ -64,6 +71,9 @@ public protocol GenerationBackend: Sendable {
 
 extension GenerationBackend {
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? { nil }
+    public func reasoningBudget(_ budget: Int, startsInReasoning: Bool, inner: (any GenerationConstraint)?)
+        -> (any GenerationConstraint)?
+    { nil }
     public var chatTemplateSource: String? { nil }
     public var rendersTools: Bool { false }
     public var forwardsTools: Bool { false }

@@ -19,13 +19,20 @@ extension InferenceEngine: GenerationBackend {
         constraint(compiled: grammar, identity: identity)
     }
 
+    public func reasoningBudget(_ budget: Int, startsInReasoning: Bool, inner: (any GenerationConstraint)?)
+        -> (any GenerationConstraint)?
+    {
+        makeReasoningBudget(budget, startsInReasoning: startsInReasoning, inner: inner)
+    }
+
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {
         switch input {
         case .conversation(let instructions, let messages, let extras):
             let system = instructions.map { [ChatMessage(role: .system, content: $0)] } ?? []
-            return PreparedPrompt(
-                input: input,
-                tokens: try promptTokens(for: system + messages, tools: extras.tools, arguments: extras.arguments))
+            let rendered = try renderedPrompt(for: system + messages, tools: extras.tools, arguments: extras.arguments)
+            var prompt = PreparedPrompt(input: input, tokens: rendered.tokens)
+            prompt.opensReasoning = PreparedPrompt.opensReasoning(rendered.text)
+            return prompt
         case .text(let text):
             return PreparedPrompt(input: input, tokens: rawPromptTokens(text))
         case .tokens(let ids):

@@ -10,6 +10,11 @@ public struct PreparedPrompt: Sendable, Equatable {
     /// cache's tokens to find what a session's next turn can reuse. Nil for a backend that
     /// sends the input elsewhere.
     public var tokens: [Int32]?
+    /// The rendered prompt ends inside an opened `<think>` (DeepSeek R1 distills, QwQ, some
+    /// Qwen 3 templates end the generation prompt with `<think>\n`): the answer starts inside
+    /// its reasoning and writes only `</think>`. False when unknown (a backend that renders
+    /// elsewhere).
+    public var opensReasoning = false
 
     public init(input: PromptInput, tokens: [Int32]) {
         self.input = input
@@ -21,5 +26,14 @@ public struct PreparedPrompt: Sendable, Equatable {
         self.input = input
         self.tokenCount = tokenCount
         self.tokens = nil
+    }
+
+    /// Whether rendered prompt text ends with `<think>` and optional whitespace.
+    public static func opensReasoning(_ text: String) -> Bool {
+        var rest = text.utf8[...]
+        while let last = rest.last, last == 0x20 || last == 0x0A || last == 0x09 || last == 0x0D {
+            rest = rest.dropLast()
+        }
+        return rest.elementsEqual("<think>".utf8) || rest.reversed().starts(with: "<think>".utf8.reversed())
     }
 }

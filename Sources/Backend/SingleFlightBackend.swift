@@ -88,6 +88,12 @@ public final class SingleFlightBackend: GenerationBackend {
         wrapped.makeConstraint(grammar: grammar, identity: identity)
     }
 
+    public func reasoningBudget(_ budget: Int, startsInReasoning: Bool, inner: (any GenerationConstraint)?)
+        -> (any GenerationConstraint)?
+    {
+        wrapped.reasoningBudget(budget, startsInReasoning: startsInReasoning, inner: inner)
+    }
+
     public func shutdown() {
         wrapped.shutdown()
     }

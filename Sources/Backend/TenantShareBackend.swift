@@ -72,6 +72,12 @@ public final class TenantShareBackend: GenerationBackend {
         wrapped.makeConstraint(grammar: grammar, identity: identity)
     }
 
+    public func reasoningBudget(_ budget: Int, startsInReasoning: Bool, inner: (any GenerationConstraint)?)
+        -> (any GenerationConstraint)?
+    {
+        wrapped.reasoningBudget(budget, startsInReasoning: startsInReasoning, inner: inner)
+    }
+
     public func shutdown() {
         wrapped.shutdown()
     }

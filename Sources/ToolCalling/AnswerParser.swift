@@ -33,6 +33,19 @@ enum AnswerParser {
         return ParsedAnswer(content: "", reasoning: reasoning, calls: calls)
     }
 
+    /// Whether `text` has closed its reasoning: `</think>` after a leading `<think>` (or anywhere,
+    /// when the prompt opened the reasoning). Streaming: once true, it stays true.
+    static func closesReasoning(_ text: String, startsInReasoning: Bool) -> Bool {
+        let b = Array(text.utf8)
+        var r = 0
+        if !startsInReasoning {
+            let j = ByteText.skipSpace(b, 0, b.count)
+            guard case .match = ByteText.match(thinkOpen, in: b, at: j, end: b.count) else { return false }
+            r = j + thinkOpen.count
+        }
+        return ByteText.find(thinkClose, in: b, from: r, end: b.count) != nil
+    }
+
     /// The text of `region` outside call markup (pieces trimmed, joined by a line break) and its
     /// calls. A line start (for formats whose calls start a line) is the first non-whitespace
     /// character of the region or after a call, or the character right after a line break (not

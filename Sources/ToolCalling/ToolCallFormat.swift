@@ -34,3 +34,11 @@ public protocol ToolCallFormat: Sendable {
     /// does not render `tool_calls` itself (the model then reads its own earlier calls as text).
     func markup(for calls: [ToolCall]) -> String
 }
+
+extension ToolCallFormat {
+    /// Whether the answer so far has closed its reasoning (`</think>` written): what was reasoning
+    /// is then final, so a stream can end its reasoning item before the answer's text.
+    public func closesReasoning(_ text: String) -> Bool {
+        AnswerParser.closesReasoning(text, startsInReasoning: startsInReasoning)
+    }
+}

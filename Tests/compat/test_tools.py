@@ -381,3 +381,16 @@ def test_responses_refusals_name_their_field(client, model, change, param):
     with pytest.raises(openai.BadRequestError) as e:
         respond(client, model, **change)
     assert e.value.status_code == 400 and e.value.body["param"] == param, e.value.body
+
+
+# reasoning_budget (#33), inferd's extension, sent as the client sends extensions (extra_body):
+# the default model's template does not think, so both APIs refuse it naming the field, as they
+# refuse what they cannot enforce; the budget at work is tested on a thinking model in the Swift
+# suites (ReasoningBudgetTinyModelTests).
+def test_reasoning_budget_without_thinking_is_refused_by_name(client, model):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=model, messages=ASK, max_tokens=5, extra_body={"reasoning_budget": 8})
+    assert e.value.status_code == 400 and e.value.body["param"] == "reasoning_budget", e.value.body
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model=model, input="Hi", max_output_tokens=5, extra_body={"reasoning_budget": 8})
+    assert e.value.status_code == 400 and e.value.body["param"] == "reasoning_budget", e.value.body

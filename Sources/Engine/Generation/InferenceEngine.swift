@@ -81,10 +81,25 @@ public final class InferenceEngine: Sendable {
     public func promptTokens(
         for messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil
     ) throws(ChatTemplateError) -> [Int32] {
+        try renderedPrompt(for: messages, tools: tools, arguments: arguments).tokens
+    }
+
+    /// The prompt's tokens (as `promptTokens`) and its rendered text (control tokens spelled out),
+    /// for what the text says about the answer to come, such as a generation prompt that opens
+    /// `<think>`.
+    public func renderedPrompt(
+        for messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil
+    ) throws(ChatTemplateError) -> (tokens: [Int32], text: String) {
         guard let template else { throw .missingTemplate }
-        return withBOS(
-            tokenizer.encode(
-                try template.render(messages, tools: tools, arguments: arguments, addGenerationPrompt: true)))
+        let pieces = try template.render(messages, tools: tools, arguments: arguments, addGenerationPrompt: true)
+        var text = ""
+        for piece in pieces {
+            switch piece {
+            case .text(let t), .template(let t): text += t
+            case .special: break
+            }
+        }
+        return (withBOS(tokenizer.encode(pieces)), text)
     }
 
     /// A raw prompt (no chat template) as the model expects it: the BOS token first when the

@@ -27,7 +27,7 @@ struct GenerationRoutes: Sendable {
         }
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let messages = [ChatMessage(role: .user, content: body.prompt)]
-        let calling: ChatToolCalling?
+        var calling: ChatToolCalling?
         do {
             calling = try body.tools.use.flatMap { use throws(OpenAIError) in
                 try ChatToolCalling.make(
@@ -42,6 +42,12 @@ struct GenerationRoutes: Sendable {
             calling?.prompt.input(
                 instructions: body.instructions, messages: messages, tools: body.tools.use, templateArguments: nil)
                 ?? .conversation(instructions: body.instructions, messages: messages))
+        do {
+            // The grammar, once the prompt shows whether it opened the reasoning.
+            calling = try ChatToolCalling.finish(calling, prompt: prompt, budget: nil, backend: backend, names: .native)
+        } catch {
+            throw HTTPError(error)
+        }
         var generationRequest = try generations.makeRequest(
             prompt: prompt, options: body.options, backend: backend, for: request, cacheSalt: body.cacheSalt)
         if let constraint = calling?.constraint { generationRequest.constraint = constraint }

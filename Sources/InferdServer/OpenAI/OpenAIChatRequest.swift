@@ -14,6 +14,8 @@ package struct OpenAIChatRequest: Sendable {
     var tools: ToolUse?
     /// `chat_template_kwargs`: further template variables, as a JSON object's text.
     var templateArguments: String?
+    /// The `reasoning_budget` extension: at most this many reasoning tokens (`ReasoningBudgetField`).
+    var reasoningBudget: Int?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try OpenAIParameterPolicy.chat.check(f)
@@ -43,10 +45,11 @@ package struct OpenAIChatRequest: Sendable {
             templateArguments =
                 (f.orderedValue("chat_template_kwargs") ?? JSONValue(.object(kwargs.values))).compactText
         }
-        if sessionID != nil, templateArguments != nil {
+        reasoningBudget = try ReasoningBudgetField.read(f)
+        if sessionID != nil, templateArguments != nil || reasoningBudget != nil {
             throw .unsupported(
-                "chat_template_kwargs applies to stateless requests; a session's turns are rendered alike",
-                param: "chat_template_kwargs")
+                "chat_template_kwargs and reasoning_budget apply to stateless requests; a session's turns are rendered alike",
+                param: templateArguments != nil ? "chat_template_kwargs" : ReasoningBudgetField.name)
         }
     }
 

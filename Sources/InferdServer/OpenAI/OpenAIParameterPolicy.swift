@@ -37,7 +37,7 @@ struct OpenAIParameterPolicy: Sendable {
     static let chat = OpenAIParameterPolicy(
         supported: common.union([
             "messages", "max_completion_tokens", "session_id", "on_busy", "tools", "tool_choice",
-            "parallel_tool_calls", "chat_template_kwargs", "top_logprobs",
+            "parallel_tool_calls", "chat_template_kwargs", "top_logprobs", "reasoning_budget",
         ]),
         ignored: [
             "user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier",

@@ -79,8 +79,7 @@ struct OpenAIRoutes: Sendable {
             (generation, tools) = try await sessionTurn(
                 chat, sessionID: sessionID, backend: backend, request: request, arrival: arrival, logprobs: logprobs)
         } else {
-            let toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
-            tools = toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) }
+            var toolUse = try ChatToolCalling.make(backend, for: chat, setting: toolCallFormat)
             let input =
                 toolUse?.prompt.input(
                     instructions: nil, messages: chat.messages, tools: chat.tools,
@@ -89,6 +88,9 @@ struct OpenAIRoutes: Sendable {
                     instructions: nil, messages: chat.messages,
                     extras: TemplateExtras(arguments: chat.templateArguments))
             let prompt = try generations.prepare(backend, input)
+            toolUse = try ChatToolCalling.finish(
+                toolUse, prompt: prompt, budget: chat.reasoningBudget, backend: backend, names: .chat)
+            tools = toolUse.map { ToolAnswerTracker(format: $0.format, rules: $0.rules) }
             generation = try admit(
                 prompt: prompt, chat.parameters, route: "chat_completions", promptParam: "messages", backend: backend,
                 request: request, arrival: arrival, constraint: toolUse?.constraint, logprobs: logprobs)
@@ -192,7 +194,7 @@ struct OpenAIRoutes: Sendable {
         let turn: TurnRequest
         do {
             toolTurn = try await turns.toolTurn(
-                NativeToolFields(use: chat.tools, results: results.map(\.message)), session: session,
+                NativeToolFields(use: chat.tools, results: results.map(\.message)), prompt: prompt, session: session,
                 backend: backend, hasFormat: chat.parameters.options.format != nil, names: .chat, splitsReasoning: true)
             turn = try await turns.admit(
                 to: session, id: request.id, prompt: prompt, onBusy: chat.onBusy, onCancel: nil,

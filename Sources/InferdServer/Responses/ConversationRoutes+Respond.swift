@@ -30,7 +30,7 @@ extension ConversationRoutes {
         let toolTurn: SessionToolTurn
         do {
             toolTurn = try await turns.toolTurn(
-                NativeToolFields(use: body.tools, results: results.map(\.message)), session: session,
+                NativeToolFields(use: body.tools, results: results.map(\.message)), prompt: prompt, session: session,
                 backend: backend, hasFormat: body.options.format != nil, names: .responses)
         } catch {
             throw Self.inputError(error, results: results)

@@ -91,10 +91,13 @@ struct ResponseFinisher: Sendable {
         if let history {
             stored.history = history
         } else {
-            // The answer's text and its finished calls (a cut-off call is not one).
+            // The answer's text, its finished calls (a cut-off call is not one) and its reasoning.
             let calls = record.response.output.filter { $0.status == "completed" }.compactMap(\.call)
+            let reasoning = record.response.output.first { $0.type == "reasoning" }?.text
             stored.history.append(
-                HistoryMessage(role: "assistant", content: record.text, toolCalls: calls.isEmpty ? nil : calls))
+                HistoryMessage(
+                    role: "assistant", content: record.text, toolCalls: calls.isEmpty ? nil : calls,
+                    reasoning: reasoning?.isEmpty == false ? reasoning : nil))
         }
         await archive.persist(stored)
         archive.releaseCache(

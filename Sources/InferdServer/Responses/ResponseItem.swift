@@ -3,7 +3,9 @@ import Engine
 /// An item of the Responses API: a message (an input item with `input_text` parts, `output_text`
 /// for an assistant's, or the output message with one `output_text` part), a `function_call`
 /// the model made (`call_id`, `name`, `arguments` as JSON text) or a `function_call_output`
-/// answering one (`call_id`, `output`). Each type writes only its own fields.
+/// answering one (`call_id`, `output`), or a thinking model's `reasoning` (its text as one
+/// `reasoning_text` part, an empty `summary`: inferd does not summarise). Each type writes only
+/// its own fields.
 struct ResponseItem: Codable, Sendable, Equatable {
     struct Part: Codable, Sendable, Equatable {
         var type: String
@@ -15,7 +17,7 @@ struct ResponseItem: Codable, Sendable, Equatable {
     }
 
     var id: String
-    /// `message`, `function_call` or `function_call_output`.
+    /// `message`, `function_call`, `function_call_output` or `reasoning`.
     var type = "message"
     /// `in_progress`, `completed` or `incomplete`.
     var status: String
@@ -44,7 +46,7 @@ struct ResponseItem: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, status, role, content, name, arguments, output
+        case id, type, status, role, content, name, arguments, output, summary
         case callID = "call_id"
     }
 
@@ -74,6 +76,9 @@ struct ResponseItem: Codable, Sendable, Equatable {
         case "function_call_output":
             try c.encode(callID ?? "", forKey: .callID)
             try c.encode(output ?? "", forKey: .output)
+        case "reasoning":
+            try c.encode([Part](), forKey: .summary)
+            try c.encode(content, forKey: .content)
         default:
             try c.encode(role, forKey: .role)
             try c.encode(content, forKey: .content)
@@ -94,6 +99,15 @@ struct ResponseItem: Codable, Sendable, Equatable {
         ResponseItem(
             id: id, type: "function_call", status: status, role: "assistant", content: [], callID: call.id,
             name: call.name, arguments: call.arguments)
+    }
+
+    /// A thinking model's reasoning (in `output` with its own `rs_` id, or given back in `input`).
+    static func reasoning(_ text: String, id: String = ResponseObject.makeID("rs"), status: String = "completed")
+        -> ResponseItem
+    {
+        ResponseItem(
+            id: id, type: "reasoning", status: status, role: "assistant",
+            content: [Part(type: "reasoning_text", text: text)])
     }
 
     /// A tool's result for call `callID`.

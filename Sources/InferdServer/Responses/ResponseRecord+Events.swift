@@ -5,7 +5,11 @@
 /// then the terminal event. With tools, the events after `response.in_progress` are the
 /// recorded steps (items open as they show), and once finished each item's done events in
 /// output order (a function call's `response.function_call_arguments.done`, unless it was cut
-/// off, then `response.output_item.done`). Event `k` is the same whenever it is rendered, so a
+/// off, then `response.output_item.done`). A thinking model's reasoning item streams as
+/// `response.output_item.added`, `response.reasoning_text.delta` per piece, and once finished
+/// `response.reasoning_text.done` and `response.output_item.done` as soon as the reasoning closes
+/// (before the text and calls after it), or with the other items at the end if it never closed
+/// (its one `reasoning_text` part has no part events). Event `k` is the same whenever it is rendered, so a
 /// stream resumed after event N (a background response's, or a stored one's) is the original
 /// stream's tail.
 extension ResponseRecord {
@@ -157,13 +161,30 @@ extension ResponseRecord {
             e.outputIndex = i
             e.itemId = item(i).id
             e.delta = Self.slice(item(i).arguments ?? "", start, end)
+        case .reasoningAdded(let i):
+            var added = item(i)
+            added.status = "in_progress"
+            added.content = []
+            e.type = "response.output_item.added"
+            e.outputIndex = i
+            e.item = added
+        case .reasoning(let i, let start, let end):
+            e.type = "response.reasoning_text.delta"
+            e.outputIndex = i
+            e.itemId = item(i).id
+            e.contentIndex = 0
+            e.delta = Self.slice(item(i).text, start, end)
+        case .reasoningDone(let i):
+            return doneEvent(.reasoning(i), k)
+        case .reasoningItemDone(let i):
+            return doneEvent(.item(i), k)
         }
         return e
     }
 
     /// The events that end each output item once the response finished (tools).
     enum DoneEvent {
-        case text(Int), part(Int), arguments(Int), item(Int)
+        case text(Int), part(Int), arguments(Int), reasoning(Int), item(Int)
     }
 
     var doneEvents: [DoneEvent] {
@@ -171,6 +192,10 @@ extension ResponseRecord {
         for (i, item) in response.output.enumerated() {
             if item.type == "function_call" {
                 if item.status == "completed" { out.append(.arguments(i)) }
+            } else if item.type == "reasoning" {
+                // Ended already, as a step, when the reasoning closed.
+                if steps?.contains(.reasoningItemDone(item: i)) == true { continue }
+                out.append(.reasoning(i))
             } else {
                 out += [.text(i), .part(i)]
             }
@@ -201,6 +226,12 @@ extension ResponseRecord {
             e.itemId = item(i).id
             e.name = item(i).name
             e.arguments = item(i).arguments
+        case .reasoning(let i):
+            e.type = "response.reasoning_text.done"
+            e.outputIndex = i
+            e.itemId = item(i).id
+            e.contentIndex = 0
+            e.text = item(i).text
         case .item(let i):
             e.type = "response.output_item.done"
             e.outputIndex = i

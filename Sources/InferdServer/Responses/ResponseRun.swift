@@ -39,11 +39,11 @@ final class ResponseRun: Sendable {
             return
         case .started:
             change { r in Self.start(&r, tools: tools != nil) }
-        case .snapshot(let content, _):
+        case .snapshot(let content, let tokens):
             change { r in
                 Self.start(&r, tools: tools != nil)
                 if let tools {
-                    Self.add(tools.update(content, final: false), to: &r)
+                    Self.add(tools.update(content, final: false), to: &r, tokens: tokens)
                 } else {
                     Self.extend(&r, to: content)
                 }
@@ -137,9 +137,32 @@ final class ResponseRun: Sendable {
         r.deltaEnds.append(content.utf8.count)
     }
 
-    /// With tools: what a snapshot added, as steps. Text opens the message item (at its first
-    /// piece), a call's first delta its function_call item; each piece is a delta step.
-    private static func add(_ delta: ToolAnswerTracker.Delta, to r: inout ResponseRecord) {
+    /// With tools: what a snapshot added, as steps. Reasoning opens the reasoning item (it leads
+    /// the answer, so that item comes first), text the message item (at its first piece), a
+    /// call's first delta its function_call item; each piece is a delta step. `tokens`: the
+    /// answer's length in tokens at this snapshot, counted as reasoning while the reasoning grows.
+    private static func add(_ delta: ToolAnswerTracker.Delta, to r: inout ResponseRecord, tokens: Int?) {
+        if let piece = delta.reasoning {
+            var index = r.response.output.firstIndex { $0.type == "reasoning" }
+            if index == nil {
+                r.response.output.append(.reasoning("", status: "in_progress"))
+                index = r.response.output.count - 1
+                r.steps?.append(.reasoningAdded(item: index!))
+            }
+            let i = index!
+            let start = r.response.output[i].content[0].text.utf8.count
+            r.response.output[i].content[0].text += piece
+            r.steps?.append(.reasoning(item: i, start: start, end: start + piece.utf8.count))
+            if let tokens { r.reasoningTokens = tokens }
+        }
+        if delta.reasoningEnded, let i = r.response.output.firstIndex(where: { $0.type == "reasoning" }),
+            r.response.output[i].status == "in_progress"
+        {
+            // Its text is final: the item ends now, as OpenAI's streams end it before the message.
+            r.response.output[i].status = "completed"
+            r.steps?.append(.reasoningDone(item: i))
+            r.steps?.append(.reasoningItemDone(item: i))
+        }
         if let piece = delta.content {
             var index = r.response.output.firstIndex { $0.type == "message" }
             if index == nil {
@@ -176,11 +199,16 @@ final class ResponseRun: Sendable {
     /// answer did not finish (cut off by `max_output_tokens` or a cancel) stays `incomplete`.
     private static func finishCalls(_ r: inout ResponseRecord, text: String, tools: ToolAnswerTracker) {
         let completed = r.response.status == "completed"
-        add(tools.update(text, final: completed), to: &r)
+        add(tools.update(text, final: completed), to: &r, tokens: r.response.usage?.outputTokens)
+        if let tokens = r.reasoningTokens {
+            r.response.usage?.outputTokensDetails.reasoningTokens = tokens
+        }
         let message = tools.message(
             text, finishReason: completed ? FinishReason.stop.rawValue : FinishReason.length.rawValue)
         let done = Set(message.calls.map(\.id))
         for i in r.response.output.indices {
+            // A reasoning item that ended when its reasoning closed keeps its status.
+            if r.response.output[i].type == "reasoning", r.response.output[i].status == "completed" { continue }
             if r.response.output[i].type == "function_call" {
                 r.response.output[i].status =
                     done.contains(r.response.output[i].callID ?? "") ? "completed" : "incomplete"

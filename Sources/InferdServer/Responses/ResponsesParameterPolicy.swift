@@ -10,6 +10,7 @@ enum ResponsesParameterPolicy {
         "tools", "tool_choice", "parallel_tool_calls",
         // inferd's extensions, as on the chat route.
         "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos", "cache_salt",
+        "reasoning_budget",
     ]
 
     /// Accepted without effect: identifiers and cache hints that change nothing inferd does.

@@ -35,6 +35,8 @@ package struct ResponsesRequest: Sendable {
     /// `tools` and `tool_choice` as given, echoed on the response object.
     var toolsEcho: [OpenAIJSON] = []
     var toolChoiceEcho: OpenAIJSON = .string("none")
+    /// The `reasoning_budget` extension (`ReasoningBudgetField`); refused with a conversation.
+    var reasoningBudget: Int?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
@@ -89,6 +91,11 @@ package struct ResponsesRequest: Sendable {
             toolChoiceEcho = choice
         }
         parallelToolCalls = try f.bool("parallel_tool_calls") ?? (tools != nil)
+        reasoningBudget = try ReasoningBudgetField.read(f)
+        if conversationID != nil, reasoningBudget != nil {
+            throw .unsupported(
+                "reasoning_budget applies to responses without a conversation", param: ReasoningBudgetField.name)
+        }
     }
 
     /// `parallel_tool_calls` as echoed (false without tools unless given).
@@ -134,6 +141,9 @@ package struct ResponsesRequest: Sendable {
     /// One input item: a message, a `function_call` the model made earlier or a
     /// `function_call_output` answering one.
     static func inputItem(_ item: OpenAIJSON, path: String) throws(OpenAIError) -> ResponseItem {
+        if case .object(let o) = item, o["type"] == .string("reasoning") {
+            return try reasoningItem(OpenAIFields(o, path: path))
+        }
         guard case .object(let o) = item, case .string(let type)? = o["type"],
             type == "function_call" || type == "function_call_output"
         else { return try message(item, path: path) }

@@ -128,9 +128,12 @@ struct ResponsesRoutes: Sendable {
             }
         }
         var messages = history + input
-        let toolCalling = try ChatToolCalling.make(
+        // A thinking model's reasoning becomes a `reasoning` output item (over a remote engine the
+        // answer's text is kept as the upstream wrote it).
+        var toolCalling = try ChatToolCalling.make(
             backend, messages: messages.map(\.chatMessage), tools: body.tools, hasFormat: body.options.format != nil,
-            setting: toolCallFormat, names: .responses)
+            splitsReasoning: !(backend.forwardsTools && backend.chatTemplateSource == nil), setting: toolCallFormat,
+            names: .responses)
         var prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
         if body.truncation == "auto" {
             let room = backend.contextLength - (body.maxOutputTokens ?? 1)
@@ -139,6 +142,8 @@ struct ResponsesRoutes: Sendable {
                 prompt = try self.prompt(body.instructions, messages, tools: toolCalling, body.tools, backend: backend)
             }
         }
+        toolCalling = try ChatToolCalling.finish(
+            toolCalling, prompt: prompt, budget: body.reasoningBudget, backend: backend, names: .responses)
         var generation: BackendRequest
         do {
             generation = try generations.makeRequest(

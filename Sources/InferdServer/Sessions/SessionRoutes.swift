@@ -85,7 +85,7 @@ struct SessionRoutes: Sendable {
         let body = try SessionTurnRequestBody(request)
         let admission = try AdmissionFields(priority: body.priority, timeoutSeconds: body.timeoutSeconds)
         let toolTurn = try await turns.toolTurn(
-            body.tools, session: session, backend: backend, hasFormat: body.options?.format != nil)
+            body.tools, prompt: body.prompt, session: session, backend: backend, hasFormat: body.options?.format != nil)
         let turn = try await turns.admit(
             to: session, id: request.id, prompt: body.prompt, onBusy: body.onBusy, onCancel: body.onCancel,
             admission: admission, arrival: arrival, options: body.options, backend: backend, tools: toolTurn)

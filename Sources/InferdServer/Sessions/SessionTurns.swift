@@ -116,7 +116,7 @@ struct SessionTurns: Sendable {
     /// output (refused with tools). `splitsReasoning`: a thinking model's reasoning is kept apart
     /// even without tools (chat's `reasoning_content`).
     func toolTurn(
-        _ tools: NativeToolFields, session: Session, backend: any GenerationBackend, hasFormat: Bool,
+        _ tools: NativeToolFields, prompt: String, session: Session, backend: any GenerationBackend, hasFormat: Bool,
         names: ToolFieldNames = .native, splitsReasoning: Bool = false
     ) async throws(HTTPError) -> SessionToolTurn {
         let known = await session.visibleCallIDs()
@@ -133,13 +133,26 @@ struct SessionTurns: Sendable {
                 throw .badRequest("\(field) '\(id)' is answered twice", code: .invalidValue, param: field)
             }
         }
-        let calling: ChatToolCalling?
+        var calling: ChatToolCalling?
         do {
             calling = try ChatToolCalling.make(
                 backend, history: !known.isEmpty || !tools.results.isEmpty, tools: tools.use, hasFormat: hasFormat,
                 splitsReasoning: splitsReasoning, setting: toolCallFormat, names: names)
-        } catch {
+            if let made = calling {
+                // The grammar depends on whether the generation prompt opens the reasoning, which
+                // the template decides alike for any conversation: this turn's own messages show it.
+                let messages = tools.results + (prompt.isEmpty ? [] : [ChatMessage(role: .user, content: prompt)])
+                let probe = try generations.prepare(
+                    backend,
+                    made.prompt.input(instructions: nil, messages: messages, tools: tools.use, templateArguments: nil))
+                calling = try ChatToolCalling.finish(made, prompt: probe, budget: nil, backend: backend, names: names)
+            }
+        } catch let error as OpenAIError {
             throw HTTPError(error)
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            throw HTTPError(status: 500, message: "\(error)", type: "server_error", code: .internalError)
         }
         return SessionToolTurn(
             results: tools.results,

@@ -12,11 +12,20 @@ import ToolCalling
 /// upstream prompts and samples), no grammar is built, and its answer, with the calls written in
 /// the `generic` markup, is read with `GenericFormat`; `rules` then keeps the request's tool use,
 /// checked against what came back (`ToolRules`), since nothing here enforced it.
+///
+/// The constraint is made once the prompt is rendered (`ChatToolCalling.finish`): a prompt that
+/// opens `<think>` changes the grammar (the reasoning must close) and where a reasoning budget
+/// starts counting.
 struct ChatToolCalling {
-    let format: any ToolCallFormat
+    var format: any ToolCallFormat
     let prompt: ToolPrompt
-    let constraint: (any GenerationConstraint)?
+    var constraint: (any GenerationConstraint)? = nil
     var rules: ToolUse? = nil
+    /// The tools whose grammar `finish` builds (nil: no grammar, as without tools or over a
+    /// remote engine).
+    var use: ToolUse? = nil
+    /// The template thinks (answers may open with `<think>…</think>`).
+    var reasoning = false
 }
 
 /// The request fields a tool-calling refusal names, per API surface.
@@ -86,7 +95,7 @@ extension ChatToolCalling {
             guard reasoning, splitsReasoning else { return nil }
             let format = ReasoningFormat()
             return ChatToolCalling(
-                format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil)
+                format: format, prompt: ToolPrompt(format: format, rendersTools: true), reasoning: true)
         }
         guard let source = backend.chatTemplateSource else {
             throw .unsupported(
@@ -95,11 +104,9 @@ extension ChatToolCalling {
         }
         let format = setting.format(templateSource: source)
         let rendersTools = format.name != "generic" && backend.rendersTools
-        let constraint = try tools.flatMap { use throws(OpenAIError) in
-            try ToolConstraint.make(use, format: format, reasoning: reasoning, backend: backend, names: names)
-        }
         return ChatToolCalling(
-            format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), constraint: constraint)
+            format: format, prompt: ToolPrompt(format: format, rendersTools: rendersTools), use: tools,
+            reasoning: reasoning)
     }
 
     /// For a backend that forwards tools: the upstream's reasoning comes back as a leading
@@ -112,8 +119,7 @@ extension ChatToolCalling {
         guard tools != nil || history else {
             guard splitsReasoning else { return nil }
             let format = ReasoningFormat()
-            return ChatToolCalling(
-                format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil)
+            return ChatToolCalling(format: format, prompt: ToolPrompt(format: format, rendersTools: true))
         }
         guard names.messages == ToolFieldNames.chat.messages else {
             throw .unsupported(
@@ -124,8 +130,7 @@ extension ChatToolCalling {
             throw .invalid("tool_choice.function.name '\(name)' is not one of the tools", param: names.choiceName)
         }
         let format = GenericFormat()
-        return ChatToolCalling(
-            format: format, prompt: ToolPrompt(format: format, rendersTools: true), constraint: nil, rules: tools)
+        return ChatToolCalling(format: format, prompt: ToolPrompt(format: format, rendersTools: true), rules: tools)
     }
 
     /// Whether answers may open with reasoning: the template knows `<think>` (Qwen 3, DeepSeek R1

@@ -17,6 +17,8 @@ final class ToolAnswerTracker: Sendable {
         var content: String?
         var reasoning: String?
         var calls: [CallDelta] = []
+        /// The reasoning closed with this snapshot (`</think>` written): it will not grow again.
+        var reasoningEnded = false
 
         var isEmpty: Bool { content == nil && reasoning == nil && calls.isEmpty }
     }
@@ -48,6 +50,7 @@ final class ToolAnswerTracker: Sendable {
         var content = ""
         var reasoning = ""
         var calls: [(id: String, name: String, arguments: String)] = []
+        var reasoningEnded = false
     }
 
     init(format: any ToolCallFormat, rules: ToolUse? = nil) {
@@ -74,8 +77,13 @@ final class ToolAnswerTracker: Sendable {
     /// What `text` (the whole answer so far) adds to what was already reported.
     func update(_ text: String, final: Bool) -> Delta {
         let parsed = format.parse(text, final: final)
+        let ended = state.withLock { $0.reasoningEnded } || parsed.reasoning != nil && format.closesReasoning(text)
         return state.withLock { s in
             var delta = Delta()
+            if ended, !s.reasoningEnded {
+                s.reasoningEnded = true
+                delta.reasoningEnded = true
+            }
             delta.content = Self.suffix(parsed.content, after: &s.content)
             delta.reasoning = Self.suffix(parsed.reasoning ?? "", after: &s.reasoning)
             for (index, call) in parsed.calls.enumerated() {

@@ -51,7 +51,10 @@ enum ToolConstraint {
 
     /// What the grammar allows, for single-flight and the engine's constraint cache.
     static func identity(_ use: ToolUse, _ format: any ToolCallFormat, _ reasoning: Bool) -> String {
-        var parts = ["tools", format.name, "\(use.choice)", "parallel=\(use.parallel)", "reasoning=\(reasoning)"]
+        var parts = [
+            "tools", format.name, "\(use.choice)", "parallel=\(use.parallel)", "reasoning=\(reasoning)",
+            "opened=\(format.startsInReasoning)",
+        ]
         for tool in use.tools { parts += [tool.name, tool.parameters ?? "", "strict=\(tool.strict)"] }
         return parts.joined(separator: "\u{1F}")
     }
