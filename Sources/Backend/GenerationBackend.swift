@@ -65,6 +65,9 @@ public protocol GenerationBackend: Sendable {
     /// default): a request asking for them is refused, never answered without them.
     var computesLogprobs: Bool { get }
 
+    /// The tokenizer clients may use; nil (the default) when it is not in this process.
+    var tokenizerAccess: (any TokenizerAccess)? { get }
+
     /// Stops accepting work and ends what runs.
     func shutdown()
 }
@@ -78,6 +81,7 @@ extension GenerationBackend {
     public var rendersTools: Bool { false }
     public var forwardsTools: Bool { false }
     public var computesLogprobs: Bool { false }
+    public var tokenizerAccess: (any TokenizerAccess)? { nil }
 
     /// Submits a generation and awaits it: returns only once the backend has stopped working on
     /// it. The awaiting Task's cancellation stops it.

@@ -14,6 +14,7 @@ extension InferenceEngine: GenerationBackend {
     public var chatTemplateSource: String? { template?.source }
     public var rendersTools: Bool { template?.rendersTools ?? false }
     public var computesLogprobs: Bool { true }
+    public var tokenizerAccess: (any TokenizerAccess)? { LocalTokenizerAccess(engine: self) }
 
     public func makeConstraint(grammar: CompiledGrammar, identity: String) -> (any GenerationConstraint)? {
         constraint(compiled: grammar, identity: identity)

@@ -58,6 +58,7 @@ public final class TenantShareBackend: GenerationBackend {
     public var chatTemplateSource: String? { wrapped.chatTemplateSource }
     public var rendersTools: Bool { wrapped.rendersTools }
     public var computesLogprobs: Bool { wrapped.computesLogprobs }
+    public var tokenizerAccess: (any TokenizerAccess)? { wrapped.tokenizerAccess }
     public var forwardsTools: Bool { wrapped.forwardsTools }
 
     public func prepare(_ input: PromptInput) throws(ChatTemplateError) -> PreparedPrompt {

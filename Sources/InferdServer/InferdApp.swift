@@ -68,6 +68,7 @@ public final class InferdApp: Sendable {
             toolCallFormat: configuration.toolCallFormat
         ).register(router)
         conversations.register(router)
+        TokenizerRoutes(host: host).register(router)
         SessionRoutes(turns: turns, access: access, host: host, replicaId: replicaId).register(router)
         OpenAIRoutes(
             generations: generations, turns: turns, host: host, startedAt: startedAt,

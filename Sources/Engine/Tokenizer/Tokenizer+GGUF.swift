@@ -42,6 +42,7 @@ extension Tokenizer {
         default:
             throw TokenizerError.unsupportedModel(model)
         }
+        paddingID = optionalID("tokenizer.ggml.padding_token_id")
     }
 
     /// An optional array of float32 (empty when the key is absent).

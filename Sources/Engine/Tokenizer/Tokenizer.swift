@@ -9,6 +9,8 @@ public struct Tokenizer: Sendable {
     var table: TokenTable { model.table }
     public let bosID: Int32?
     public let eosID: Int32?
+    /// `tokenizer.ggml.padding_token_id`, when the file names one.
+    public internal(set) var paddingID: Int32? = nil
     /// Whether a raw prompt should start with BOS: `tokenizer.ggml.add_bos_token`, or when it is
     /// absent llama.cpp's default (true for SentencePiece and for the Llama 3 pre-tokenizer).
     public let addsBOS: Bool
