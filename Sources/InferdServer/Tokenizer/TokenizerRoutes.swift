@@ -74,7 +74,8 @@ struct TokenizerRoutes: Sendable {
                 throw OpenAIError(HTTPError(error), param: "messages")
             }
         case (nil, nil):
-            throw OpenAIError.invalid("prompt or messages is required", param: "prompt", code: .missingRequiredParameter)
+            throw OpenAIError.invalid(
+                "prompt or messages is required", param: "prompt", code: .missingRequiredParameter)
         case (_?, _?):
             throw OpenAIError.invalid("give prompt or messages, not both", param: "messages")
         }
