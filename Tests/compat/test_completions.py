@@ -64,7 +64,6 @@ def test_completion_stop_and_seed(client, model):
         ({"echo": True}, "echo"),
         ({"suffix": "!"}, "suffix"),
         ({"best_of": 2}, "best_of"),
-        ({"logprobs": 2}, "logprobs"),
         ({"n": 2}, "n"),
     ],
 )
