@@ -47,6 +47,21 @@ struct NativeToolFields: Sendable {
     }
 }
 
+extension OpenAIError {
+    /// This refusal naming a tool result's field as the caller wrote it: a native
+    /// `tool_results[j].tool_call_id` (or `.content`) becomes `<list>[i].<idField>` (or
+    /// `<textField>`), where `indexes[j]` is the result's place `i` in the caller's list.
+    mutating func renameResult(in list: String, indexes: [Int], idField: String, textField: String) {
+        let prefix = NativeToolFields.resultsField + "["
+        guard let param, param.hasPrefix(prefix),
+            let j = Int(param.dropFirst(prefix.count).prefix { $0.isNumber }), j < indexes.count
+        else { return }
+        let renamed = "\(list)[\(indexes[j])].\(param.hasSuffix(".tool_call_id") ? idField : textField)"
+        self.param = renamed
+        message = message.replacingOccurrences(of: param, with: renamed)
+    }
+}
+
 extension HTTPError {
     /// An OpenAI-shaped refusal from the shared tool checks, on a native route.
     init(_ e: OpenAIError) {

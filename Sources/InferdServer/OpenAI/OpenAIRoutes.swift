@@ -204,14 +204,8 @@ struct OpenAIRoutes: Sendable {
         } catch {
             var e = OpenAIError(error)
             // A result's field as the caller wrote it: `messages[i].…`.
-            let prefix = NativeToolFields.resultsField + "["
-            if let param = e.param, param.hasPrefix(prefix),
-                let j = Int(param.dropFirst(prefix.count).prefix { $0.isNumber }), j < results.count
-            {
-                e.param =
-                    "messages[\(results[j].index)].\(param.hasSuffix(".tool_call_id") ? "tool_call_id" : "content")"
-                e.message = e.message.replacingOccurrences(of: param, with: e.param ?? param)
-            }
+            e.renameResult(
+                in: "messages", indexes: results.map(\.index), idField: "tool_call_id", textField: "content")
             switch error.code {
             case .sessionBusy, .sessionQueueFull: e.param = chat.onBusy == nil ? "session_id" : "on_busy"
             case .sessionNotFound: e.param = "session_id"

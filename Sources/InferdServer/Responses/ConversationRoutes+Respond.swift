@@ -121,12 +121,7 @@ extension ConversationRoutes {
     /// the native `tool_results[j].tool_call_id`).
     static func inputError(_ error: HTTPError, results: [(index: Int, message: ChatMessage)]) -> OpenAIError {
         var e = OpenAIError(error)
-        let prefix = NativeToolFields.resultsField + "["
-        guard let param = e.param, param.hasPrefix(prefix),
-            let j = Int(param.dropFirst(prefix.count).prefix { $0.isNumber }), j < results.count
-        else { return e }
-        e.param = "input[\(results[j].index)].\(param.hasSuffix(".tool_call_id") ? "call_id" : "output")"
-        e.message = e.message.replacingOccurrences(of: param, with: e.param ?? param)
+        e.renameResult(in: "input", indexes: results.map(\.index), idField: "call_id", textField: "output")
         return e
     }
 
