@@ -81,3 +81,19 @@ def test_out_of_range_values_name_their_field(client, model, call, extra, param)
         else:
             client.completions.create(model=model, prompt="x", max_tokens=2, **extra)
     assert e.value.status_code == 400 and e.value.param == param, e.value.body
+
+
+def test_responses_output_text_logprobs(client, model):
+    r = client.responses.create(
+        model=model, input="Name three colours.", temperature=0, max_output_tokens=16,
+        include=["message.output_text.logprobs"], top_logprobs=2,
+    )
+    part = r.output[0].content[0]
+    assert part.logprobs and "".join(e.token for e in part.logprobs) == part.text
+    assert all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in part.logprobs)
+    with client.responses.stream(
+        model=model, input="Name three colours.", temperature=0, max_output_tokens=16,
+        include=["message.output_text.logprobs"], top_logprobs=2,
+    ) as stream:
+        streamed = [e for event in stream if event.type == "response.output_text.delta" for e in event.logprobs]
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in part.logprobs]
