@@ -13,9 +13,9 @@ struct ResponseItem: Codable, Sendable, Equatable {
         /// Present (empty) on `output_text` parts, as OpenAI's clients expect.
         var annotations: [String]?
         /// An `output_text` part's tokens, when `include` asked for them.
-        var logprobs: [ResponseLogprob]?
+        var logprobs: [LogprobEntryBody]?
 
-        static func output(_ text: String, logprobs: [ResponseLogprob]? = nil) -> Part {
+        static func output(_ text: String, logprobs: [LogprobEntryBody]? = nil) -> Part {
             Part(type: "output_text", text: text, annotations: [], logprobs: logprobs)
         }
     }

@@ -79,7 +79,7 @@ extension ResponseRecord {
                 e.itemId = outputItemID
                 e.contentIndex = 0
                 e.delta = Self.slice(text, start, deltaEnds[i])
-                e.logprobs = logprobs.map { ResponseLogprob.slice($0, start, deltaEnds[i]) } ?? []
+                e.logprobs = logprobs.map { LogprobEntryBody.slice($0, start, deltaEnds[i]) } ?? []
                 return e
             case lastOpen + 1:
                 e.type = "response.output_text.done"

@@ -23,7 +23,7 @@ struct ResponseRecord: Codable, Sendable {
     var reasoningTokens: Int?
     /// With `include: ["message.output_text.logprobs"]`: the answer's tokens' entries so far
     /// (at the end, those spelling the output text); nil when not asked for.
-    var logprobs: [ResponseLogprob]?
+    var logprobs: [LogprobEntryBody]?
 
     /// One event of a stream with tools.
     enum StreamStep: Codable, Sendable, Equatable {

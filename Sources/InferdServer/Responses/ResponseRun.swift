@@ -52,7 +52,7 @@ final class ResponseRun: Sendable {
                 } else {
                     // The entries first: the events the new text adds carry them.
                     if let logprobs, let have = r.logprobs?.count, tokens > have {
-                        r.logprobs? += logprobs.entries(have..<tokens).map(ResponseLogprob.init)
+                        r.logprobs? += logprobs.entries(have..<tokens).map(LogprobEntryBody.init)
                     }
                     Self.extend(&r, to: content)
                 }
@@ -80,7 +80,7 @@ final class ResponseRun: Sendable {
         change { r in
             if let logprobs {
                 // Those spelling the text as it ends (a stop string's are not).
-                r.logprobs = OpenAILogprobs.covering(logprobs.all, text: text).map(ResponseLogprob.init)
+                r.logprobs = OpenAILogprobs.covering(logprobs.all, text: text).map(LogprobEntryBody.init)
             }
             if r.started || !text.isEmpty {
                 Self.start(&r)

@@ -1,10 +1,10 @@
 import Engine
 
-/// One output token's log-probability as the Responses API shows it, on `output_text` parts
-/// and their delta and done events (`include: ["message.output_text.logprobs"]`): `token`,
-/// `logprob`, `bytes` and `top_logprobs`, chat's shape. Kept in the response's record, so a
+/// One generated token's log-probability in chat's shape (`token`, `logprob`, `bytes`,
+/// `top_logprobs`), as the Responses API shows it on `output_text` parts and their events and
+/// the native API on snapshots and final bodies. Codable: a response's record keeps them, so a
 /// stored or resumed stream carries the same entries.
-struct ResponseLogprob: Codable, Sendable, Equatable {
+struct LogprobEntryBody: Codable, Sendable, Equatable {
     struct Alternative: Codable, Sendable, Equatable {
         var token: String
         var logprob: Float
@@ -35,8 +35,8 @@ struct ResponseLogprob: Codable, Sendable, Equatable {
     /// The entries whose last byte falls in bytes `start..<end` of the text they spell (the
     /// first range also takes entries of no bytes at its start): each entry goes with the delta
     /// that completes it.
-    static func slice(_ entries: [ResponseLogprob], _ start: Int, _ end: Int) -> [ResponseLogprob] {
-        var out: [ResponseLogprob] = []
+    static func slice(_ entries: [LogprobEntryBody], _ start: Int, _ end: Int) -> [LogprobEntryBody] {
+        var out: [LogprobEntryBody] = []
         var at = 0
         for e in entries {
             at += e.bytes.count
