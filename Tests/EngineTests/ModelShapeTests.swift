@@ -28,7 +28,8 @@ struct ModelShapeTests {
         ("llama3-hd8-gqa4", .llama), ("llama3-hd24-gqa1", .llama), ("llama3-hd40-gqa3", .llama),
         ("llama3-hd256-gqa2", .llama), ("llama-hd16-gqa8-ffn33", .llama), ("qwen2-hd16-gqa2", .qwen2),
         ("qwen2-hd8-gqa8", .qwen2), ("qwen3-hd48-gqa4", .qwen3), ("qwen3-hd128-gqa2", .qwen3),
-        ("qwen3-hd12-gqa1", .qwen3), ("gemma3-hd24-gqa2", .gemma3),
+        ("qwen3-hd12-gqa1", .qwen3), ("gemma3-hd24-gqa2", .gemma3), ("gemma3-hd8-gqa4", .gemma3),
+        ("gemma3-hd12-gqa1", .gemma3),
     ]
 
     /// The model and its reference, with the reference's cases as both greedy and logits cases.
