@@ -23,8 +23,9 @@ python3 make_tiny.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" shapes
 for model in shapes/*.gguf; do
     name=$(basename "$model" .gguf)
     # Prompts of 5, 12 and 40 ids from 17..511 (past the special tokens), seeded by the name;
-    # BOS (1) first for the llama files, which add it. The 40-id prompt's 24 generated tokens
-    # take the keys past 64 (the decoding kernels' second step).
+    # BOS (1) first for the llama files, which add it. Decoding over up to 32 keys sums them all
+    # in ggml's double tail, from 33 keys on in its 64-wide steps: the short prompts' greedy
+    # tokens take the first, the 40-id prompt's the second.
     prompts=$(python3 -c "
 import random, sys, zlib
 name = sys.argv[1]
