@@ -28,12 +28,20 @@ public final class LogprobRecorder: Sendable {
     /// of the model's own distribution whatever `distribution` says (nothing shapes a prompt).
     public let scoresPrompt: Bool
     private let promptEntries = Mutex<PromptLogprobs?>(nil)
+    private let endEntry = Mutex<TokenLogprob?>(nil)
 
     public init(top: Int, distribution: Distribution = .processed, scoresPrompt: Bool = false) {
         self.top = min(max(top, 0), Self.maxTop)
         self.distribution = distribution
         self.scoresPrompt = scoresPrompt
     }
+
+    /// The end-of-generation token's entry, when the answer ended on one (it is no part of the
+    /// answer, so not among the entries; completions list it last, as evaluation harnesses expect
+    /// one entry per prompt token plus each generated one).
+    public var end: TokenLogprob? { endEntry.withLock { $0 } }
+
+    public func setEnd(_ entry: TokenLogprob) { endEntry.withLock { $0 = entry } }
 
     /// The scored prompt, written once when its pass ends (before the first generated token's
     /// entry); nil until then, and always without `scoresPrompt`.

@@ -14,4 +14,7 @@ public struct PromptLogprobs: Sendable, Equatable {
 
     /// Every prompt token's count: the first and the scored ones.
     public var count: Int { scored.count + 1 }
+
+    /// The prompt as its tokens spell it (a BOS the model adds included).
+    public var text: String { String(decoding: firstBytes + scored.flatMap(\.bytes), as: UTF8.self) }
 }

@@ -30,6 +30,9 @@ import Testing
         #expect(prompt.scored[1].bytes == [255])
         // The generated tokens keep their own entries, and the prompt's were there first.
         #expect(recorder.all.map(\.id) == [104, 105])
+        // The end token is no part of the answer: kept apart, with its own log-probability.
+        #expect(recorder.end?.id == 256)
+        #expect(abs(Double(recorder.end?.logprob ?? 0) - LogprobTests.expected(256, next: 256)) < 1e-5)
         let seen = try #require(promptAtFirstSnapshot.withLock { $0 })
         #expect(seen == prompt)
     }

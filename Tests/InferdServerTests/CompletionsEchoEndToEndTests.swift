@@ -162,6 +162,31 @@ import Testing
         }
     }
 
+    /// lm-evaluation-harness sends `max_tokens: 1` and reads `token_logprobs[ctxlen:-1]`: the
+    /// generated token must have its entry even when it is the end of generation.
+    @Test func anEndOfGenerationTokenKeepsItsEntry() async throws {
+        try await RunningServer.with { s in
+            let prompt = "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\nHi! How can I help you today?"
+            let r = try await Self.post(
+                s,
+                [
+                    "model": try Self.model(), "prompt": prompt, "max_tokens": 1, "echo": true, "logprobs": 1,
+                    "temperature": 0,
+                ])
+            let choice = try #require(try Self.choices(r).first)
+            try #require(choice["finish_reason"] as? String == "stop", "the model ends here: \(r.text)")
+            let promptTokens = try #require((r.json?["usage"] as? [String: Any])?["prompt_tokens"] as? Int)
+            let lp = try Self.legacy(choice)
+            let tokens = try #require(lp["tokens"] as? [String])
+            let values = try #require(lp["token_logprobs"] as? [Any])
+            #expect(tokens.count == promptTokens + 1 && values.count == promptTokens + 1)
+            // The prompt's control tokens spelled out, the end token's text empty.
+            #expect(tokens.last == "" && tokens.joined() == prompt && choice["text"] as? String == prompt)
+            let last = try #require(values.last as? Double)
+            #expect(last < 0 && last > -2, "greedy ended there, so the end token was the likeliest: \(last)")
+        }
+    }
+
     @Test func listsOfPromptsAndNGiveChoicesInIndexOrder() async throws {
         try await RunningServer.with { s in
             let model = try Self.model()

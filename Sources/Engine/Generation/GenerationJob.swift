@@ -227,14 +227,16 @@ final class GenerationJob: @unchecked Sendable {
                 let computed = Sampler.logSoftmax(of: token, logits: row, top: top)
                 promptScores.append(
                     TokenLogprob(
-                        id: token, bytes: decoder.bytes(of: token), logprob: computed.logprob,
-                        top: computed.top.map { .init(id: $0.id, bytes: decoder.bytes(of: $0.id), logprob: $0.logprob) }
-                    ))
+                        id: token, bytes: decoder.spelledBytes(of: token), logprob: computed.logprob,
+                        top: computed.top.map {
+                            .init(id: $0.id, bytes: decoder.spelledBytes(of: $0.id), logprob: $0.logprob)
+                        }))
             }
         }
         if end == prompt.count {
             request.logprobs?.setPrompt(
-                PromptLogprobs(firstID: prompt[0], firstBytes: decoder.bytes(of: prompt[0]), scored: promptScores))
+                PromptLogprobs(
+                    firstID: prompt[0], firstBytes: decoder.spelledBytes(of: prompt[0]), scored: promptScores))
             scoreRows = []
         }
         promptAdvanced(to: end, logits: logits)
@@ -320,6 +322,8 @@ final class GenerationJob: @unchecked Sendable {
             return
         }
         if endOfGeneration.contains(token) {
+            if let entry = pendingLogprob { request.logprobs?.setEnd(entry) }
+            pendingLogprob = nil
             finish(.stop)
             return
         }

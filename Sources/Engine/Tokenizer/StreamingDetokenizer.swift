@@ -25,6 +25,13 @@ public struct StreamingDetokenizer: Sendable {
         return out
     }
 
+    /// The bytes of `id` with control tokens spelled out, as a prompt writes them.
+    public func spelledBytes(of id: Int32) -> [UInt8] {
+        var out: [UInt8] = []
+        tokenizer.appendPiece(id, renderSpecial: true, to: &out)
+        return out
+    }
+
     /// Adds one token and returns the text it completes (possibly empty).
     public mutating func append(_ id: Int32) -> String {
         tokenizer.appendPiece(id, renderSpecial: false, to: &pending)

@@ -29,6 +29,7 @@ final class EchoOnce: Sendable {
         if let recorder {
             chunk.logprobs = []
             chunk.promptLogprobs = recorder.prompt
+            if let prompt = recorder.prompt { chunk.content = prompt.text }
         }
         stream.send(data: WireJSON.string(chunk))
     }

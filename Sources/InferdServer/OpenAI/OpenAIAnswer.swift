@@ -44,14 +44,31 @@ struct OpenAIAnswer: Sendable {
             ))
     }
 
+    /// The echoed prompt's length in characters (as its tokens spell it once scored); 0 without echo.
+    var echoLength: Int {
+        guard let echoText else { return 0 }
+        return (logprobs?.prompt?.text ?? echoText).count
+    }
+
+    /// Text completions: the end-of-generation token's entry when the answer ended on one (its
+    /// text is empty), listed last as OpenAI's and vLLM's completions list it; chat lists none.
+    var endEntry: [TokenLogprob] {
+        guard kind == .text, let end = logprobs?.end else { return [] }
+        return [end]
+    }
+
     /// The choice a finished generation gives; a cancelled or failed one is an error.
     func choice(_ outcome: GenerationOutcome) throws(OpenAIError) -> OpenAICompletionChoice {
         if let error = Self.error(ending: outcome) { throw error }
         var choice = OpenAICompletionChoice(
             index: index, content: outcome.content, finishReason: outcome.wireFinishReason)
-        choice.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: outcome.content) }
+        choice.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: outcome.content) + endEntry }
         choice.echoText = echoText
-        choice.promptLogprobs = echoText == nil ? nil : logprobs?.prompt
+        if echoText != nil, let prompt = logprobs?.prompt {
+            // Scored: the prompt as its tokens spell it, so they spell the text and its offsets.
+            choice.promptLogprobs = prompt
+            choice.echoText = prompt.text
+        }
         if let tools {
             let message = tools.message(outcome.content, finishReason: outcome.wireFinishReason)
             if let error = tools.violation(message) { throw error }
@@ -123,7 +140,7 @@ struct OpenAIAnswer: Sendable {
             var chunk = template
             chunk.content = piece
             chunk.logprobs = cursor?.take(upTo: n)
-            chunk.logprobsOffset = offset + (echoText?.count ?? 0)
+            chunk.logprobsOffset = offset + echoLength
             stream.send(data: WireJSON.string(chunk))
         }
         if let error = Self.error(ending: outcome) {
@@ -131,11 +148,11 @@ struct OpenAIAnswer: Sendable {
             return nil
         }
         echo?.send()
-        let echoed = echoText?.count ?? 0
+        let echoed = echoLength
         var finish = template
         finish.finishReason = outcome.wireFinishReason
         // The entries no chunk carried yet, up to the end of the answer (a stop string's are not).
-        let rest = cursor?.rest(covering: outcome.content)
+        let rest = cursor.map { $0.rest(covering: outcome.content) + endEntry }
         if let tools {
             // The rest (held back as possible markup or a stop string), then the calls' verdict.
             let final = ToolAnswerTracker.isFinal(outcome.wireFinishReason)
