@@ -24,10 +24,22 @@ public final class LogprobRecorder: Sendable {
     /// OpenAI's largest `top_logprobs`.
     public static let maxTop = 20
 
-    public init(top: Int, distribution: Distribution = .processed) {
+    /// Whether the prompt is scored too (completions' `echo`): its tokens' log-probabilities,
+    /// of the model's own distribution whatever `distribution` says (nothing shapes a prompt).
+    public let scoresPrompt: Bool
+    private let promptEntries = Mutex<PromptLogprobs?>(nil)
+
+    public init(top: Int, distribution: Distribution = .processed, scoresPrompt: Bool = false) {
         self.top = min(max(top, 0), Self.maxTop)
         self.distribution = distribution
+        self.scoresPrompt = scoresPrompt
     }
+
+    /// The scored prompt, written once when its pass ends (before the first generated token's
+    /// entry); nil until then, and always without `scoresPrompt`.
+    public var prompt: PromptLogprobs? { promptEntries.withLock { $0 } }
+
+    public func setPrompt(_ prompt: PromptLogprobs) { promptEntries.withLock { $0 = prompt } }
 
     public func append(_ entry: TokenLogprob) { entries.withLock { $0.append(entry) } }
 

@@ -134,17 +134,38 @@ import Testing
 
     @Test func completionPromptsAndDefaults() throws {
         let text = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": "hi"}"#))
-        #expect(text.prompt == .text("hi"))
+        #expect(text.prompts == [.text("hi")] && text.n == 1 && !text.echo)
         #expect(text.parameters.options.maxTokens == 16)
         let ids = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": [1, 2, 3], "max_tokens": 4}"#))
-        #expect(ids.prompt == .tokens([1, 2, 3]) && ids.parameters.options.maxTokens == 4)
-        #expect(try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["one"]}"#)).prompt == .text("one"))
-        let many = error { _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["a", "b"]}"#)) }
-        #expect(many?.param == "prompt" && many?.code == .unsupportedParameter)
-        let echo = error {
-            _ = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": "a", "echo": true}"#))
+        #expect(ids.prompts == [.tokens([1, 2, 3])] && ids.parameters.options.maxTokens == 4)
+        #expect(
+            try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["one"]}"#)).prompts == [.text("one")])
+        let many = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": ["a", [5, 6], "b"], "n": 2}"#))
+        #expect(many.prompts == [.text("a"), .tokens([5, 6]), .text("b")] && many.n == 2)
+        let lists = try OpenAICompletionRequest(try fields(#"{"model": "m", "prompt": [[1], [2, 3]]}"#))
+        #expect(lists.prompts == [.tokens([1]), .tokens([2, 3])])
+        let echo = try OpenAICompletionRequest(
+            try fields(#"{"model": "m", "prompt": "a", "echo": true, "max_tokens": 0, "logprobs": 1}"#))
+        #expect(echo.echo && echo.parameters.scoresOnly && echo.parameters.logprobs?.top == 1)
+    }
+
+    @Test func completionRefusalsNameTheField() throws {
+        func param(_ body: String) -> String? {
+            error { _ = try OpenAICompletionRequest(try fields(body)) }?.param
         }
-        #expect(echo?.param == "echo")
+        #expect(param(#"{"model": "m", "prompt": ["a", 7]}"#) == "prompt[1]")
+        #expect(param(#"{"model": "m", "prompt": [[1], [-2]]}"#) == "prompt[1]")
+        #expect(param(#"{"model": "m", "prompt": [[1], []]}"#) == "prompt[1]")
+        #expect(param(#"{"model": "m", "prompt": []}"#) == "prompt")
+        #expect(param(#"{"model": "m", "prompt": "a", "n": 0}"#) == "n")
+        #expect(param(#"{"model": "m", "prompt": "a", "n": 17}"#) == "n")
+        let tooMany = "[" + Array(repeating: #""a""#, count: 65).joined(separator: ",") + "]"
+        #expect(param(#"{"model": "m", "prompt": \#(tooMany)}"#) == "prompt")
+        let choices = "[" + Array(repeating: #""a""#, count: 5).joined(separator: ",") + "]"
+        #expect(param(#"{"model": "m", "prompt": \#(choices), "n": 16}"#) == "n")
+        #expect(param(#"{"model": "m", "prompt": "a", "max_tokens": 0, "logprobs": 1}"#) == "max_tokens")
+        #expect(param(#"{"model": "m", "prompt": "a", "max_tokens": 0, "echo": true}"#) == "logprobs")
+        #expect(param(#"{"model": "m", "prompt": "a", "suffix": "b"}"#) == "suffix")
     }
 
     @Test func deltasAreTheNewSuffixOfEachSnapshot() {

@@ -61,10 +61,8 @@ def test_completion_stop_and_seed(client, model):
 @pytest.mark.parametrize(
     "extra, named",
     [
-        ({"echo": True}, "echo"),
         ({"suffix": "!"}, "suffix"),
         ({"best_of": 2}, "best_of"),
-        ({"n": 2}, "n"),
     ],
 )
 def test_refused_completion_parameters(client, model, extra, named):

@@ -55,6 +55,10 @@ final class GenerationJob: @unchecked Sendable {
     /// With raw log-probabilities: the model's logits before the mask and penalties (allocated
     /// once, at the first token).
     var rawLogits: [Float] = []
+    /// With a scored prompt: its tokens' entries so far, and every row's logits of one chunk
+    /// (allocated at the first chunk).
+    var promptScores: [TokenLogprob] = []
+    var scoreRows: [Float] = []
     var startedAt = ContinuousClock.now
     var promptDoneAt: ContinuousClock.Instant?
 
@@ -96,6 +100,8 @@ final class GenerationJob: @unchecked Sendable {
             switch phase {
             case .waiting:
                 try start(predictor: predictor)
+            case .prompt(let next) where scoresPrompt:
+                try scorePrompt(from: next, predictor: predictor, logits: logits)
             case .prompt(let next):
                 let end = min(next + Self.promptChunk, request.promptTokens.count)
                 try predictor.predict(tokens: request.promptTokens[next..<end], sequence: sequence, logits: logits)
@@ -126,6 +132,12 @@ final class GenerationJob: @unchecked Sendable {
         return true
     }
 
+    /// Scores its prompt (completions' `echo`): every row's logits, so it is never batched.
+    var scoresPrompt: Bool { request.logprobs?.scoresPrompt == true }
+
+    /// Scoring its prompt and not cancelled: its next step runs alone (never in a batch).
+    var scoresPromptAlone: Bool { scoresPrompt && isProcessingPrompt }
+
     /// This job's own logits buffer, for batched steps (the worker's scratch serves single steps).
     private(set) lazy var batchLogits: UnsafeMutableBufferPointer<Float> = {
         let b = UnsafeMutableBufferPointer<Float>.allocate(capacity: vocabularySize)
@@ -139,7 +151,7 @@ final class GenerationJob: @unchecked Sendable {
     /// This job's share of a batched step: its next token when decoding, or its next prompt
     /// chunk (the same chunk a single step would compute) when processing its prompt.
     func batchInput() -> PredictionInput? {
-        guard !isCancelled else { return nil }
+        guard !isCancelled, !scoresPromptAlone else { return nil }
         let tokens: ArraySlice<Int32>
         switch phase {
         case .decode:
@@ -183,14 +195,57 @@ final class GenerationJob: @unchecked Sendable {
         } else {
             promptDoneAt = .now
             onEvent(.started(promptTokens: request.promptTokens.count, cachedTokens: cachedTokens))
+            // `max_tokens: 0` (a scored prompt's): the prompt was all there was to compute.
+            guard request.maxTokens > 0 else {
+                finish(.length)
+                return
+            }
             accept(sampleNext(logits: logits))
         }
+    }
+
+    /// One chunk of a scored prompt: each token's log-probability given those before it, from
+    /// the row after its predecessor; the last row's logits go to `logits` for the first sample.
+    private func scorePrompt(
+        from next: Int, predictor: any TokenPredictor, logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        let prompt = request.promptTokens
+        let end = min(next + Self.promptChunk, prompt.count)
+        let v = vocabularySize
+        let top = request.logprobs?.top ?? 0
+        if scoreRows.isEmpty { scoreRows = Array(repeating: 0, count: Self.promptChunk * v) }
+        try scoreRows.withUnsafeMutableBufferPointer { rows in
+            // Rows: [end - next × vocabulary], row t after prompt token next + t.
+            try predictor.score(tokens: prompt[next..<end], promptLength: prompt.count, sequence: sequence, rows: rows)
+            for p in next..<end {
+                let row = UnsafeBufferPointer(rebasing: rows[((p - next) * v)..<((p - next + 1) * v)])
+                guard p + 1 < prompt.count else {
+                    _ = logits.update(fromContentsOf: row)
+                    break
+                }
+                let token = prompt[p + 1]
+                let computed = Sampler.logSoftmax(of: token, logits: row, top: top)
+                promptScores.append(
+                    TokenLogprob(
+                        id: token, bytes: decoder.bytes(of: token), logprob: computed.logprob,
+                        top: computed.top.map { .init(id: $0.id, bytes: decoder.bytes(of: $0.id), logprob: $0.logprob) }
+                    ))
+            }
+        }
+        if end == prompt.count {
+            request.logprobs?.setPrompt(
+                PromptLogprobs(firstID: prompt[0], firstBytes: decoder.bytes(of: prompt[0]), scored: promptScores))
+            scoreRows = []
+        }
+        promptAdvanced(to: end, logits: logits)
     }
 
     private func start(predictor: any TokenPredictor) throws(GenerationError) {
         let prompt = request.promptTokens
         guard !prompt.isEmpty else { throw .emptyPrompt }
-        guard request.maxTokens >= 1, prompt.count + request.maxTokens <= predictor.contextLength else {
+        // No tokens to generate is a prompt pass alone: only a scored prompt wants that.
+        guard request.maxTokens >= (scoresPrompt ? 0 : 1), prompt.count + request.maxTokens <= predictor.contextLength
+        else {
             throw .contextOverflow(
                 promptTokens: prompt.count, maxTokens: request.maxTokens, contextLength: predictor.contextLength)
         }
@@ -200,14 +255,14 @@ final class GenerationJob: @unchecked Sendable {
         let needed = prompt.count + request.maxTokens
         history.reserveCapacity(needed)
         history.append(contentsOf: prompt)
-        if let existing = request.sequence, existing.capacity >= needed {
+        if !scoresPrompt, let existing = request.sequence, existing.capacity >= needed {
             // Reuse the longest shared prefix, but always recompute at least the last prompt
             // token: its logits are what the first generated token is sampled from.
             let shared = zip(existing.tokens, prompt).prefix { $0 == $1 }.count
             cachedTokens = min(shared, prompt.count - 1)
             existing.truncate(to: cachedTokens)
             sequence = existing
-        } else if request.sequence == nil,
+        } else if !scoresPrompt, request.sequence == nil,
             let found = prefixCache?.longestPrefix(of: prompt, limit: prompt.count - 1, scope: request.scope),
             let copy = predictor.makeSequence(capacity: needed, copying: found.count, of: found.sequence)
         {

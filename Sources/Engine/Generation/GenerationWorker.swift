@@ -182,7 +182,9 @@ final class GenerationWorker: @unchecked Sendable {
             only.step(predictor: predictor, logits: logits)
         }
         // Starting and cancelled jobs; a prompt that found no room this round waits for the next.
-        for job in active where !members.contains(where: { $0 === job }) && !job.isProcessingPrompt {
+        // A scored prompt's chunk runs alone here too.
+        for job in active
+        where !members.contains(where: { $0 === job }) && (!job.isProcessingPrompt || job.scoresPromptAlone) {
             job.step(predictor: predictor, logits: logits)
         }
     }

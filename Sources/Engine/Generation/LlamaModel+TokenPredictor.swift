@@ -36,6 +36,17 @@ extension LlamaModel: TokenPredictor {
         try forward(tokens: tokens, cache: cache, logits: logits)
     }
 
+    /// Every row's logits in the prompt pass itself (`forward(scoring:)`).
+    public func score(
+        tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
+        rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        guard let cache = sequence as? KVCache else {
+            preconditionFailure("a LlamaModel runs only sequences it made")
+        }
+        try forward(scoring: tokens, of: promptLength, cache: cache, rows: rows)
+    }
+
     /// One pass over the weights for every sequence in the batch.
     public func predict(batch: [PredictionInput]) throws {
         try forward(batch: batch) { input in

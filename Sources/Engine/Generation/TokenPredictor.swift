@@ -14,6 +14,15 @@ public protocol TokenPredictor: AnyObject, Sendable {
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws
     func predict(batch: [PredictionInput]) throws
+    /// Appends `tokens` to `sequence` like `predict`, and writes the logits after every one of
+    /// them into `rows` ([tokens.count × vocabularySize], row t after token t): scoring a prompt
+    /// (completions' `echo`) in its own pass, with no second forward. `tokens` is a piece of a
+    /// prompt of `promptLength` tokens, its indices the positions in it (the piece's arithmetic
+    /// may depend on where it lies in the whole).
+    func score(
+        tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
+        rows: UnsafeMutableBufferPointer<Float>
+    ) throws
     /// A new sequence of `capacity` tokens holding the first `count` tokens of `source`, to go
     /// on from there, or nil when the predictor cannot give one whose next results are exactly
     /// those of computing all the tokens afresh (the prefix cache's condition; see
@@ -54,6 +63,22 @@ extension TokenPredictor {
     { nil }
     public var copiesPrefixesExactly: Bool { false }
     public var bytesPerSequenceToken: Int { 1 }
+
+    /// By default one token at a time: each row is then exactly what `predict` gives after that
+    /// token. Predictors whose rows differ when computed together (llama.cpp's arithmetic
+    /// depends on the batch) override it with the pass that computes all rows at once.
+    public func score(
+        tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
+        rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        let v = vocabularySize
+        precondition(rows.count >= tokens.count * v, "score: rows hold fewer than tokens × vocabulary floats")
+        for (t, i) in tokens.indices.enumerated() {
+            try predict(
+                tokens: tokens[i...i], sequence: sequence,
+                logits: UnsafeMutableBufferPointer(rebasing: rows[(t * v)..<((t + 1) * v)]))
+        }
+    }
 
     /// Several sequences at once. Predictors that can share work between sequences (one pass
     /// over the weights for all of them) override this; the default runs them one by one.

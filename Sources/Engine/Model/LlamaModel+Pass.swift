@@ -26,6 +26,10 @@ extension LlamaModel {
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
         let alone = orders + n
+        // A scored prompt (one segment wanting every row's logits) runs its last feed-forward and
+        // the head over all rows in its micro-batch's arithmetic, as llama.cpp does when every
+        // token is an output (it then skips the output-rows-only cut).
+        let scored: UnsafeMutablePointer<Float>? = segments.count == 1 ? segments[0].allLogits : nil
         // Shape of x, xn, proj: [n × dim]; q, attn: [n × qDim]; k, v: [n × kvDim].
         for segment in segments {
             for (t, id) in segment.tokens.enumerated() {
@@ -102,7 +106,7 @@ extension LlamaModel {
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
             dumpTensor("sa_out-\(l)", x, count: n * dim)
             dumpTensor("ffn_norm-\(l)", xn, count: n * dim)
-            let ffnOrders = l == layers.count - 1 ? alone : orders
+            let ffnOrders = l == layers.count - 1 && scored == nil ? alone : orders
             var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
@@ -118,6 +122,15 @@ extension LlamaModel {
             dumpTensor("ffn_post_norm-\(l)", proj, count: n * dim)
             ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))
             dumpTensor("l_out-\(l)", x, count: n * dim)
+        }
+        if let scored {
+            // Output head over every row: [n × dim] → [n × vocabulary].
+            rmsNorm(x, outputNorm, into: xn, n: n, width: dim)
+            dumpTensor("result_norm", xn, count: n * dim)
+            var outActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: orders)
+            matmul(output, &outActivations, into: scored, ldy: c.vocabularySize)
+            dumpTensor("result_output", scored, count: n * c.vocabularySize)
+            return
         }
         // Output head over the last row of each segment that wants logits, in one product.
         var wanting = 0

@@ -280,6 +280,41 @@ public final class LlamaModel: @unchecked Sendable {
         }
     }
 
+    /// Processes `tokens` like `forward` and writes the logits after every one of them into
+    /// `rows` ([tokens.count × vocabularySize]), in chunks of `maxBatch`, with the arithmetic of
+    /// one llama.cpp call given the whole prompt of `promptLength` tokens with every token an
+    /// output (completions' `echo`). `tokens`' indices are their positions in that prompt.
+    public func forward(
+        scoring tokens: ArraySlice<Int32>, of promptLength: Int, cache: KVCache,
+        rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        guard !tokens.isEmpty else { return }
+        let v = config.vocabularySize
+        try validate(tokens: tokens, cache: cache, logits: rows)
+        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
+            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
+        }
+        guard tokens.startIndex >= 0, tokens.endIndex <= promptLength else {
+            throw ModelError.invalidHyperParameter("a scored piece lies outside its prompt")
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        var start = tokens.startIndex
+        while start < tokens.endIndex {
+            // Chunks never cross a micro-batch (maxBatch divides microBatchLimit).
+            let end = min(tokens.endIndex, (start / Self.maxBatch + 1) * Self.maxBatch)
+            let chunk = tokens[start..<end]
+            let segment = Segment(
+                tokens: chunk, cache: cache, logits: nil, row: 0,
+                microBatch: min(
+                    Self.microBatchLimit, promptLength - start / Self.microBatchLimit * Self.microBatchLimit),
+                microBatchRow: start % Self.microBatchLimit, allLogits: base + (start - tokens.startIndex) * v)
+            withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1)) }
+            cache.append(chunk)
+            start = end
+        }
+    }
+
     /// One sequence's part of a batched pass.
     public struct BatchItem {
         public var tokens: ArraySlice<Int32>
@@ -379,6 +414,9 @@ public final class LlamaModel: @unchecked Sendable {
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
         let row: Int
+        /// Where every row's logits go ([rows × vocabulary]) when the segment is a scored prompt
+        /// (it then runs alone in its pass); nil for the others.
+        let allLogits: UnsafeMutablePointer<Float>?
         /// The micro-batch llama.cpp would put these rows in: the tokens given at once (one
         /// `forward` call's, or one batch item's) cut in pieces of `microBatchLimit`. Its size
         /// and this segment's first row in it decide which of llama.cpp's arithmetics each row
@@ -391,9 +429,10 @@ public final class LlamaModel: @unchecked Sendable {
 
         init(
             tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutablePointer<Float>?, row: Int,
-            microBatch: Int, microBatchRow: Int = 0
+            microBatch: Int, microBatchRow: Int = 0, allLogits: UnsafeMutablePointer<Float>? = nil
         ) {
             self.tokens = tokens
+            self.allLogits = allLogits
             self.cache = cache
             self.logits = logits
             self.row = row

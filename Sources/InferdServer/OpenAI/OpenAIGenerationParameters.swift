@@ -16,6 +16,9 @@ struct OpenAIGenerationParameters: Sendable {
     var cacheSalt: String?
     /// Log-probabilities asked for (each route reads its own fields: `LogprobAsk`).
     var logprobs: LogprobAsk?
+    /// Completions' `max_tokens: 0` with `echo`: the prompt is scored and nothing generated
+    /// (`options.maxTokens` then holds 1, for the native validation).
+    var scoresOnly = false
 
     init(_ f: OpenAIFields, maxTokensKeys: [String]) throws(OpenAIError) {
         guard let model = try f.string("model") else {

@@ -30,7 +30,9 @@ struct LogprobAsk: Sendable, Equatable {
         return n
     }
 
-    func recorder() -> LogprobRecorder { LogprobRecorder(top: top, distribution: distribution) }
+    func recorder(scoresPrompt: Bool = false) -> LogprobRecorder {
+        LogprobRecorder(top: top, distribution: distribution, scoresPrompt: scoresPrompt)
+    }
 }
 
 /// Log-probability entries as OpenAI's two shapes show them: chat's `{"content": [{"token",
@@ -96,34 +98,44 @@ enum OpenAILogprobs {
     }
 
     /// Completions' legacy `logprobs` object; `offset` is where these tokens' text starts in the
-    /// choice's text (characters, as OpenAI counts them).
+    /// choice's text (characters, as OpenAI counts them). With an echoed `prompt`, its tokens come
+    /// first (the first with `null`s: nothing comes before it) and the offsets run on from them.
     struct Legacy: Encodable, Sendable {
         var tokens: [String] = []
         var tokenLogprobs: [Float?] = []
         var topLogprobs: [[String: Float]?] = []
         var textOffset: [Int] = []
+        private var at: Int
+        private var pending: [UInt8] = []
 
-        init(_ entries: [TokenLogprob], offset: Int = 0) {
-            var at = offset
-            var pending: [UInt8] = []
-            for e in entries {
-                let text = String(decoding: e.bytes, as: UTF8.self)
-                tokens.append(text)
-                tokenLogprobs.append(OpenAILogprobs.finite(e.logprob))
-                var top: [String: Float] = [:]
-                for alt in e.top {
-                    // Two tokens spelling the same text keep the likelier (listed first).
-                    let key = String(decoding: alt.bytes, as: UTF8.self)
-                    if top[key] == nil { top[key] = OpenAILogprobs.finite(alt.logprob) }
-                }
-                topLogprobs.append(top)
-                textOffset.append(at)
-                // Characters completed so far (a token may end inside one).
-                pending += e.bytes
-                if let complete = String(validating: pending, as: UTF8.self) {
-                    at += complete.count
-                    pending.removeAll()
-                }
+        init(_ entries: [TokenLogprob], offset: Int = 0, prompt: PromptLogprobs? = nil) {
+            at = offset
+            if let prompt {
+                add(prompt.firstBytes, logprob: nil, top: nil)
+                for e in prompt.scored { add(e.bytes, logprob: e.logprob, top: e.top) }
+            }
+            for e in entries { add(e.bytes, logprob: e.logprob, top: e.top) }
+        }
+
+        private mutating func add(_ bytes: [UInt8], logprob: Float?, top alternatives: [TokenLogprob.Alternative]?) {
+            tokens.append(String(decoding: bytes, as: UTF8.self))
+            tokenLogprobs.append(logprob.map(OpenAILogprobs.finite))
+            topLogprobs.append(
+                alternatives.map { list in
+                    var top: [String: Float] = [:]
+                    for alt in list {
+                        // Two tokens spelling the same text keep the likelier (listed first).
+                        let key = String(decoding: alt.bytes, as: UTF8.self)
+                        if top[key] == nil { top[key] = OpenAILogprobs.finite(alt.logprob) }
+                    }
+                    return top
+                })
+            textOffset.append(at)
+            // Characters completed so far (a token may end inside one).
+            pending += bytes
+            if let complete = String(validating: pending, as: UTF8.self) {
+                at += complete.count
+                pending.removeAll()
             }
         }
 

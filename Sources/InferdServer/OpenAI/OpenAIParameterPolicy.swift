@@ -30,8 +30,7 @@ struct OpenAIParameterPolicy: Sendable {
     ]
 
     static let commonRefused: [String: Refusal] = [
-        "n": Refusal(hint: "only n=1 is supported") { $0 == .int(1) },
-        "logit_bias": Refusal { $0 == .object([:]) },
+        "logit_bias": Refusal { $0 == .object([:]) }
     ]
 
     static let chat = OpenAIParameterPolicy(
@@ -44,6 +43,7 @@ struct OpenAIParameterPolicy: Sendable {
         ],
         refused: commonRefused.merging(
             [
+                "n": Refusal(hint: "only n=1 is supported on chat; /v1/completions takes n") { $0 == .int(1) },
                 "functions": Refusal(hint: "deprecated: use tools") { $0 == .array([]) },
                 "function_call": Refusal(hint: "deprecated: use tool_choice") { $0 == .string("none") },
                 "modalities": Refusal(hint: "text only") { $0 == .array([.string("text")]) },
@@ -55,11 +55,10 @@ struct OpenAIParameterPolicy: Sendable {
             ], uniquingKeysWith: { a, _ in a }))
 
     static let completion = OpenAIParameterPolicy(
-        supported: common.union(["prompt"]),
+        supported: common.union(["prompt", "echo", "n"]),
         ignored: ["user"],
         refused: commonRefused.merging(
             [
-                "echo": Refusal { $0 == .bool(false) },
                 "best_of": Refusal(hint: "only best_of=1 is supported") { $0 == .int(1) },
                 "suffix": Refusal(hint: "insertion is not supported") { $0 == .string("") },
             ], uniquingKeysWith: { _, b in b }))

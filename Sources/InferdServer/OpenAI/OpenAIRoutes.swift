@@ -101,36 +101,6 @@ struct OpenAIRoutes: Sendable {
         return try await respond(generation, answer, stream: chat.parameters.stream)
     }
 
-    /// `POST /v1/completions`: the prompt is raw text (control-token spellings are parsed, so a
-    /// caller can write its own template) or token ids; no chat template is applied.
-    func completions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let arrival = generations.now
-        let backend = try host.requireBackend()
-        let completion = try OpenAICompletionRequest(try Self.fields(request))
-        try Self.checkModel(completion.parameters.model, backend)
-        let prompt: PreparedPrompt
-        switch completion.prompt {
-        case .text(let text):
-            prompt = try generations.prepare(backend, .text(text))
-        case .tokens(let ids):
-            let vocabulary = backend.vocabularySize
-            if let bad = ids.first(where: { Int($0) >= vocabulary }) {
-                throw OpenAIError.invalid(
-                    "prompt token id \(bad) is outside the vocabulary of \(vocabulary) tokens", param: "prompt")
-            }
-            prompt = try generations.prepare(backend, .tokens(ids))
-        }
-        guard prompt.tokenCount > 0 else { throw OpenAIError.invalid("prompt must not be empty", param: "prompt") }
-        let logprobs = try Self.recorder(completion.parameters, backend: backend)
-        let generation = try admit(
-            prompt: prompt, completion.parameters, route: "completions", promptParam: "prompt", backend: backend,
-            request: request, arrival: arrival, logprobs: logprobs)
-        let answer = OpenAIAnswer(
-            kind: .text, id: "cmpl-\(request.id)", model: backend.modelName,
-            includeUsage: completion.parameters.includeUsage, logprobs: logprobs)
-        return try await respond(generation, answer, stream: completion.parameters.stream)
-    }
-
     /// The native validation (`makeRequest`), with its errors naming OpenAI's parameters, then
     /// the submission (before any stream starts, so a full queue is still a plain 503).
     func admit(
@@ -144,6 +114,8 @@ struct OpenAIRoutes: Sendable {
                 names: .openAI(maxTokens: p.maxTokensParam, prompt: promptParam))
             if let constraint { generation.constraint = constraint }
             generation.logprobs = logprobs
+            // `max_tokens: 0` with echo: validated as 1 (the native rules know no 0), run as 0.
+            if p.scoresOnly { generation.maxTokens = 0 }
             generation.priority = p.admission.priority
             generation.deadline = p.admission.deadline(from: arrival)
             let context = request.context
@@ -158,13 +130,13 @@ struct OpenAIRoutes: Sendable {
     /// Where the engine writes the log-probabilities asked for; a backend that computes none (a
     /// remote engine) refuses them, naming the field, rather than answer without them.
     static func recorder(
-        _ p: OpenAIGenerationParameters, backend: any GenerationBackend
+        _ p: OpenAIGenerationParameters, backend: any GenerationBackend, scoresPrompt: Bool = false
     ) throws(OpenAIError) -> LogprobRecorder? {
         guard let ask = p.logprobs else { return nil }
         guard backend.computesLogprobs else {
             throw .unsupported("logprobs: this server's backend does not compute log-probabilities", param: "logprobs")
         }
-        return ask.recorder()
+        return ask.recorder(scoresPrompt: scoresPrompt)
     }
 
     /// The `session_id` extension: the request's last user message becomes a new turn of a

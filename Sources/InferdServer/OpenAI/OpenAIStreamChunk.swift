@@ -24,6 +24,10 @@ struct OpenAIStreamChunk: Encodable, Sendable {
     /// chunk's text starts in the whole answer (completions' `text_offset`).
     var logprobs: [TokenLogprob]?
     var logprobsOffset = 0
+    /// The echoed prompt's entries (its chunk only).
+    var promptLogprobs: PromptLogprobs?
+    /// The choice's index (text completions with several prompts or `n`).
+    var index = 0
 
     enum Keys: String, CodingKey {
         case id, object, created, model, choices, usage, index, delta, role, content, text, logprobs
@@ -42,7 +46,7 @@ struct OpenAIStreamChunk: Encodable, Sendable {
         var choices = c.nestedUnkeyedContainer(forKey: .choices)
         if hasChoice {
             var choice = choices.nestedContainer(keyedBy: Keys.self)
-            try choice.encode(0, forKey: .index)
+            try choice.encode(index, forKey: .index)
             switch kind {
             case .chat:
                 var delta = choice.nestedContainer(keyedBy: Keys.self, forKey: .delta)
@@ -70,7 +74,8 @@ struct OpenAIStreamChunk: Encodable, Sendable {
             case (_, nil): try choice.encodeNil(forKey: .logprobs)
             case (.chat, let entries?): try choice.encode(OpenAILogprobs.Chat(entries), forKey: .logprobs)
             case (.text, let entries?):
-                try choice.encode(OpenAILogprobs.Legacy(entries, offset: logprobsOffset), forKey: .logprobs)
+                try choice.encode(
+                    OpenAILogprobs.Legacy(entries, offset: logprobsOffset, prompt: promptLogprobs), forKey: .logprobs)
             }
             try choice.encode(finishReason, forKey: .finishReason)
         }
