@@ -202,7 +202,7 @@ CK_FAST static CK_INLINE void group_scores(const ck_attention_args *p, const __m
         float *si = scores + (size_t)i * sstride;
         const __m256 *qi = q + i * hd / 8;
         if (batched) {
-            for (int j = j0; j < j1; j++) si[j] = dot_f16_tiny(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+            for (int j = j0; j < j1; j++) si[j] = dot_f16_batch(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
         } else {
             for (int j = j0; j < j1; j++) si[j] = dot_f16_ggml(qi, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
         }

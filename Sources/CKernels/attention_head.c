@@ -61,7 +61,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
     }
     const uint16_t *kbase = p->k_cache + (size_t)kvh * hd;
     if (batched) {
-        for (int j = 0; j < nk; j++) scores[j] = dot_f16_tiny(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
+        for (int j = 0; j < nk; j++) scores[j] = dot_f16_batch(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     } else {
         for (int j = 0; j < nk; j++) scores[j] = dot_f16_ggml(q, kbase + (size_t)j * p->kv_stride, hd) * p->scale;
     }

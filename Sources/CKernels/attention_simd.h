@@ -43,6 +43,14 @@ CK_FAST static inline float dot_f16_tiny(const __m256 *q, const uint16_t *k, int
     return ck_hsum8(_mm256_add_ps(hi, lo));
 }
 
+// Q.K for a row of a prompt batch. llamafile's GEMM takes the batch's Q.K product only when the
+// head width is a multiple of its step (16 on AVX-512); ggml computes the others key by key with
+// ggml_vec_dot_f16, as for a decoding row. dot_f16_tiny reads 16 values per step, so on another
+// width it would also read the next head's query and key.
+CK_FAST static inline float dot_f16_batch(const __m256 *q, const uint16_t *k, int n) {
+    return n % 16 == 0 ? dot_f16_tiny(q, k, n) : dot_f16_ggml(q, k, n);
+}
+
 // The end of the keys ggml_vec_dot_f16 sums in whole 64-element steps: it runs over the KV range
 // padded to a multiple of 32 (at least 32); the keys from here on are summed in double.
 static inline int attention_full_steps_end(const ck_attention_args *p) {

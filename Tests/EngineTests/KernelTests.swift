@@ -253,6 +253,9 @@ struct KernelTests {
         (1, 0, 0, 64), (1, 70, 0, 64), (5, 0, 0, 64), (3, 40, 0, 64), (4, 61, 0, 64),
         (1, 70, 16, 64), (5, 0, 3, 64), (4, 61, 20, 64), (3, 100, 64, 64), (1, 130, 65, 64), (2, 30, 8, 256),
         (1, 40, 0, 256),
+        // Head widths that are not a multiple of 16: a batch's fast scores must not read the
+        // next head's query and key as the rest of a 16-wide step (issue #34, head width 8).
+        (5, 0, 0, 8), (3, 40, 0, 8), (1, 70, 0, 8), (4, 10, 0, 24), (3, 66, 0, 40), (6, 0, 0, 12),
     ])
     func attentionMatchesReference(nTokens: Int, pos0: Int, window: Int, headDim: Int) {
         let nHead = 6

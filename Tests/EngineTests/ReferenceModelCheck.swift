@@ -27,9 +27,14 @@ struct ReferenceModelCheck {
         let probabilityDifferences: [(id: Int, difference: Double)]
         /// (id, our probability, llama.cpp's) for the reference's top 10, for reports.
         let probabilities: [(id: Int, ours: Double, theirs: Double)]
+        /// The reference's top ids with |log p(ours) − log p(llama.cpp)| for each.
+        var logprobDifferences: [(id: Int, difference: Double)] {
+            probabilities.map { ($0.id, abs(log($0.ours) - log($0.theirs))) }
+        }
         /// Whether our most likely token is the reference's.
         let sameTop: Bool
         var largestDifference: Double { probabilityDifferences.map(\.difference).max() ?? 0 }
+        var largestLogprobDifference: Double { logprobDifferences.map(\.difference).max() ?? 0 }
     }
 
     let model: LlamaModel

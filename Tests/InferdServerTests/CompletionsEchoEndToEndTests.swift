@@ -79,6 +79,64 @@ import Testing
         }
     }
 
+    /// Against llama.cpp (`Tests/Fixtures/reference/score.json`: the reference commit's log-softmax
+    /// of every row, one decode with every token an output, flash attention off as inferd
+    /// computes): every token's log-probability within 0.002, each listed alternative too, and the
+    /// text's perplexity within 0.5 %.
+    @Test func echoedLogprobsMatchLlamaCppsScores() async throws {
+        let url = TestPaths.packageRoot.appendingPathComponent("Tests/Fixtures/reference/score.json")
+        let reference = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let cases = try #require(reference["cases"] as? [[String: Any]])
+        try #require(cases.count == 3)
+        try await RunningServer.with { s in
+            var worst = 0.0
+            var sum = 0.0
+            var count = 0
+            for c in cases {
+                let name = c["name"] as? String ?? "?"
+                let ids = try #require(c["ids"] as? [Int])
+                let theirs = try #require(c["logprobs"] as? [Any])
+                let theirTop = try #require(c["top5"] as? [Any])
+                let r = try await Self.post(
+                    s, ["model": try Self.model(), "prompt": ids, "max_tokens": 0, "echo": true, "logprobs": 5])
+                let choice = try #require(try Self.choices(r).first)
+                let lp = try Self.legacy(choice)
+                let mine = try #require(lp["token_logprobs"] as? [Any])
+                let myTop = try #require(lp["top_logprobs"] as? [Any])
+                let pieces = try #require(c["pieces"] as? [String])
+                #expect(lp["tokens"] as? [String] == pieces, "\(name): the same tokens")
+                try #require(mine.count == ids.count && theirs.count == ids.count, "\(name)")
+                var nll = 0.0
+                for i in 1..<ids.count {
+                    let a = try #require(mine[i] as? Double, "\(name) \(i)")
+                    let b = try #require(theirs[i] as? Double, "\(name) \(i)")
+                    worst = max(worst, abs(a - b))
+                    sum += abs(a - b)
+                    count += 1
+                    nll -= a
+                    #expect(abs(a - b) < 0.002, "\(name) token \(i) '\(pieces[i])': \(a) vs llama.cpp \(b)")
+                    // llama.cpp's top five, by piece, where inferd lists the same piece.
+                    let top = try #require(myTop[i] as? [String: Double])
+                    for pair in theirTop[i] as? [[Any]] ?? [] {
+                        guard let id = pair.first as? Int, let value = pair.last as? Double,
+                            let piece = pieces.indices.first(where: { ids[$0] == id }).map({ pieces[$0] }),
+                            let listed = top[piece]
+                        else { continue }
+                        #expect(abs(listed - value) < 0.002, "\(name) token \(i) alternative \(id)")
+                    }
+                }
+                let perplexity = exp(nll / Double(ids.count - 1))
+                let theirPerplexity = try #require(c["perplexity"] as? Double)
+                #expect(
+                    abs(perplexity / theirPerplexity - 1) < 0.005,
+                    "\(name): perplexity \(perplexity) vs llama.cpp \(theirPerplexity)")
+            }
+            print(
+                "echo against llama.cpp: mean |Δ logprob| \(String(format: "%.6f", sum / Double(count))), "
+                    + "max \(String(format: "%.6f", worst)) over \(count) tokens")
+        }
+    }
+
     @Test func echoWithGenerationKeepsTheAnswersOwnEntries() async throws {
         try await RunningServer.with { s in
             let base: [String: Any] = [

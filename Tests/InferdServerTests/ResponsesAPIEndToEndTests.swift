@@ -244,7 +244,8 @@ import Testing
                 (["temprature": 0], 400, "unknown_parameter", "temprature"),
                 (["tools": [["type": "web_search"]]], 400, "unsupported_parameter", "tools[0].type"),
                 (["reasoning": ["effort": "high"]], 400, "unsupported_parameter", "reasoning"),
-                (["include": ["message.output_text.logprobs"]], 400, "unsupported_parameter", "include"),
+                (["include": ["reasoning.encrypted_content"]], 400, "unsupported_parameter", "include"),
+                (["top_logprobs": 21], 400, "invalid_value", "top_logprobs"),
                 (
                     ["text": ["format": ["type": "json_object", "bogus": 1]]], 400, "unknown_parameter",
                     "text.format.bogus"

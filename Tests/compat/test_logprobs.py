@@ -1,6 +1,7 @@
 """Log-probabilities through the official client (#34), on the default model: chat's
 `logprobs.content` spells the answer, its stream carries the same entries, completions' legacy
-object takes a token-id prompt, and values out of range are refused naming the field."""
+object takes a token-id prompt, echo scores token-id prompts (lists of them, one choice each),
+`n` draws reproducibly with a seed, and values out of range are refused naming the field."""
 
 import math
 
@@ -40,6 +41,31 @@ def test_completion_logprobs_for_a_token_prompt(client, model):
     assert all(len(top) <= 2 and max(top.values()) >= v for top, v in zip(lp.top_logprobs, lp.token_logprobs))
 
 
+def test_completion_echo_scores_token_prompts(client, model):
+    prompts = [client.post("/tokenize", body={"prompt": t}, cast_to=object)["tokens"] for t in ("Paris is in France.", "Rome is in Italy.")]
+    r = client.completions.create(model=model, prompt=prompts, echo=True, max_tokens=0, logprobs=1)
+    assert [c.index for c in r.choices] == [0, 1]
+    for ids, choice in zip(prompts, r.choices):
+        lp = choice.logprobs
+        assert len(lp.tokens) == len(ids) and lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        assert all(v <= 0 for v in lp.token_logprobs[1:])
+        assert "".join(lp.tokens) == choice.text
+    assert r.choices[0].text == "Paris is in France." and r.usage.completion_tokens == 0
+    # The same prompt alone scores the same: choices do not disturb each other.
+    alone = client.completions.create(model=model, prompt=prompts[1], echo=True, max_tokens=0, logprobs=1)
+    assert alone.choices[0].logprobs.token_logprobs == r.choices[1].logprobs.token_logprobs
+
+
+def test_n_with_a_seed(client, model):
+    def draw():
+        r = client.completions.create(model=model, prompt="My favourite food is", n=3, seed=4, temperature=1.2, max_tokens=10)
+        return [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+
+    first = draw()
+    assert len(first) == 3 and first == draw()
+    assert len(set(first)) >= 2
+
+
 @pytest.mark.parametrize(
     "call, extra, param",
     [
@@ -55,3 +81,19 @@ def test_out_of_range_values_name_their_field(client, model, call, extra, param)
         else:
             client.completions.create(model=model, prompt="x", max_tokens=2, **extra)
     assert e.value.status_code == 400 and e.value.param == param, e.value.body
+
+
+def test_responses_output_text_logprobs(client, model):
+    r = client.responses.create(
+        model=model, input="Name three colours.", temperature=0, max_output_tokens=16,
+        include=["message.output_text.logprobs"], top_logprobs=2,
+    )
+    part = r.output[0].content[0]
+    assert part.logprobs and "".join(e.token for e in part.logprobs) == part.text
+    assert all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in part.logprobs)
+    with client.responses.stream(
+        model=model, input="Name three colours.", temperature=0, max_output_tokens=16,
+        include=["message.output_text.logprobs"], top_logprobs=2,
+    ) as stream:
+        streamed = [e for event in stream if event.type == "response.output_text.delta" for e in event.logprobs]
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in part.logprobs]

@@ -1,3 +1,4 @@
+import Backend
 import Engine
 import HTTPServer
 
@@ -19,9 +20,13 @@ package struct GenerationOptionsBody: Codable, Sendable, Equatable {
     var ignoreEos: Bool?
     /// Structured output: `json_schema`, `json_object` or `grammar` (see `FormatField`).
     var format: FormatField?
+    /// The answer's tokens' log-probabilities, with `topLogprobs` alternatives each (0–20).
+    var logprobs: Bool?
+    var topLogprobs: Int?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case temperature, seed, stop, format
+        case temperature, seed, stop, format, logprobs
+        case topLogprobs = "top_logprobs"
         case topK = "top_k"
         case topP = "top_p"
         case minP = "min_p"
@@ -58,6 +63,32 @@ extension GenerationOptionsBody {
         stop = try f.stringOrList("stop").map(StopList.init)
         ignoreEos = try f.bool("ignore_eos")
         format = try FormatField.native(f)
+        logprobs = try f.bool("logprobs")
+        topLogprobs = try f.int("top_logprobs")
+    }
+
+    /// Where the engine writes the log-probabilities these options ask for; nil without
+    /// `logprobs: true`. Out-of-range alternatives, alternatives without `logprobs`, or a backend
+    /// computing none are a 400 naming the field.
+    func logprobRecorder(backend: any GenerationBackend) throws(HTTPError) -> LogprobRecorder? {
+        if let top = topLogprobs, !(0...LogprobRecorder.maxTop).contains(top) {
+            throw .badRequest(
+                "top_logprobs must be between 0 and \(LogprobRecorder.maxTop), got \(top)", code: .invalidOption,
+                param: "options.top_logprobs")
+        }
+        guard logprobs == true else {
+            guard topLogprobs == nil else {
+                throw .badRequest(
+                    "top_logprobs requires logprobs: true", code: .invalidOption, param: "options.top_logprobs")
+            }
+            return nil
+        }
+        guard backend.computesLogprobs else {
+            throw .badRequest(
+                "this server's backend does not compute log-probabilities", code: .invalidOption,
+                param: "options.logprobs")
+        }
+        return LogprobRecorder(top: topLogprobs ?? 0)
     }
 
     /// The `options` object of `f`, if present.

@@ -51,6 +51,8 @@ struct GenerationRoutes: Sendable {
         var generationRequest = try generations.makeRequest(
             prompt: prompt, options: body.options, backend: backend, for: request, cacheSalt: body.cacheSalt)
         if let constraint = calling?.constraint { generationRequest.constraint = constraint }
+        let logprobs = try body.options?.logprobRecorder(backend: backend)
+        generationRequest.logprobs = logprobs
         generationRequest.priority = admission.priority
         generationRequest.deadline = admission.deadline(from: arrival)
         let structured = body.options?.format.map { $0.kind != .grammar } ?? false
@@ -65,10 +67,12 @@ struct GenerationRoutes: Sendable {
         let tools = calling.map { ToolAnswerTracker(format: $0.format) }
         if body.stream == true {
             return .eventStream { [replicaId] stream in
-                await stream.write(generation, replica: replicaId, structured: structured, tools: tools) { outcome in
+                await stream.write(
+                    generation, replica: replicaId, structured: structured, tools: tools, logprobs: logprobs
+                ) { outcome in
                     GenerationBody(
                         outcome, id: id, model: model, reason: outcome.status == .cancelled ? outcome.reasonName : nil,
-                        structured: structured, tools: tools)
+                        structured: structured, tools: tools, logprobs: logprobs)
                 }
             }
         }
@@ -76,6 +80,7 @@ struct GenerationRoutes: Sendable {
         if outcome.status == .failed { throw outcome.error ?? .internalError() }
         return .json(
             GenerationBody(
-                outcome, id: id, model: model, reason: outcome.reason?.rawValue, structured: structured, tools: tools))
+                outcome, id: id, model: model, reason: outcome.reason?.rawValue, structured: structured, tools: tools,
+                logprobs: logprobs))
     }
 }

@@ -104,9 +104,11 @@ struct GenerationBody: Codable, Sendable {
     /// Answers with tools: the reasoning and the complete calls (see `NativeToolAnswer`).
     var reasoning: String?
     var toolCalls: [NativeToolCall]?
+    /// With `options.logprobs`: the answer's tokens' entries (markup of calls included).
+    var logprobs: [LogprobEntryBody]?
 
     enum CodingKeys: String, CodingKey {
-        case id, object, created, model, status, content, usage, timings, reason, value, partial, reasoning
+        case id, object, created, model, status, content, usage, timings, reason, value, partial, reasoning, logprobs
         case finishReason = "finish_reason"
         case toolCalls = "tool_calls"
     }
@@ -119,7 +121,7 @@ extension GenerationBody {
     /// A finished (completed or cancelled) generation's answer; `reason` as the caller words it.
     init(
         _ o: GenerationOutcome, id: String, model: String, reason: String?, structured: Bool,
-        tools: ToolAnswerTracker? = nil
+        tools: ToolAnswerTracker? = nil, logprobs: LogprobRecorder? = nil
     ) {
         self.init(
             id: id, created: Int(Date().timeIntervalSince1970), model: model, status: o.status.rawValue,
@@ -128,6 +130,7 @@ extension GenerationBody {
         if structured {
             (value, partial) = StructuredValue.final(o)
         }
+        self.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: o.content).map(LogprobEntryBody.init) }
         if let tools {
             let answer = NativeToolAnswer.final(o, tracker: tools)
             content = answer.content

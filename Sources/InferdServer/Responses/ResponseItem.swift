@@ -12,8 +12,12 @@ struct ResponseItem: Codable, Sendable, Equatable {
         var text: String
         /// Present (empty) on `output_text` parts, as OpenAI's clients expect.
         var annotations: [String]?
+        /// An `output_text` part's tokens, when `include` asked for them.
+        var logprobs: [LogprobEntryBody]?
 
-        static func output(_ text: String) -> Part { Part(type: "output_text", text: text, annotations: []) }
+        static func output(_ text: String, logprobs: [LogprobEntryBody]? = nil) -> Part {
+            Part(type: "output_text", text: text, annotations: [], logprobs: logprobs)
+        }
     }
 
     var id: String

@@ -79,20 +79,20 @@ extension ResponseRecord {
                 e.itemId = outputItemID
                 e.contentIndex = 0
                 e.delta = Self.slice(text, start, deltaEnds[i])
-                e.logprobs = []
+                e.logprobs = logprobs.map { LogprobEntryBody.slice($0, start, deltaEnds[i]) } ?? []
                 return e
             case lastOpen + 1:
                 e.type = "response.output_text.done"
                 e.itemId = outputItemID
                 e.contentIndex = 0
                 e.text = text
-                e.logprobs = []
+                e.logprobs = logprobs ?? []
                 return e
             case lastOpen + 2:
                 e.type = "response.content_part.done"
                 e.itemId = outputItemID
                 e.contentIndex = 0
-                e.part = .output(text)
+                e.part = .output(text, logprobs: logprobs)
                 return e
             case lastOpen + 3:
                 e.type = "response.output_item.done"

@@ -21,6 +21,9 @@ struct ResponseRecord: Codable, Sendable {
     /// A thinking model's answer: the tokens it had generated when its reasoning last grew
     /// (`usage.output_tokens_details.reasoning_tokens`); nil without reasoning.
     var reasoningTokens: Int?
+    /// With `include: ["message.output_text.logprobs"]`: the answer's tokens' entries so far
+    /// (at the end, those spelling the output text); nil when not asked for.
+    var logprobs: [LogprobEntryBody]?
 
     /// One event of a stream with tools.
     enum StreamStep: Codable, Sendable, Equatable {

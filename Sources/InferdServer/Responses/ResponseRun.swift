@@ -21,12 +21,17 @@ final class ResponseRun: Sendable {
     private let state: Locked<State>
     /// With tools: the answer read by the model's call format (the record then has `steps`).
     let tools: ToolAnswerTracker?
+    /// Where the engine writes the answer's log-probabilities, when `include` asked for them
+    /// (never with tools: the record then keeps them per snapshot).
+    let logprobs: LogprobRecorder?
 
-    init(_ record: ResponseRecord, tools: ToolAnswerTracker? = nil) {
+    init(_ record: ResponseRecord, tools: ToolAnswerTracker? = nil, logprobs: LogprobRecorder? = nil) {
         id = record.response.id
         var record = record
         if tools != nil, record.steps == nil { record.steps = [] }
+        if logprobs != nil, record.logprobs == nil { record.logprobs = [] }
         self.tools = tools
+        self.logprobs = logprobs
         state = Locked(State(record: record))
     }
 
@@ -45,6 +50,10 @@ final class ResponseRun: Sendable {
                 if let tools {
                     Self.add(tools.update(content, final: false), to: &r, tokens: tokens)
                 } else {
+                    // The entries first: the events the new text adds carry them.
+                    if let logprobs, let have = r.logprobs?.count, tokens > have {
+                        r.logprobs? += logprobs.entries(have..<tokens).map(LogprobEntryBody.init)
+                    }
                     Self.extend(&r, to: content)
                 }
             }
@@ -69,6 +78,10 @@ final class ResponseRun: Sendable {
             return record
         }
         change { r in
+            if let logprobs {
+                // Those spelling the text as it ends (a stop string's are not).
+                r.logprobs = OpenAILogprobs.covering(logprobs.all, text: text).map(LogprobEntryBody.init)
+            }
             if r.started || !text.isEmpty {
                 Self.start(&r)
                 Self.extend(&r, to: text)
@@ -78,7 +91,8 @@ final class ResponseRun: Sendable {
                 let itemStatus = r.response.status == "completed" ? "completed" : "incomplete"
                 r.response.output = [
                     ResponseItem(
-                        id: r.outputItemID, status: itemStatus, role: "assistant", content: [.output(r.text)])
+                        id: r.outputItemID, status: itemStatus, role: "assistant",
+                        content: [.output(r.text, logprobs: r.logprobs)])
                 ]
             } else {
                 r.response.output = []

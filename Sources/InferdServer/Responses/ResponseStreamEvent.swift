@@ -11,7 +11,7 @@ struct ResponseStreamEvent: Encodable, Sendable, Equatable {
     var part: ResponseItem.Part?
     var delta: String?
     var text: String?
-    var logprobs: [String]?
+    var logprobs: [LogprobEntryBody]?
     /// `response.function_call_arguments.done`: the call's name and whole arguments.
     var name: String?
     var arguments: String?

@@ -10,7 +10,7 @@ enum ResponsesParameterPolicy {
         "tools", "tool_choice", "parallel_tool_calls",
         // inferd's extensions, as on the chat route.
         "top_k", "min_p", "repeat_penalty", "seed", "priority", "timeout_seconds", "ignore_eos", "cache_salt",
-        "reasoning_budget",
+        "reasoning_budget", "include", "top_logprobs",
     ]
 
     /// Accepted without effect: identifiers and cache hints that change nothing inferd does.
@@ -24,8 +24,6 @@ enum ResponsesParameterPolicy {
             guard case .object(let o) = $0 else { return false }
             return o.values.allSatisfy(\.isNull)
         },
-        "include": Refusal(hint: "no extra output is available") { $0 == .array([]) },
-        "top_logprobs": Refusal(hint: "log probabilities are not supported") { $0.number == 0 },
         "stream_options": Refusal(hint: "no stream obfuscation is done") {
             $0 == .object([:]) || $0 == .object(["include_obfuscation": .bool(false)])
         },

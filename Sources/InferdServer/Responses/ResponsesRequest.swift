@@ -37,6 +37,9 @@ package struct ResponsesRequest: Sendable {
     var toolChoiceEcho: OpenAIJSON = .string("none")
     /// The `reasoning_budget` extension (`ReasoningBudgetField`); refused with a conversation.
     var reasoningBudget: Int?
+    /// `include: ["message.output_text.logprobs"]` (or `top_logprobs` above 0): the answer's
+    /// tokens' log-probabilities with `top_logprobs` alternatives each.
+    var logprobs: LogprobAsk?
 
     package init(_ f: OpenAIFields) throws(OpenAIError) {
         try ResponsesParameterPolicy.check(f)
@@ -92,6 +95,11 @@ package struct ResponsesRequest: Sendable {
         }
         parallelToolCalls = try f.bool("parallel_tool_calls") ?? (tools != nil)
         reasoningBudget = try ReasoningBudgetField.read(f)
+        logprobs = try Self.logprobs(f)
+        if conversationID != nil, logprobs != nil {
+            throw .unsupported(
+                "log-probabilities are given for responses without a conversation", param: "include")
+        }
         if conversationID != nil, reasoningBudget != nil {
             throw .unsupported(
                 "reasoning_budget applies to responses without a conversation", param: ReasoningBudgetField.name)

@@ -57,7 +57,7 @@ struct ResponsesRoutes: Sendable {
         let prepared = try await prepare(body, backend: backend, request: request, arrival: arrival)
         let id = prepared.record.response.id
         let context = request.context
-        let run = ResponseRun(prepared.record, tools: prepared.tools)
+        let run = ResponseRun(prepared.record, tools: prepared.tools, logprobs: prepared.generation.logprobs)
         let generation: AdmittedGeneration
         do {
             // Live before it is admitted: a background one counts against its key's quota at once.
@@ -153,6 +153,20 @@ struct ResponsesRoutes: Sendable {
             throw OpenAIError(error)
         }
         if let constraint = toolCalling?.constraint { generation.constraint = constraint }
+        if let ask = body.logprobs {
+            guard backend.computesLogprobs else {
+                throw OpenAIError.unsupported(
+                    "include: this server's backend does not compute log-probabilities", param: "include")
+            }
+            // Their events follow the plain answer's text; an answer read as calls or
+            // reasoning items is streamed in other steps.
+            guard toolCalling == nil else {
+                throw OpenAIError.unsupported(
+                    "include: log-probabilities are given for plain text answers, not with tools or a thinking model",
+                    param: "include")
+            }
+            generation.logprobs = ask.recorder()
+        }
         generation.priority = body.admission.priority
         generation.deadline = body.admission.deadline(from: arrival)
 

@@ -11,8 +11,12 @@ extension EventStream {
     /// (a newer one replaces an unsent one, which loses nothing: each holds the whole answer).
     /// `started` names the replica that runs the request; a `structured` answer's snapshots carry
     /// the JSON value so far, closed so that it parses (`partial: true`); an answer with `tools`
-    /// its text, reasoning and calls so far (`NativeToolAnswer`).
-    func send(_ event: GenerationEvent, replica: String, structured: Bool = false, tools: ToolAnswerTracker? = nil) {
+    /// its text, reasoning and calls so far (`NativeToolAnswer`). With `logprobs`, each snapshot
+    /// holds every token's entry so far, as it holds the whole text: a conflated one loses none.
+    func send(
+        _ event: GenerationEvent, replica: String, structured: Bool = false, tools: ToolAnswerTracker? = nil,
+        logprobs: LogprobRecorder? = nil
+    ) {
         let id = requestID
         switch event {
         case .queued(let position):
@@ -26,14 +30,16 @@ extension EventStream {
                 data: WireJSON.string(
                     SnapshotEvent(
                         requestId: id, content: answer.content, completionTokens: n, reasoning: answer.reasoning,
-                        toolCalls: answer.toolCalls)))
+                        toolCalls: answer.toolCalls,
+                        logprobs: logprobs.map { $0.entries(0..<n).map(LogprobEntryBody.init) })))
         case .snapshot(let content, let n):
             sendSnapshot(
                 event: GenerationEventName.snapshot.rawValue,
                 data: WireJSON.string(
                     SnapshotEvent(
                         requestId: id, content: content, completionTokens: n,
-                        value: structured ? PartialJSON.value(content) : nil, partial: structured ? true : nil)))
+                        value: structured ? PartialJSON.value(content) : nil, partial: structured ? true : nil,
+                        logprobs: logprobs.map { $0.entries(0..<n).map(LogprobEntryBody.init) })))
         }
     }
 
@@ -42,10 +48,10 @@ extension EventStream {
     /// `final` body, or `error` (`timeout` when it waited past its `timeout_seconds`).
     func write(
         _ generation: AdmittedGeneration, replica: String, structured: Bool, tools: ToolAnswerTracker? = nil,
-        final: (GenerationOutcome) -> any Encodable
+        logprobs: LogprobRecorder? = nil, final: (GenerationOutcome) -> any Encodable
     ) async {
         let outcome = await generation.run { [self] event in
-            send(event, replica: replica, structured: structured, tools: tools)
+            send(event, replica: replica, structured: structured, tools: tools, logprobs: logprobs)
         }
         switch outcome.status {
         case .completed: send(.completed, final(outcome))
@@ -101,9 +107,11 @@ struct SnapshotEvent: Codable, Sendable {
     /// Answers with tools: the reasoning and calls so far (`NativeToolAnswer`).
     var reasoning: String? = nil
     var toolCalls: [NativeToolCall]? = nil
+    /// With `options.logprobs`: every token's entry so far.
+    var logprobs: [LogprobEntryBody]? = nil
     enum CodingKeys: String, CodingKey {
         case requestId = "request_id"
-        case content, value, partial, reasoning
+        case content, value, partial, reasoning, logprobs
         case completionTokens = "completion_tokens"
         case toolCalls = "tool_calls"
     }

@@ -96,18 +96,24 @@ struct SessionRoutes: Sendable {
             turn, of: session, route: "sessions", arrival: arrival,
             reason: SessionTurns.cancelReason(request.context))
         let sessionID = session.id
+        let logprobs = turn.parameters.logprobs
         if body.stream == true {
             return .eventStream { [replicaId] stream in
-                await stream.write(generation, replica: replicaId, structured: structured, tools: tools) { outcome in
+                await stream.write(
+                    generation, replica: replicaId, structured: structured, tools: tools, logprobs: logprobs
+                ) { outcome in
                     SessionTurnBody(
-                        outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools)
+                        outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools,
+                        logprobs: logprobs)
                 }
             }
         }
         let outcome = await generation.run()
         if outcome.status == .failed { throw outcome.error ?? .internalError() }
         return .json(
-            SessionTurnBody(outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools))
+            SessionTurnBody(
+                outcome, requestID: turn.id, sessionID: sessionID, structured: structured, tools: tools,
+                logprobs: logprobs))
     }
 
     func cancelInSession(_ request: HTTPRequest) async throws -> HTTPResponse {

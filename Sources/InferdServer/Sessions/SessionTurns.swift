@@ -66,7 +66,11 @@ struct SessionTurns: Sendable {
         let merged = (options ?? GenerationOptionsBody()).over(base)
         var parameters = try parameters(merged, names: names, constrainFor: backend)
         if let reader = tools?.reader { parameters.reader = reader }
-        parameters.logprobs = logprobs
+        if let logprobs {
+            parameters.logprobs = logprobs
+        } else {
+            parameters.logprobs = try merged.logprobRecorder(backend: backend)
+        }
         if let constraint = tools?.constraint { parameters.constraint = constraint }
         let turnMessages = results + (prompt.isEmpty ? [] : [ChatMessage(role: .user, content: prompt)])
         let promptTokens = try generations.prepare(

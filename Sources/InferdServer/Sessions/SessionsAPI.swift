@@ -147,11 +147,14 @@ struct SessionTurnBody: Encodable, Sendable {
     /// Turns with tools: the reasoning and the complete calls (see `NativeToolAnswer`).
     var reasoning: String?
     var toolCalls: [NativeToolCall]?
+    /// With `options.logprobs`: the answer's tokens' entries (markup of calls included).
+    var logprobs: [LogprobEntryBody]?
 
     init(
         _ o: GenerationOutcome, requestID: String, sessionID: String, structured: Bool = false,
-        tools: ToolAnswerTracker? = nil
+        tools: ToolAnswerTracker? = nil, logprobs: LogprobRecorder? = nil
     ) {
+        self.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: o.content).map(LogprobEntryBody.init) }
         id = requestID
         requestId = requestID
         sessionId = sessionID
@@ -173,7 +176,7 @@ struct SessionTurnBody: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, object, status, content, reason, usage, value, partial, reasoning
+        case id, object, status, content, reason, usage, value, partial, reasoning, logprobs
         case requestId = "request_id"
         case sessionId = "session_id"
         case finishReason = "finish_reason"
@@ -239,6 +242,6 @@ extension GenerationOptionsBody {
             maxTokens: maxTokens ?? b.maxTokens,
             stop: stop ?? b.stop, ignoreEos: ignoreEos ?? b.ignoreEos,
             // A session's defaults never hold a format (refused when it is created): the turn's own stands.
-            format: format ?? b.format)
+            format: format ?? b.format, logprobs: logprobs ?? b.logprobs, topLogprobs: topLogprobs ?? b.topLogprobs)
     }
 }
