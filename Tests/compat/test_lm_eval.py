@@ -78,8 +78,9 @@ def test_lm_eval_runs_offline_to_the_end(harness_run):
 # top_logprobs, so the list ends at the prompt and the harness drops the continuation's last
 # token: "Question: Which gas do plants take in from the air to make sugar?\nAnswer:" + " oxygen"
 # (one token) scores 0.0 instead of -7.469035 (1 of the task's 32 choices; the other 31 agree).
-# vLLM keeps a stop token in the log-probabilities (its text leaves it out). Strict: once the
-# server keeps it, this passes and the mark must go.
+# The recorder leaves the end-of-generation token out by design (LogprobRecorder.swift); the
+# harness needs its entry whatever the token is. Strict: once echo keeps it, this passes and the
+# mark must go.
 @pytest.mark.xfail(
     strict=True,
     reason="echo with max_tokens 1 leaves a generated end-of-text token out of logprobs (see above)",
