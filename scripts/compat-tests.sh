@@ -2,7 +2,8 @@
 # OpenAI compatibility suite: drives a real `inferd serve` with the official `openai` Python
 # package (Tests/compat). Builds nothing: pass the binary (make test/compat pass the one they
 # built). The venv under .build/compat-venv is created once and reused. The server is started on
-# a free port and stopped with SIGTERM whatever happens. Extra arguments go to pytest.
+# a free port and stopped with SIGTERM whatever happens. Extra arguments go to pytest. The
+# lm-evaluation-harness test runs the harness from a second venv, .build/lmeval-venv.
 #   usage: scripts/compat-tests.sh [BIN] [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,17 @@ if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, pydantic, fqdn, r
   "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "pytest==9.2.0" "jsonschema==4.26.0" "pydantic==2.14.4" \
     "fqdn==1.6.0" "rfc3339-validator==0.1.4" "rfc3986-validator==0.1.1"
 fi
+
+# lm-evaluation-harness for Tests/compat/test_lm_eval.py, in its own venv (its dependencies,
+# datasets, pyarrow, pandas, scikit-learn, are ~760 MB; no torch or transformers): made once, about
+# 75 s from PyPI.
+lmeval_venv=.build/lmeval-venv
+if ! "$lmeval_venv/bin/python" -c "import lm_eval, aiohttp, tenacity, requests; assert lm_eval.__version__ == '0.4.13'" 2>/dev/null; then
+  echo "compat: creating $lmeval_venv (lm-eval[api] from PyPI)" >&2
+  python3 -m venv "$lmeval_venv"
+  "$lmeval_venv/bin/pip" install --quiet --disable-pip-version-check "lm-eval[api]==0.4.13"
+fi
+export INFERD_LMEVAL_PYTHON="$PWD/$lmeval_venv/bin/python"
 
 log=$(mktemp)
 data=$(mktemp -d)
