@@ -72,19 +72,9 @@ def test_lm_eval_runs_offline_to_the_end(harness_run):
     assert 0.0 <= harness_run["metrics"]["acc,none"] <= 1.0
 
 
-# Found by this test (2026-12-06): the harness asks with max_tokens 1 and reads
-# token_logprobs[ctxlen:-1], taking the last entry for the generated token. When that token is
-# the end of text (finish_reason "stop"), inferd leaves it out of tokens/token_logprobs/
-# top_logprobs, so the list ends at the prompt and the harness drops the continuation's last
-# token: "Question: Which gas do plants take in from the air to make sugar?\nAnswer:" + " oxygen"
-# (one token) scores 0.0 instead of -7.469035 (1 of the task's 32 choices; the other 31 agree).
-# The recorder leaves the end-of-generation token out by design (LogprobRecorder.swift); the
-# harness needs its entry whatever the token is. Strict: once echo keeps it, this passes and the
-# mark must go.
-@pytest.mark.xfail(
-    strict=True,
-    reason="echo with max_tokens 1 leaves a generated end-of-text token out of logprobs (see above)",
-)
+# Found by this test (2026-12-06), fixed the same day: the harness asks with max_tokens 1 and
+# reads token_logprobs[ctxlen:-1], taking the last entry for the generated token; when that token
+# was the end of text it had no entry, and " oxygen" scored 0.0 instead of -7.469035.
 def test_lm_eval_loglikelihoods_equal_the_echoed_logprobs(harness_run, raw, model):
     docs = [json.loads(line) for line in TASK_DOCS.read_text().splitlines() if line.strip()]
     samples = sorted(harness_run["samples"], key=lambda s: s["doc_id"])
