@@ -74,6 +74,24 @@ void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, in
     run_rows(pool, rmsnorm_rows, &j, n, width);
 }
 
+// MARK: - Log-sum-exp
+
+typedef struct {
+    const float *x;
+    float *out;
+    int width;
+} logsumexp_job;
+
+static void logsumexp_rows(const void *job, int r0, int r1) {
+    const logsumexp_job *j = (const logsumexp_job *)job;
+    for (int r = r0; r < r1; r++) j->out[r] = ck_logsumexp(j->x + (size_t)r * j->width, j->width);
+}
+
+void ck_rows_logsumexp(ck_pool *pool, const float *x, float *out, int n, int width) {
+    const logsumexp_job j = {x, out, width};
+    run_rows(pool, logsumexp_rows, &j, n, width);
+}
+
 // MARK: - Activation quantizing
 
 typedef struct {

@@ -374,6 +374,11 @@ void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float 
                  const float *freq_factors, int halves);
 /// In place softmax over n values.
 void ck_softmax(float *x, int n);
+/// log Σ exp(x[i]) over n values, NaN and -inf weighing 0 (-inf when nothing else is left):
+/// the normalizer of a row's log-probabilities. Fast path: 8 lanes of ck_v_expf, float sums.
+float ck_logsumexp(const float *x, int n);
+/// The reference: max, then the sum in double with libm's exp.
+float ck_logsumexp_ref(const float *x, int n);
 /// out = silu(gate) * up
 void ck_silu_mul(const float *gate, const float *up, float *out, int n);
 /// GELU (tanh approximation) as ggml's CPU backend evaluates it: through an f16 table, 0 at or
@@ -392,6 +397,8 @@ void ck_add(float *y, const float *x, int n);
 // NULL; small jobs stay on the caller). Each row runs the one-row function named, so results
 // are bit for bit those of a loop over the rows on one thread.
 
+/// out[r] = ck_logsumexp(row r of x) for n rows of width (a scored prompt's normalizers).
+void ck_rows_logsumexp(ck_pool *pool, const float *x, float *out, int n, int width);
 /// Row r of y (n × width) = ck_rmsnorm(row r of x, w). x and y may be the same.
 void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, int n, int width, float eps);
 /// Row r of x (n × width floats) quantized into y + r * y_row_bytes in `type` (CK_TYPE_Q8_0,

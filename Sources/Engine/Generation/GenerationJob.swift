@@ -214,9 +214,14 @@ final class GenerationJob: @unchecked Sendable {
         let v = vocabularySize
         let top = request.logprobs?.top ?? 0
         if scoreRows.isEmpty { scoreRows = Array(repeating: 0, count: Self.promptChunk * v) }
+        var normalizers = [Float](repeating: 0, count: end - next)
         try scoreRows.withUnsafeMutableBufferPointer { rows in
             // Rows: [end - next × vocabulary], row t after prompt token next + t.
-            try predictor.score(tokens: prompt[next..<end], promptLength: prompt.count, sequence: sequence, rows: rows)
+            try normalizers.withUnsafeMutableBufferPointer { logZ in
+                try predictor.score(
+                    tokens: prompt[next..<end], promptLength: prompt.count, sequence: sequence, rows: rows,
+                    normalizers: logZ)
+            }
             for p in next..<end {
                 let row = UnsafeBufferPointer(rebasing: rows[((p - next) * v)..<((p - next + 1) * v)])
                 guard p + 1 < prompt.count else {
@@ -224,7 +229,7 @@ final class GenerationJob: @unchecked Sendable {
                     break
                 }
                 let token = prompt[p + 1]
-                let computed = Sampler.logSoftmax(of: token, logits: row, top: top)
+                let computed = Sampler.logprob(of: token, logits: row, top: top, logZ: normalizers[p - next])
                 promptScores.append(
                     TokenLogprob(
                         id: token, bytes: decoder.spelledBytes(of: token), logprob: computed.logprob,

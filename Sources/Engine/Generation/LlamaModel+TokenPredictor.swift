@@ -1,3 +1,5 @@
+import CKernels
+
 extension LlamaModel: TokenPredictor {
     public var vocabularySize: Int { config.vocabularySize }
     public var contextLength: Int { config.contextLength }
@@ -39,12 +41,16 @@ extension LlamaModel: TokenPredictor {
     /// Every row's logits in the prompt pass itself (`forward(scoring:)`).
     public func score(
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
-        rows: UnsafeMutableBufferPointer<Float>
+        rows: UnsafeMutableBufferPointer<Float>, normalizers: UnsafeMutableBufferPointer<Float>
     ) throws {
         guard let cache = sequence as? KVCache else {
             preconditionFailure("a LlamaModel runs only sequences it made")
         }
+        precondition(normalizers.count >= tokens.count, "score: fewer normalizers than tokens")
         try forward(scoring: tokens, of: promptLength, cache: cache, rows: rows)
+        // Every row's log Σ exp, over both cores (a 512-token prompt's are 25 M exponentials).
+        ck_rows_logsumexp(
+            pool.raw, rows.baseAddress!, normalizers.baseAddress!, Int32(tokens.count), Int32(config.vocabularySize))
     }
 
     /// One pass over the weights for every sequence in the batch.

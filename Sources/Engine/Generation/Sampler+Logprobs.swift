@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// Log-probabilities of a sampled token and its most likely alternatives (`LogprobRecorder`).
@@ -24,16 +25,22 @@ extension Sampler {
 
     /// log-softmax over `logits` (NaN and -infinity are impossible tokens, never listed): the
     /// log-probability of `chosen` and the `top` most likely tokens, most likely first (ties:
-    /// lower id first). One pass for the maximum, one for the sum, one for the top set.
+    /// lower id first). The normalizer is `ck_logsumexp`'s (8-lane partial sums: measured 15
+    /// times closer to llama.cpp's double-precision scores than one running float sum), then one
+    /// pass for the top set.
     static func logSoftmax(
         of chosen: Int32, logits: UnsafeBufferPointer<Float>, top: Int
     ) -> (logprob: Float, top: [(id: Int32, logprob: Float)]) {
-        var maxLogit = -Float.infinity
-        for l in logits where l > maxLogit { maxLogit = l }
-        guard maxLogit.isFinite else { return (-.infinity, []) }
-        var sum: Float = 0
-        for l in logits where l > -.infinity { sum += Foundation.exp(l - maxLogit) }
-        let logZ = maxLogit + Foundation.log(sum)
+        guard let base = logits.baseAddress, !logits.isEmpty else { return (-.infinity, []) }
+        let logZ = ck_logsumexp(base, Int32(logits.count))
+        guard logZ > -.infinity else { return (-.infinity, []) }
+        return logprob(of: chosen, logits: logits, top: top, logZ: logZ)
+    }
+
+    /// The same with the row's normalizer log Σ exp already computed (`ck_rows_logsumexp`).
+    static func logprob(
+        of chosen: Int32, logits: UnsafeBufferPointer<Float>, top: Int, logZ: Float
+    ) -> (logprob: Float, top: [(id: Int32, logprob: Float)]) {
         // The top set, kept sorted; a vocabulary pass with a threshold, as `applyTopK` does.
         var best: [(id: Int32, logit: Float)] = []
         if top > 0 {

@@ -1,3 +1,5 @@
+import CKernels
+
 /// The numeric model as generation sees it: tokens in, next-token logits out.
 ///
 /// `LlamaModel` is the production predictor; tests can supply a tiny deterministic one to
@@ -18,10 +20,10 @@ public protocol TokenPredictor: AnyObject, Sendable {
     /// them into `rows` ([tokens.count × vocabularySize], row t after token t): scoring a prompt
     /// (completions' `echo`) in its own pass, with no second forward. `tokens` is a piece of a
     /// prompt of `promptLength` tokens, its indices the positions in it (the piece's arithmetic
-    /// may depend on where it lies in the whole).
+    /// may depend on where it lies in the whole). `normalizers[t]` gets row t's log Σ exp.
     func score(
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
-        rows: UnsafeMutableBufferPointer<Float>
+        rows: UnsafeMutableBufferPointer<Float>, normalizers: UnsafeMutableBufferPointer<Float>
     ) throws
     /// A new sequence of `capacity` tokens holding the first `count` tokens of `source`, to go
     /// on from there, or nil when the predictor cannot give one whose next results are exactly
@@ -69,14 +71,15 @@ extension TokenPredictor {
     /// depends on the batch) override it with the pass that computes all rows at once.
     public func score(
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
-        rows: UnsafeMutableBufferPointer<Float>
+        rows: UnsafeMutableBufferPointer<Float>, normalizers: UnsafeMutableBufferPointer<Float>
     ) throws {
         let v = vocabularySize
         precondition(rows.count >= tokens.count * v, "score: rows hold fewer than tokens × vocabulary floats")
+        precondition(normalizers.count >= tokens.count, "score: fewer normalizers than tokens")
         for (t, i) in tokens.indices.enumerated() {
-            try predict(
-                tokens: tokens[i...i], sequence: sequence,
-                logits: UnsafeMutableBufferPointer(rebasing: rows[(t * v)..<((t + 1) * v)]))
+            let row = UnsafeMutableBufferPointer(rebasing: rows[(t * v)..<((t + 1) * v)])
+            try predict(tokens: tokens[i...i], sequence: sequence, logits: row)
+            normalizers[t] = ck_logsumexp(row.baseAddress!, Int32(v))
         }
     }
 

@@ -7,7 +7,10 @@ extension LlamaModel {
     /// One pass over the rows of `segments` (together at most `maxPassTokens` rows, each segment
     /// starting at its `row`). Weight products run once over all rows; RoPE positions, the KV
     /// cache and attention are per segment.
-    func runChunk(_ segments: UnsafeBufferPointer<Segment>) {
+    /// `scoring`: the one segment is a scored prompt, every row's logits go there
+    /// ([rows × vocabulary]). (Not a field of `Segment`: a batched pass keeps 16 of those on the
+    /// stack within 1 KiB, and a pointer more would put them on the heap every decode round.)
+    func runChunk(_ segments: UnsafeBufferPointer<Segment>, scoring: UnsafeMutablePointer<Float>? = nil) {
         let n = segments.last.map { $0.row + $0.tokens.count } ?? 0
         // Which of llama.cpp's arithmetics each row's products follow (its micro-batch's), and
         // rows alone (the last layer's feed-forward, which llama.cpp runs on the output rows only).
@@ -15,10 +18,13 @@ extension LlamaModel {
             for t in 0..<segment.tokens.count { rowOrders[segment.row + t] = segment.rowOrder(t) }
         }
         (rowOrders + n).update(repeating: 0, count: n)
-        runChunk(segments, rows: n, orders: UnsafePointer(rowOrders))
+        runChunk(segments, rows: n, orders: UnsafePointer(rowOrders), scoring: segments.count == 1 ? scoring : nil)
     }
 
-    private func runChunk(_ segments: UnsafeBufferPointer<Segment>, rows n: Int, orders: UnsafePointer<UInt8>) {
+    private func runChunk(
+        _ segments: UnsafeBufferPointer<Segment>, rows n: Int, orders: UnsafePointer<UInt8>,
+        scoring scored: UnsafeMutablePointer<Float>?
+    ) {
         let c = config
         let arch = c.architecture
         let dim = c.embeddingLength
@@ -29,7 +35,6 @@ extension LlamaModel {
         // A scored prompt (one segment wanting every row's logits) runs its last feed-forward and
         // the head over all rows in its micro-batch's arithmetic, as llama.cpp does when every
         // token is an output (it then skips the output-rows-only cut).
-        let scored: UnsafeMutablePointer<Float>? = segments.count == 1 ? segments[0].allLogits : nil
         // Shape of x, xn, proj: [n × dim]; q, attn: [n × qDim]; k, v: [n × kvDim].
         for segment in segments {
             for (t, id) in segment.tokens.enumerated() {

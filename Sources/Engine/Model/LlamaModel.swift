@@ -308,8 +308,10 @@ public final class LlamaModel: @unchecked Sendable {
                 tokens: chunk, cache: cache, logits: nil, row: 0,
                 microBatch: min(
                     Self.microBatchLimit, promptLength - start / Self.microBatchLimit * Self.microBatchLimit),
-                microBatchRow: start % Self.microBatchLimit, allLogits: base + (start - tokens.startIndex) * v)
-            withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1)) }
+                microBatchRow: start % Self.microBatchLimit)
+            withUnsafePointer(to: segment) {
+                runChunk(UnsafeBufferPointer(start: $0, count: 1), scoring: base + (start - tokens.startIndex) * v)
+            }
             cache.append(chunk)
             start = end
         }
@@ -414,9 +416,6 @@ public final class LlamaModel: @unchecked Sendable {
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
         let row: Int
-        /// Where every row's logits go ([rows × vocabulary]) when the segment is a scored prompt
-        /// (it then runs alone in its pass); nil for the others.
-        let allLogits: UnsafeMutablePointer<Float>?
         /// The micro-batch llama.cpp would put these rows in: the tokens given at once (one
         /// `forward` call's, or one batch item's) cut in pieces of `microBatchLimit`. Its size
         /// and this segment's first row in it decide which of llama.cpp's arithmetics each row
@@ -429,10 +428,9 @@ public final class LlamaModel: @unchecked Sendable {
 
         init(
             tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutablePointer<Float>?, row: Int,
-            microBatch: Int, microBatchRow: Int = 0, allLogits: UnsafeMutablePointer<Float>? = nil
+            microBatch: Int, microBatchRow: Int = 0
         ) {
             self.tokens = tokens
-            self.allLogits = allLogits
             self.cache = cache
             self.logits = logits
             self.row = row
