@@ -54,39 +54,11 @@ enum OpenAILogprobs {
         return out
     }
 
-    struct ChatEntry: Encodable, Sendable {
-        struct Alternative: Encodable, Sendable {
-            var token: String
-            var logprob: Float
-            var bytes: [UInt8]
-        }
-        var token: String
-        var logprob: Float
-        var bytes: [UInt8]
-        var topLogprobs: [Alternative]
-
-        init(_ e: TokenLogprob) {
-            token = String(decoding: e.bytes, as: UTF8.self)
-            logprob = OpenAILogprobs.finite(e.logprob)
-            bytes = e.bytes
-            topLogprobs = e.top.map {
-                Alternative(
-                    token: String(decoding: $0.bytes, as: UTF8.self), logprob: OpenAILogprobs.finite($0.logprob),
-                    bytes: $0.bytes)
-            }
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case token, logprob, bytes
-            case topLogprobs = "top_logprobs"
-        }
-    }
-
     /// Chat's `logprobs` object.
     struct Chat: Encodable, Sendable {
-        var content: [ChatEntry]
+        var content: [LogprobEntryBody]
 
-        init(_ entries: [TokenLogprob]) { content = entries.map(ChatEntry.init) }
+        init(_ entries: [TokenLogprob]) { content = entries.map(LogprobEntryBody.init) }
 
         enum CodingKeys: String, CodingKey { case content, refusal }
 
