@@ -1,11 +1,12 @@
 // Writes Tests/Fixtures/reference/kquant-products.json: llama.cpp's own K-quant matrix products
 // (ggml's CPU backend, one thread) on fixed pseudo-random data, for KQuantProductReferenceTests.
-// For each of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: a weight matrix of ROWS rows of K values (floats from a
+// For each of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16, BF16: a weight matrix of ROWS rows of K values (floats from a
 // fixed xorshift generator, quantized by ggml_quantize_chunk) times the first n = 4 and all n = 9
 // rows of one activation matrix (multiples of 1/256 in [-2, 2) from the same generator, so that
 // they print short). ggml quantizes the activations to Q8_K
 // and, for n >= 8, takes its tiled K-quant product (ggml-cpu/tiled); for n = 4 the per-row
-// vec_dot kernels. No repacked buffers (a plain CPU context), as with llama-cpp-score's default.
+// vec_dot kernels. F16 and BF16 weights: ggml rounds the activations to that type and takes
+// llamafile's tinyBLAS product at any n (BF16 with AVX512-BF16 instructions). No repacked buffers (a plain CPU context), as with llama-cpp-score's default.
 // The JSON holds the weight bytes (hex), the activation floats and the products as float bit
 // patterns (hex), so the test needs neither llama.cpp nor its quantizer at run time.
 //
@@ -34,7 +35,8 @@ static float next_float() {  // uniform in [-1, 1)
 int main() {
     ggml_cpu_init();
     const int K = 512, ROWS = 8;
-    const ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    const ggml_type types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+                               GGML_TYPE_F16, GGML_TYPE_BF16};
     const int ns[] = {4, 9};
     std::vector<float> x((size_t)K * 9);
     for (float &v : x) v = (float)(int)(next_float() * 512.0f) / 256.0f;
