@@ -40,11 +40,9 @@ static float dot_f32_portable(int k, const float *w, const float *a) {
     return s;
 }
 
-// F16 weights: the activations are rounded to f16 first (round to nearest even), as llama.cpp
-// converts them to its F16 vec_dot_type before its F16 product (llamafile's tinyBLAS here).
 static float dot_f16_f32_portable(int k, const uint16_t *w, const float *a) {
     float s = 0.0f;
-    for (int i = 0; i < k; i++) s += ck_fp16_to_fp32(w[i]) * ck_fp16_to_fp32(ck_fp32_to_fp16(a[i]));
+    for (int i = 0; i < k; i++) s += ck_fp16_to_fp32(w[i]) * a[i];
     return s;
 }
 
@@ -355,25 +353,18 @@ CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
     return s;
 }
 
-// Eight activations rounded to f16 (nearest even) and back: llama.cpp's F16 vec_dot_type.
-CK_FAST static inline __m256 load_f16_rounded(const float *a) {
-    return _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
-// 16 lanes (tinyBLAS's 512-bit accumulator as two halves) summed as _mm512_reduce_add_ps does.
 CK_FAST static float dot_f16_f32_fast(int k, const uint16_t *w, const float *a) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= k; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), load_f16_rounded(a + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))), load_f16_rounded(a + i + 8),
-                               acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(a + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))), _mm256_loadu_ps(a + i + 8), acc1);
     }
     for (; i + 8 <= k; i += 8) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), load_f16_rounded(a + i), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(a + i), acc0);
     }
     float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
-    for (; i < k; i++) s += _cvtsh_ss(w[i]) * _cvtsh_ss(_cvtss_sh(a[i], 0));
+    for (; i < k; i++) s += _cvtsh_ss(w[i]) * a[i];
     return s;
 }
 #endif

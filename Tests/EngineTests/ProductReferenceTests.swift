@@ -14,8 +14,9 @@ import Testing
 /// Q5_K rows of a prompt pass used the per-row order, a few ulps off the tiled product, which the
 /// default model turned into echoed log-probabilities up to 0.6 away from llama.cpp's.
 /// F16: llama.cpp rounds the activations to f16 before its product (llamafile's tinyBLAS, 16 f32
-/// lanes); inferd used them unrounded, 0.010 off in log-probability. The fast kernels follow
-/// tinyBLAS's lanes; the portable F16 one sums in another order, so only the fast paths compare.
+/// lanes); inferd used them unrounded, 0.010 off in log-probability, and now rounds them once
+/// per pass (`ck_rows_quantize` to CK_TYPE_F16, as `LlamaModel.arguments` does). The fast kernels
+/// follow tinyBLAS's lanes; the portable F16 one sums in another order, so only the fast paths compare.
 /// (BF16, in the fixture too, is not compared: llama.cpp's product there is AVX512-BF16's dot
 /// instruction, whose rounding inferd does not reproduce yet.)
 /// (Q4_K follows llama.cpp's repacked products, which its default CPU backend takes for Q4_K
@@ -63,7 +64,11 @@ struct ProductReferenceTests {
             activations.withUnsafeBufferPointer { ab in
                 x.withUnsafeMutableBytes { xb in
                     if float {
-                        xb.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(ab)[0..<(c.n * xRowBytes)]))
+                        // As the model prepares them for F16 weights (LlamaModel.arguments).
+                        #expect(
+                            ck_rows_quantize(
+                                nil, Int32(GGMLType.f16.rawValue), ab.baseAddress!, Int32(k), xb.baseAddress!, xRowBytes,
+                                Int32(c.n)) == 0)
                         return
                     }
                     for t in 0..<c.n {

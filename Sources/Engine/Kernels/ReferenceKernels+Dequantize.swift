@@ -54,8 +54,7 @@ extension ReferenceKernels {
         return out
     }
 
-    /// Σ dequant(w)·dequant(a) in Double, `a` in `type.activationForm` (f32 bytes for float types,
-    /// rounded to f16 against F16 weights).
+    /// Σ dequant(w)·dequant(a) in Double, `a` in `type.activationForm` (f32 bytes for float types).
     /// Against Q8_1 the weights' mins multiply the activations' stored sums `s` (fp16(d · Σq)), as
     /// ggml defines that product.
     static func dot(weights w: [UInt8], type: GGMLType, activations a: [UInt8], k: Int) -> Float {
@@ -70,11 +69,9 @@ extension ReferenceKernels {
                 weights[b * type.blockBytes + 3] = 0
             }
         }
-        guard let wv = dequantize(weights, type: type, count: k), var av = dequantize(a, type: form, count: k) else {
+        guard let wv = dequantize(weights, type: type, count: k), let av = dequantize(a, type: form, count: k) else {
             return .nan
         }
-        // Against F16 weights the activations are rounded to f16 first (llama.cpp's vec_dot_type).
-        if type == .f16 { av = av.map { Float(Float16($0)) } }
         for i in 0..<k { s += Double(wv[i]) * Double(av[i]) }
         return Float(s)
     }
