@@ -386,7 +386,7 @@ ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast) {
 }
 
 ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast) {
-    if (type != CK_TYPE_Q6_K) return 0;
+    if (type != CK_TYPE_Q6_K) return ck_pick_dot_tiled_kquants_more(type, fast);
 #if CK_X86
     if (fast) return (ck_dot_fn)dot_q6_k_tiled_fast;
 #endif

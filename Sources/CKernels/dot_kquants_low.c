@@ -56,19 +56,19 @@ CK_FAST static inline __m256i scale_pair_epi16(int s0, int s1) {
     return _mm256_setr_m128i(_mm_set1_epi16((short)s0), _mm_set1_epi16((short)s1));
 }
 
+// ggml's AVX2 order (its vec_dot, which llama.cpp takes for micro-batches under 8 rows): per
+// super-block, the mins' eight int32 lanes (pairs of groups against their Q8_K sums) in one FMA
+// by -d_a * fp16(dmin) into the eight float lanes, then the scaled products' lanes in one FMA
+// by d_a * fp16(d); the lanes summed at the end.
 CK_FAST static float dot_q2_k_fast(int k, const ck_block_q2_K *w, const ck_block_q8_K *a) {
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
-    float summs = 0.0f;
     for (int i = 0; i < k / CK_QK_K; i++) {
-        const float d = a[i].d * _cvtsh_ss(w[i].d), dmin = a[i].d * _cvtsh_ss(w[i].dmin);
+        const float d = a[i].d * _cvtsh_ss(w[i].d), dmin = -a[i].d * _cvtsh_ss(w[i].dmin);
         const __m128i packed = _mm_loadu_si128((const __m128i *)w[i].scales);
         const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0f)));
         const __m256i mp = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)a[i].bsums));
-        __m128i ms = _mm_add_epi32(_mm256_castsi256_si128(mp), _mm256_extracti128_si256(mp, 1));
-        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0x4e));
-        ms = _mm_add_epi32(ms, _mm_shuffle_epi32(ms, 0xb1));
-        summs = fmaf(dmin, (float)_mm_cvtsi128_si32(ms), summs);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(mp), acc);
         uint8_t sc[16];
         for (int g = 0; g < 16; g++) sc[g] = w[i].scales[g] & 0x0f;
         __m256i sumi = _mm256_setzero_si256();
@@ -84,7 +84,7 @@ CK_FAST static float dot_q2_k_fast(int k, const ck_block_q2_K *w, const ck_block
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return ck_hsum8(acc) - summs;
+    return ck_hsum8(acc);
 }
 
 CK_FAST static float dot_q3_k_fast(int k, const ck_block_q3_K *w, const ck_block_q8_K *a) {

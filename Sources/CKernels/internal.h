@@ -124,6 +124,8 @@ ck_dot1x4_fn ck_pick_dot1x4_kquants(int type, int fast);
 /// four-row GEMM order one row at a time; NULL for types whose arithmetic has no such order.
 ck_dot_fn ck_pick_dot_tiled_kquants(int type, int fast);
 ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
+/// Q2_K, Q3_K and Q5_K in llama.cpp's tiled order (dot_kquants_tiled.c); NULL for other types.
+ck_dot_fn ck_pick_dot_tiled_kquants_more(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
 

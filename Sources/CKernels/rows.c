@@ -102,12 +102,40 @@ typedef struct {
     size_t y_row_bytes;
 } quantize_job;
 
+// F32 values rounded to f16 (nearest even) and back, as llama.cpp converts the activations of
+// an F16 weight's product to its F16 vec_dot_type.
+static void round_row_f16_portable(const float *x, float *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = ck_fp16_to_fp32(ck_fp32_to_fp16(x[i]));
+}
+
+#if CK_X86
+CK_FAST static void round_row_f16_fast(const float *x, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) y[i] = _cvtsh_ss(_cvtss_sh(x[i], 0));
+}
+#endif
+
+void ck_round_row_f16(const float *x, float *y, int n) {
+#if CK_X86
+    if (ck_fast_paths_enabled()) {
+        round_row_f16_fast(x, y, n);
+        return;
+    }
+#endif
+    round_row_f16_portable(x, y, n);
+}
+
 static void quantize_rows(const void *job, int r0, int r1) {
     const quantize_job *j = (const quantize_job *)job;
     for (int r = r0; r < r1; r++) {
         const float *x = j->x + (size_t)r * j->width;
         void *y = j->y + (size_t)r * j->y_row_bytes;
         switch (j->type) {
+        case CK_TYPE_F16: ck_round_row_f16(x, (float *)y, j->width); break;
         case CK_TYPE_Q8_0: ck_quantize_row_q8_0(x, (ck_block_q8_0 *)y, j->width); break;
         case CK_TYPE_Q8_1: ck_quantize_row_q8_1(x, (ck_block_q8_1 *)y, j->width); break;
         default: ck_quantize_row_q8_K(x, (ck_block_q8_K *)y, j->width); break;
@@ -116,7 +144,7 @@ static void quantize_rows(const void *job, int r0, int r1) {
 }
 
 int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n) {
-    if (type != CK_TYPE_Q8_0 && type != CK_TYPE_Q8_1 && type != CK_TYPE_Q8_K) return -1;
+    if (type != CK_TYPE_Q8_0 && type != CK_TYPE_Q8_1 && type != CK_TYPE_Q8_K && type != CK_TYPE_F16) return -1;
     const quantize_job j = {type, x, width, (char *)y, y_row_bytes};
     run_rows(pool, quantize_rows, &j, n, width);
     return 0;

@@ -183,7 +183,7 @@ struct WeightTypeKernelTests {
     /// Rows given orders (llama.cpp's micro-batch arithmetics, `ck_matmul_args.orders`) get
     /// exactly `ck_dot_ordered`'s result, whatever the other rows' orders; on every path the fast
     /// kernels give the portable ones' bits. The two orders differ from the single-row one.
-    @Test(arguments: [GGMLType.q4_K, .q6_K])
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q2_K, .q3_K, .q5_K])
     func orderedProductsFollowEachRowsOrder(type: GGMLType) {
         var rng = SeededRandom(seed: 5000 + UInt64(type.rawValue))
         let k = 1024

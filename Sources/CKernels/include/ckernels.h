@@ -402,8 +402,12 @@ void ck_rows_logsumexp(ck_pool *pool, const float *x, float *out, int n, int wid
 /// Row r of y (n × width) = ck_rmsnorm(row r of x, w). x and y may be the same.
 void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, int n, int width, float eps);
 /// Row r of x (n × width floats) quantized into y + r * y_row_bytes in `type` (CK_TYPE_Q8_0,
-/// CK_TYPE_Q8_1 or CK_TYPE_Q8_K, with ck_quantize_row_*). -1 for another type (nothing written).
+/// CK_TYPE_Q8_1 or CK_TYPE_Q8_K, with ck_quantize_row_*; CK_TYPE_F16: width floats rounded to
+/// f16 precision with ck_round_row_f16, still f32). -1 for another type (nothing written).
 int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n);
+/// y = x rounded to f16 (nearest even) and back, n values: the activations of a product with F16
+/// weights, as llama.cpp converts them to its F16 vec_dot_type first.
+void ck_round_row_f16(const float *x, float *y, int n);
 /// out = ck_gelu_mul (gelu != 0) or ck_silu_mul of gate and up, n rows of width.
 void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width);
 /// y += x over n rows of width.

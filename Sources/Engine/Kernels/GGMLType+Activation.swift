@@ -26,10 +26,12 @@ extension GGMLType {
     }
 
     /// Bytes enough for one row of `columns` activations in any quantized form (Q8_0: 34, Q8_1:
-    /// 36 per 32 values; Q8_K: 292 per 256), rounded up a block.
+    /// 36 per 32 values; Q8_K: 292 per 256), rounded up a block, or as f32 rounded to f16 (the
+    /// activations of F16 weights, 4 bytes a value; pages no product touches stay unresident).
     static func activationScratchBytes(columns: Int) -> Int {
         max(
             (columns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride,
-            (columns / 256 + 1) * MemoryLayout<ck_block_q8_K>.stride)
+            (columns / 256 + 1) * MemoryLayout<ck_block_q8_K>.stride,
+            columns * MemoryLayout<Float>.stride)
     }
 }
