@@ -67,7 +67,8 @@ struct ProductReferenceTests {
                         // As the model prepares them for F16 weights (LlamaModel.arguments).
                         #expect(
                             ck_rows_quantize(
-                                nil, Int32(GGMLType.f16.rawValue), ab.baseAddress!, Int32(k), xb.baseAddress!, xRowBytes,
+                                nil, Int32(GGMLType.f16.rawValue), ab.baseAddress!, Int32(k), xb.baseAddress!,
+                                xRowBytes,
                                 Int32(c.n)) == 0)
                         return
                     }
@@ -97,11 +98,13 @@ struct ProductReferenceTests {
                     for r in 0..<rows where y[t * rows + r].bitPattern != c.products[r + t * rows] {
                         differing += 1
                         if worst.isEmpty {
-                            worst = "token \(t) row \(r): \(y[t * rows + r]) vs \(Float(bitPattern: c.products[r + t * rows]))"
+                            worst =
+                                "token \(t) row \(r): \(y[t * rows + r]) vs \(Float(bitPattern: c.products[r + t * rows]))"
                         }
                     }
                 }
-                #expect(differing == 0, "\(type) \(path) n=\(c.n): \(differing) of \(c.n * rows) differ (first \(worst))")
+                #expect(
+                    differing == 0, "\(type) \(path) n=\(c.n): \(differing) of \(c.n * rows) differ (first \(worst))")
                 _ = try #require(y.count == c.products.count)
             }
         }
