@@ -32,6 +32,11 @@ struct LogprobEntryBody: Codable, Sendable, Equatable {
         case topLogprobs = "top_logprobs"
     }
 
+    /// The entries of the tokens spelling `text`, the answer as sent (a stop string's left out).
+    static func answer(_ recorder: LogprobRecorder, text: String) -> [LogprobEntryBody] {
+        OpenAILogprobs.covering(recorder.all, text: text).map(LogprobEntryBody.init)
+    }
+
     /// The entries whose last byte falls in bytes `start..<end` of the text they spell (the
     /// first range also takes entries of no bytes at its start): each entry goes with the delta
     /// that completes it.

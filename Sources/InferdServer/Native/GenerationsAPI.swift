@@ -130,7 +130,7 @@ extension GenerationBody {
         if structured {
             (value, partial) = StructuredValue.final(o)
         }
-        self.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: o.content).map(LogprobEntryBody.init) }
+        self.logprobs = logprobs.map { LogprobEntryBody.answer($0, text: o.content) }
         if let tools {
             let answer = NativeToolAnswer.final(o, tracker: tools)
             content = answer.content

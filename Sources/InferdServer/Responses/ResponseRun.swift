@@ -80,7 +80,7 @@ final class ResponseRun: Sendable {
         change { r in
             if let logprobs {
                 // Those spelling the text as it ends (a stop string's are not).
-                r.logprobs = OpenAILogprobs.covering(logprobs.all, text: text).map(LogprobEntryBody.init)
+                r.logprobs = LogprobEntryBody.answer(logprobs, text: text)
             }
             if r.started || !text.isEmpty {
                 Self.start(&r)

@@ -154,7 +154,7 @@ struct SessionTurnBody: Encodable, Sendable {
         _ o: GenerationOutcome, requestID: String, sessionID: String, structured: Bool = false,
         tools: ToolAnswerTracker? = nil, logprobs: LogprobRecorder? = nil
     ) {
-        self.logprobs = logprobs.map { OpenAILogprobs.covering($0.all, text: o.content).map(LogprobEntryBody.init) }
+        self.logprobs = logprobs.map { LogprobEntryBody.answer($0, text: o.content) }
         id = requestID
         requestId = requestID
         sessionId = sessionID
