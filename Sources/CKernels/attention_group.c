@@ -297,7 +297,8 @@ static size_t decode_split_floats(const ck_attention_args *p) {
 }
 
 int ck_attention_decode_split_applies(ck_pool *pool, const ck_attention_args *p) {
-    if (!pool || p->n_tokens != 1 || p->n_kv_head < 1 || p->n_head % p->n_kv_head != 0) return 0;
+    if (!pool || p->n_tokens != 1 || p->call_rows >= 2 || p->n_kv_head < 1 || p->n_head % p->n_kv_head != 0)
+        return 0;
     const int threads = ck_pool_size(pool);
     const int r = p->n_head / p->n_kv_head;
     return threads >= 2 && p->n_kv_head % threads != 0 && r <= CK_MAX_GROUP && ck_attention_fast_shape(p) &&

@@ -24,6 +24,14 @@ class ForwardingPredictor: TokenPredictor, @unchecked Sendable {
         try target.predict(tokens: tokens, sequence: sequence, logits: logits)
     }
 
+    func predict(
+        prompt tokens: ArraySlice<Int32>, of promptLength: Int, sequence: any PredictorSequence,
+        logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        willPredict()
+        try target.predict(prompt: tokens, of: promptLength, sequence: sequence, logits: logits)
+    }
+
     func predict(batch: [PredictionInput]) throws {
         willPredict()
         try target.predict(batch: batch)

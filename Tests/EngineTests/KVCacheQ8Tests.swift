@@ -79,7 +79,7 @@ struct KVCacheQ8Tests {
                                 n_head: Int32(shape.nHead), n_kv_head: Int32(shape.nKV), head_dim: Int32(hd),
                                 n_tokens: Int32(shape.nTokens), pos0: Int32(shape.pos0), scale: scale,
                                 out: ob.baseAddress!, out_stride: Int32(qDim), scratch: sb.baseAddress!,
-                                scratch_stride: Int32(stride), window: Int32(shape.window))
+                                scratch_stride: Int32(stride), window: Int32(shape.window), call_rows: 0)
                             ck_attention_q8_0_many(pool?.raw, &args, 1)
                         }
                     }

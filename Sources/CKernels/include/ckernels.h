@@ -306,6 +306,10 @@ typedef struct {
     float *scratch;
     int scratch_stride;
     int window;  // > 0: token t attends only positions > pos0 + t - window (sliding window)
+    // Rows of the call (llama.cpp's micro-batch) these rows belong to: 2 or more takes the
+    // batch arithmetic (tiles) even for a lone row, which a prompt's last piece can be; 0 or 1
+    // is a decode step's row.
+    int call_rows;
 } ck_attention_args;
 
 /// The same attention with the arithmetic of llama.cpp's CPU flash attention taken row by row

@@ -103,8 +103,10 @@ final class GenerationJob: @unchecked Sendable {
             case .prompt(let next) where scoresPrompt:
                 try scorePrompt(from: next, predictor: predictor, logits: logits)
             case .prompt(let next):
-                let end = min(next + Self.promptChunk, request.promptTokens.count)
-                try predictor.predict(tokens: request.promptTokens[next..<end], sequence: sequence, logits: logits)
+                let end = promptChunkEnd(from: next)
+                try predictor.predict(
+                    prompt: request.promptTokens[next..<end], of: request.promptTokens.count, sequence: sequence,
+                    logits: logits)
                 promptAdvanced(to: end, logits: logits)
             case .decode:
                 try predictor.predict(tokens: lastToken, sequence: sequence, logits: logits)
@@ -158,14 +160,22 @@ final class GenerationJob: @unchecked Sendable {
             tokens = lastToken
             batchedPromptEnd = 0
         case .prompt(let next):
-            let end = min(next + Self.promptChunk, request.promptTokens.count)
+            let end = promptChunkEnd(from: next)
             tokens = request.promptTokens[next..<end]
             batchedPromptEnd = end
         default:
             return nil
         }
         batchLogitsAllocated = true
-        return PredictionInput(tokens: tokens, sequence: sequence, logits: batchLogits)
+        let promptLength = batchedPromptEnd > 0 ? request.promptTokens.count : 0
+        return PredictionInput(tokens: tokens, sequence: sequence, logits: batchLogits, promptLength: promptLength)
+    }
+
+    /// Where the prompt step from `next` ends: on the next multiple of `promptChunk`, so that
+    /// wherever a prompt starts from (0, a reused prefix, a session's kept tokens) it goes on in
+    /// the chunks a fresh run of the whole prompt takes.
+    private func promptChunkEnd(from next: Int) -> Int {
+        min((next / Self.promptChunk + 1) * Self.promptChunk, request.promptTokens.count)
     }
 
     /// The token a decode step feeds the model: the newest one, as a slice of the history.
@@ -210,7 +220,7 @@ final class GenerationJob: @unchecked Sendable {
         from next: Int, predictor: any TokenPredictor, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
         let prompt = request.promptTokens
-        let end = min(next + Self.promptChunk, prompt.count)
+        let end = promptChunkEnd(from: next)
         let v = vocabularySize
         let top = request.logprobs?.top ?? 0
         if scoreRows.isEmpty { scoreRows = Array(repeating: 0, count: Self.promptChunk * v) }

@@ -38,6 +38,17 @@ extension LlamaModel: TokenPredictor {
         try forward(tokens: tokens, cache: cache, logits: logits)
     }
 
+    /// A prompt's piece with the arithmetic of the whole prompt in one call.
+    public func predict(
+        prompt tokens: ArraySlice<Int32>, of promptLength: Int, sequence: any PredictorSequence,
+        logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        guard let cache = sequence as? KVCache else {
+            preconditionFailure("a LlamaModel runs only sequences it made")
+        }
+        try forward(prompt: tokens, of: promptLength, cache: cache, logits: logits)
+    }
+
     /// Every row's logits in the prompt pass itself (`forward(scoring:)`).
     public func score(
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
@@ -59,7 +70,7 @@ extension LlamaModel: TokenPredictor {
             guard let cache = input.sequence as? KVCache else {
                 preconditionFailure("a LlamaModel runs only sequences it made")
             }
-            return BatchItem(tokens: input.tokens, cache: cache, logits: input.logits)
+            return BatchItem(tokens: input.tokens, cache: cache, logits: input.logits, promptLength: input.promptLength)
         }
     }
 }

@@ -15,6 +15,13 @@ public protocol TokenPredictor: AnyObject, Sendable {
     func predict(
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws
+    /// `predict` for a piece of a prompt of `promptLength` tokens, whose indices are the
+    /// positions in it (the piece's arithmetic may depend on where it lies in the whole, as a
+    /// scored piece's does): a prompt fed in pieces then gives the bits of the whole in one call.
+    func predict(
+        prompt tokens: ArraySlice<Int32>, of promptLength: Int, sequence: any PredictorSequence,
+        logits: UnsafeMutableBufferPointer<Float>
+    ) throws
     func predict(batch: [PredictionInput]) throws
     /// Appends `tokens` to `sequence` like `predict`, and writes the logits after every one of
     /// them into `rows` ([tokens.count × vocabularySize], row t after token t): scoring a prompt
@@ -46,11 +53,18 @@ public struct PredictionInput {
     public var tokens: ArraySlice<Int32>
     public var sequence: any PredictorSequence
     public var logits: UnsafeMutableBufferPointer<Float>
+    /// When positive, `tokens` is a piece of a prompt of this many tokens, its indices the
+    /// positions in it (`predict(prompt:of:sequence:logits:)`); 0 for a decode step's token.
+    public var promptLength: Int
 
-    public init(tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>) {
+    public init(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>,
+        promptLength: Int = 0
+    ) {
         self.tokens = tokens
         self.sequence = sequence
         self.logits = logits
+        self.promptLength = promptLength
     }
 }
 
@@ -83,12 +97,25 @@ extension TokenPredictor {
         }
     }
 
+    /// By default a prompt's piece is computed as any tokens are.
+    public func predict(
+        prompt tokens: ArraySlice<Int32>, of promptLength: Int, sequence: any PredictorSequence,
+        logits: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        try predict(tokens: tokens, sequence: sequence, logits: logits)
+    }
+
     /// Several sequences at once. Predictors that can share work between sequences (one pass
     /// over the weights for all of them) override this; the default runs them one by one.
     /// Must throw before changing anything when any input is bad.
     public func predict(batch: [PredictionInput]) throws {
         for input in batch {
-            try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits)
+            if input.promptLength > 0 {
+                try predict(
+                    prompt: input.tokens, of: input.promptLength, sequence: input.sequence, logits: input.logits)
+            } else {
+                try predict(tokens: input.tokens, sequence: input.sequence, logits: input.logits)
+            }
         }
     }
 }

@@ -80,7 +80,8 @@ extension LlamaModel {
                             kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
                             head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
                             scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
-                            scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window))
+                            scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window),
+                            call_rows: Int32(segment.microBatch))
                     )
                 }
                 if let stage = kvStage {
@@ -189,7 +190,8 @@ extension LlamaModel {
         var lone = 0
         for i in 0..<segments.count {
             var a = list[i]
-            guard a.n_tokens > 1 else {
+            // A lone row of a longer call (a prompt's last piece) takes the batch's kernels too.
+            guard a.n_tokens > 1 || a.call_rows > 1 else {
                 list.swapAt(lone, i)
                 lone += 1
                 continue

@@ -246,151 +246,7 @@ public final class LlamaModel: @unchecked Sendable {
             capacity: max(1, min(capacity, config.contextLength)), type: kvCacheType)
     }
 
-    /// Processes `tokens` at positions `cache.count ..< cache.count + tokens.count`, appends their
-    /// keys and values to the cache, and writes the logits of the last token into `logits`
-    /// (`vocabularySize` floats). Throws before doing anything when the cache would overflow.
-    public func forward(tokens: [Int32], cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
-        try forward(tokens: tokens[...], cache: cache, logits: logits)
-    }
-
-    /// The same for a slice (a decode step passes the last token of its history, allocating nothing).
-    public func forward(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) throws {
-        guard !tokens.isEmpty else { return }
-        try validate(tokens: tokens, cache: cache, logits: logits)
-        lock.lock()
-        defer { lock.unlock() }
-        forwardLocked(tokens: tokens, cache: cache, logits: logits)
-    }
-
-    /// `forward` in chunks of `maxBatch`, with the lock held and the input validated.
-    private func forwardLocked(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
-        var start = tokens.startIndex
-        while start < tokens.endIndex {
-            let end = min(tokens.endIndex, start + Self.maxBatch)
-            let chunk = tokens[start..<end]
-            let offset = start - tokens.startIndex
-            let segment = Segment(
-                tokens: chunk, cache: cache, logits: end == tokens.endIndex ? logits.baseAddress : nil, row: 0,
-                microBatch: min(
-                    Self.microBatchLimit, tokens.count - offset / Self.microBatchLimit * Self.microBatchLimit),
-                microBatchRow: offset % Self.microBatchLimit)
-            withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1)) }
-            cache.append(chunk)
-            start = end
-        }
-    }
-
-    /// Processes `tokens` like `forward` and writes the logits after every one of them into
-    /// `rows` ([tokens.count × vocabularySize]), in chunks of `maxBatch`, with the arithmetic of
-    /// one llama.cpp call given the whole prompt of `promptLength` tokens with every token an
-    /// output (completions' `echo`). `tokens`' indices are their positions in that prompt.
-    public func forward(
-        scoring tokens: ArraySlice<Int32>, of promptLength: Int, cache: KVCache,
-        rows: UnsafeMutableBufferPointer<Float>
-    ) throws {
-        guard !tokens.isEmpty else { return }
-        let v = config.vocabularySize
-        try validate(tokens: tokens, cache: cache, logits: rows)
-        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
-            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
-        }
-        guard tokens.startIndex >= 0, tokens.endIndex <= promptLength else {
-            throw ModelError.invalidHyperParameter("a scored piece lies outside its prompt")
-        }
-        lock.lock()
-        defer { lock.unlock() }
-        var start = tokens.startIndex
-        while start < tokens.endIndex {
-            // Chunks never cross a micro-batch (maxBatch divides microBatchLimit).
-            let end = min(tokens.endIndex, (start / Self.maxBatch + 1) * Self.maxBatch)
-            let chunk = tokens[start..<end]
-            let segment = Segment(
-                tokens: chunk, cache: cache, logits: nil, row: 0,
-                microBatch: min(
-                    Self.microBatchLimit, promptLength - start / Self.microBatchLimit * Self.microBatchLimit),
-                microBatchRow: start % Self.microBatchLimit)
-            withUnsafePointer(to: segment) {
-                runChunk(UnsafeBufferPointer(start: $0, count: 1), scoring: base + (start - tokens.startIndex) * v)
-            }
-            cache.append(chunk)
-            start = end
-        }
-    }
-
-    /// One sequence's part of a batched pass.
-    public struct BatchItem {
-        public var tokens: ArraySlice<Int32>
-        public var cache: KVCache
-        public var logits: UnsafeMutableBufferPointer<Float>
-
-        public init(tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>) {
-            self.tokens = tokens
-            self.cache = cache
-            self.logits = logits
-        }
-    }
-
-    /// Runs several sequences through one pass: their tokens share every weight read (the
-    /// point of batching decode steps), while attention and the KV cache stay per sequence.
-    /// Each sequence's result is bit-identical to running it alone. Items that do not fit one
-    /// pass (more than `maxPassTokens` tokens together, or more than `maxSequencesPerBatch`
-    /// sequences) are run in further passes. Throws before doing anything on a bad item.
-    public func forward(batch items: [BatchItem]) throws {
-        try forward(batch: items) { $0 }
-    }
-
-    /// `forward(batch:)` over any list that can present its elements as batch items (the
-    /// predictor's inputs), so a decode round builds no array of its own.
-    func forward<Items: RandomAccessCollection>(batch items: Items, as item: (Items.Element) -> BatchItem) throws
-    where Items.Index == Int {
-        for i in items.indices {
-            let a = item(items[i])
-            try validate(tokens: a.tokens, cache: a.cache, logits: a.logits)
-            for j in items.indices where j > i && item(items[j]).cache === a.cache {
-                throw ModelError.invalidHyperParameter("a batch holds the same KV cache twice")
-            }
-        }
-        lock.lock()
-        defer { lock.unlock() }
-        withUnsafeTemporaryAllocation(of: Segment.self, capacity: Self.maxSequencesPerBatch) { group in
-            var next = items.startIndex
-            while next < items.endIndex {
-                // The items from `next` on that fit one pass, in order.
-                var count = 0
-                var rows = 0
-                while next < items.endIndex, count < Self.maxSequencesPerBatch {
-                    let a = item(items[next])
-                    if a.tokens.isEmpty {
-                        next += 1
-                        continue
-                    }
-                    if a.tokens.count > Self.maxBatch {
-                        guard count == 0 else { break }
-                        // One long prompt: it runs alone, in chunks.
-                        forwardLocked(tokens: a.tokens, cache: a.cache, logits: a.logits)
-                        next += 1
-                        continue
-                    }
-                    guard rows + a.tokens.count <= Self.maxPassTokens else { break }
-                    group.initializeElement(
-                        at: count,
-                        to: Segment(
-                            tokens: a.tokens, cache: a.cache, logits: a.logits.baseAddress, row: rows,
-                            microBatch: a.tokens.count))
-                    count += 1
-                    rows += a.tokens.count
-                    next += 1
-                }
-                guard count > 0 else { continue }
-                let segments = UnsafeMutableBufferPointer(rebasing: group[0..<count])
-                runChunk(UnsafeBufferPointer(segments))
-                for segment in segments { segment.cache.append(segment.tokens) }
-                _ = segments.deinitialize()
-            }
-        }
-    }
-
-    private func validate(
+    func validate(
         tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
         guard cache.layers == config.blockCount, cache.kvDim == config.kvDim,
@@ -416,8 +272,8 @@ public final class LlamaModel: @unchecked Sendable {
         let cache: KVCache
         let logits: UnsafeMutablePointer<Float>?
         let row: Int
-        /// The micro-batch llama.cpp would put these rows in: the tokens given at once (one
-        /// `forward` call's, or one batch item's) cut in pieces of `microBatchLimit`. Its size
+        /// The micro-batch llama.cpp would put these rows in: the call (a whole prompt, however
+        /// it is fed here, or the tokens given at once) cut in pieces of `microBatchLimit`. Its size
         /// and this segment's first row in it decide which of llama.cpp's arithmetics each row
         /// follows (`rowOrder`, flash attention tiles), so that the chunks a long prompt is cut
         /// into here, and whatever shares a pass, change nothing.
@@ -426,16 +282,18 @@ public final class LlamaModel: @unchecked Sendable {
         private let microBatchOffset: UInt16
         var microBatch: Int { Int(microBatchSize) }
 
+        /// The rows of `tokens`, the first at `position` of a call of `length` tokens.
         init(
             tokens: ArraySlice<Int32>, cache: KVCache, logits: UnsafeMutablePointer<Float>?, row: Int,
-            microBatch: Int, microBatchRow: Int = 0
+            position: Int, of length: Int
         ) {
             self.tokens = tokens
             self.cache = cache
             self.logits = logits
             self.row = row
-            self.microBatchSize = UInt16(microBatch)
-            self.microBatchOffset = UInt16(microBatchRow)
+            let first = position / LlamaModel.microBatchLimit * LlamaModel.microBatchLimit
+            self.microBatchSize = UInt16(min(LlamaModel.microBatchLimit, length - first))
+            self.microBatchOffset = UInt16(position - first)
         }
 
         /// CK_ORDER_* flags of row t of this segment (see ck_matmul_args.orders).
