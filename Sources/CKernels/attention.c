@@ -37,8 +37,8 @@ static attention_plan plan_for(int fast_paths, const ck_attention_args *p) {
     attention_plan plan = {fast_paths, 0, 0};
 #if CK_X86
     const int r = p->n_head / p->n_kv_head;
-    if (fast_shape(fast_paths, p) && (p->n_tokens >= 2 || p->call_rows >= 2) && p->head_dim % 16 == 0 &&
-        r <= CK_MAX_GROUP &&
+    // Tiles for a batch's rows (ck_attention_batched); decode steps go token by token.
+    if (fast_shape(fast_paths, p) && ck_attention_batched(p) && p->head_dim % 16 == 0 && r <= CK_MAX_GROUP &&
         (size_t)p->scratch_stride >= ck_attention_tile_scratch_floats(p)) {
         plan.tile = ck_attention_tile_tokens(r);
         plan.avx512 = ck_cpu_has_vnni();

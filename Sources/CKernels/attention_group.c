@@ -150,7 +150,7 @@ CK_FAST static CK_INLINE void decode_outputs(const ck_attention_args *p, float *
                                              const int R) {
     const int hd = p->head_dim;
     const int nv = hd / 8;
-    const int np = attention_full_steps_end(p);
+    const int np = attention_full_steps_end(nk);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
         for (int i = 0; i < R; i++) {
@@ -215,7 +215,7 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
     const int hd = p->head_dim;
     const int nv = hd / 8;
     const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
-    const int batched = p->n_tokens >= 2;
+    const int batched = ck_attention_batched(p);
     const size_t astride = (size_t)64 * hd;
     const int sstride = (p->pos0 + p->n_tokens + 15) & ~15;  // the softmax pads to 16 keys
     float *acc = scratch;
@@ -240,7 +240,7 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
         return;
     }
     // ggml_vec_dot_f16 per output dimension over the padded key range.
-    const int np = attention_full_steps_end(p);
+    const int np = attention_full_steps_end(nk);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) accumulate_lanes_group(acc, astride, 64, 0, 64, hd, vbase, p->kv_stride, scores, sstride, nmain, R);
     decode_outputs(p, out, acc, astride, vbase, scores, sstride, nk, R);
@@ -361,7 +361,7 @@ CK_FAST void ck_attention_decode_split(ck_pool *pool, const ck_attention_args *p
     job.p = p;
     job.R = p->n_head / p->n_kv_head;
     job.nk = p->pos0 + 1;
-    const int np = attention_full_steps_end(p);
+    const int np = attention_full_steps_end(job.nk);
     job.nmain = job.nk < np ? job.nk : np;
     job.sstride = decode_split_stride(p);
     job.astride = (size_t)64 * p->head_dim;

@@ -52,7 +52,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
     const int hd = p->head_dim;
     const int nv = hd / 8;
     const int nk = p->pos0 + t + 1;  // valid keys; the rest of the padded range weighs 0
-    const int batched = p->n_tokens >= 2;
+    const int batched = ck_attention_batched(p);
     const int kvh = h / (p->n_head / p->n_kv_head);
     const float *qh = p->q + (size_t)t * p->q_stride + (size_t)h * hd;
     __m256 q[CK_MAX_HEAD_DIM / 8];
@@ -79,7 +79,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
         return;
     }
     // ggml_vec_dot_f16 per output dimension over the padded key range.
-    const int np = attention_full_steps_end(p);
+    const int np = attention_full_steps_end(nk);
     const int nmain = nk < np ? nk : np;
     if (nmain > 0) {
         accumulate_lanes(acc, 64, hd, vbase, p->kv_stride, scores, nmain);

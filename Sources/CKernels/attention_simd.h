@@ -51,10 +51,13 @@ CK_FAST static inline float dot_f16_batch(const __m256 *q, const uint16_t *k, in
     return n % 16 == 0 ? dot_f16_tiny(q, k, n) : dot_f16_ggml(q, k, n);
 }
 
-// The end of the keys ggml_vec_dot_f16 sums in whole 64-element steps: it runs over the KV range
-// padded to a multiple of 32 (at least 32); the keys from here on are summed in double.
-static inline int attention_full_steps_end(const ck_attention_args *p) {
-    int n_kv = (p->pos0 + p->n_tokens + 31) & ~31;
+// The end of the keys ggml_vec_dot_f16 sums in whole 64-element steps for a row that sees `keys`
+// keys as a decode step (its call's KV range is those keys): it runs over that range padded to a
+// multiple of 32 (at least 32); the keys from here on are summed in double. Taking the row's own
+// keys, not the rows given at once, keeps decode steps verified together (call_rows 1) each as
+// it is alone.
+static inline int attention_full_steps_end(int keys) {
+    int n_kv = (keys + 31) & ~31;
     if (n_kv < 32) n_kv = 32;
     return n_kv & ~63;
 }

@@ -168,4 +168,13 @@ static inline void ck_cpu_relax(void) {
 #endif
 }
 
+
+// Whether these attention rows take the batch's arithmetic (llama.cpp computes a micro-batch of
+// 2+ rows with llamafile's GEMM, a single row with ggml_vec_dot_f16): by the call they belong to
+// (call_rows), which can be longer than n_tokens (a prompt's lone last row) or one row each
+// (decode steps verified together); 0 leaves it to n_tokens.
+static inline int ck_attention_batched(const ck_attention_args *p) {
+    return p->call_rows == 0 ? p->n_tokens >= 2 : p->call_rows >= 2;
+}
+
 #endif

@@ -80,7 +80,9 @@ public final class ModelHost: Sendable {
     public func load(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
-        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, logger: Logger, clock: any TimeSource = .system,
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB,
+        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, logger: Logger,
+        clock: any TimeSource = .system,
         onFailure: @escaping @Sendable () -> Void = {}
     ) {
         let thread = Thread { [self] in
@@ -89,14 +91,15 @@ public final class ModelHost: Sendable {
             do {
                 let engine = try InferenceEngine(
                     path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit,
-                    chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB, clock: clock)
+                    chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB,
+                    speculativeLookup: speculativeLookup, clock: clock)
                 logger.info(
                     "model loaded",
                     [
                         "model": engine.modelName, "architecture": engine.architecture,
                         "weight_types": engine.weightTypes.joined(separator: ","),
                         "context_length": "\(engine.contextLength)", "kv_cache_type": "\(kvCacheType)",
-                        "prefix_cache_mib": "\(prefixCacheMiB)",
+                        "prefix_cache_mib": "\(prefixCacheMiB)", "speculative_lookup": "\(speculativeLookup)",
                         "duration_ms": "\(Int((ContinuousClock.now - start).milliseconds))",
                     ])
                 finish(.ready(engine))

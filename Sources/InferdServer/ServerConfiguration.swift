@@ -67,6 +67,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Memory for finished stateless requests' KV caches, from which new prompts that share
     /// their prefixes start; 0 turns the prefix cache off.
     public var prefixCacheMiB = InferenceEngine.defaultPrefixCacheMiB
+    /// Tokens prompt lookup drafts per decode step for speculative decoding; 0 turns it off.
+    public var speculativeLookup = InferenceEngine.defaultSpeculativeLookup
     /// Generations the engine steps at once; the rest wait in one global queue.
     public var maxActiveSequences = 8
     /// Generations that may wait for a place; one more is refused with 503 `server_busy`.
@@ -226,6 +228,10 @@ extension ServerConfiguration {
             "prefix_cache_mib",
             "Memory for finished requests' KV caches, from which prompts sharing their prefixes start (0: off).",
             \.prefixCacheMiB, min: 0),
+        int(
+            "speculative_lookup",
+            "Tokens drafted per decode step from earlier text (prompt lookup) and checked in one pass; the answer is unchanged (0: off).",
+            \.speculativeLookup, min: 0),
         int(
             "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
             \.responseMaxAgeDays, min: 1),

@@ -59,7 +59,9 @@ struct WideTinyModel {
         norm("output_norm.weight")
     }
 
-    func write(replacing: [String: (shape: [Int], type: GGMLType, data: [UInt8])] = [:]) throws -> String {
+    func write(
+        replacing: [String: (shape: [Int], type: GGMLType, data: [UInt8])] = [:], contextLength: Int = 64
+    ) throws -> String {
         var w = GGUFWriter()
         let metadata: [(String, GGUFValue)] = [
             ("general.architecture", .string("llama")),
@@ -70,7 +72,7 @@ struct WideTinyModel {
             ("llama.attention.head_count_kv", .uint32(UInt32(Self.kvHeads))),
             ("llama.rope.freq_base", .float32(Self.ropeBase)),
             ("llama.attention.layer_norm_rms_epsilon", .float32(Self.eps)),
-            ("llama.context_length", .uint32(64)),
+            ("llama.context_length", .uint32(UInt32(contextLength))),
             ("llama.rope.dimension_count", .uint32(UInt32(Self.headDim))),
         ]
         for (k, v) in metadata { w.add(k, v) }

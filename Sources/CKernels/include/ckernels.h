@@ -307,8 +307,9 @@ typedef struct {
     int scratch_stride;
     int window;  // > 0: token t attends only positions > pos0 + t - window (sliding window)
     // Rows of the call (llama.cpp's micro-batch) these rows belong to: 2 or more takes the
-    // batch arithmetic (tiles) even for a lone row, which a prompt's last piece can be; 0 or 1
-    // is a decode step's row.
+    // batch arithmetic (tiles) even for a lone row, which a prompt's last piece can be; 1 makes
+    // every row a decode step's (token by token, as when decoding drafted tokens verified in
+    // one pass); 0: the n_tokens rows are the call.
     int call_rows;
 } ck_attention_args;
 

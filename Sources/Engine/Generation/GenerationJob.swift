@@ -49,6 +49,11 @@ final class GenerationJob: @unchecked Sendable {
     /// Where a stateless job starts from a finished one's prefix and leaves its own sequence
     /// when it ends (the worker's; worker thread only).
     var prefixCache: PrefixCache?
+    /// Speculative decoding when the job steps alone (the worker's), and its scratch: the
+    /// verified tokens and their rows' logits (grown at the first speculative step).
+    var speculation: Speculation?
+    var verifyInput: [Int32] = []
+    var verifyRows: [Float] = []
     var stepsAfterCancel = 0
     /// With `logprobs`: the sampled token's entry, recorded once the token is accepted as text.
     var pendingLogprob: TokenLogprob?
@@ -109,8 +114,12 @@ final class GenerationJob: @unchecked Sendable {
                     logits: logits)
                 promptAdvanced(to: end, logits: logits)
             case .decode:
-                try predictor.predict(tokens: lastToken, sequence: sequence, logits: logits)
-                accept(sampleNext(logits: logits))
+                if let drafts = drafts(), !drafts.isEmpty {
+                    try speculate(drafts, predictor: predictor)
+                } else {
+                    try predictor.predict(tokens: lastToken, sequence: sequence, logits: logits)
+                    accept(sampleNext(logits: logits))
+                }
             case .done:
                 return
             }
@@ -299,12 +308,12 @@ final class GenerationJob: @unchecked Sendable {
     func handOverSequence() {
         guard isDone, request.sequence == nil, let prefixCache, let kept = sequence else { return }
         sequence = nil
-        // Its prompt's whole chunks are reusable (a reused prefix was whole chunks already).
-        let whole = request.promptTokens.count / Self.promptChunk * Self.promptChunk
-        prefixCache.keep(kept, scope: request.scope, exactTokens: whole)
+        // Its prompt's rows, all in this prompt's arithmetic (a reused prefix's rows were
+        // copied only where that arithmetic is theirs).
+        prefixCache.keep(kept, scope: request.scope, promptLength: request.promptTokens.count, history: history)
     }
 
-    private func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {
+    func sampleNext(logits: UnsafeMutableBufferPointer<Float>) -> Int32 {
         if request.ignoreEndOfGeneration {
             for id in endOfGeneration where Int(id) < logits.count { logits[Int(id)] = -.infinity }
         }
@@ -329,7 +338,7 @@ final class GenerationJob: @unchecked Sendable {
         return token
     }
 
-    private func accept(_ token: Int32) {
+    func accept(_ token: Int32) {
         history.append(token)
         if let processor, !processor.accept(token: token) {
             // The mask allowed nothing (a vocabulary that cannot spell the grammar): stop here.

@@ -18,7 +18,7 @@ public final class GenerationRunner: Sendable {
         predictor: any TokenPredictor, endOfGeneration: Set<Int32>,
         makeDecoder: @escaping @Sendable () -> any IncrementalTextDecoder,
         admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(), prefixCacheBytes: Int = 0,
-        clock: any TimeSource = .system
+        speculation: Speculation? = nil, clock: any TimeSource = .system
     ) {
         self.predictor = predictor
         // A predictor that can never copy a prefix gets no prefix cache: its finished sequences
@@ -27,6 +27,7 @@ public final class GenerationRunner: Sendable {
             predictor.copiesPrefixesExactly ? prefixCacheBytes / max(1, predictor.bytesPerSequenceToken) : 0
         self.worker = GenerationWorker(
             predictor: predictor, policy: admission, metrics: metrics, prefixCacheTokens: prefixCacheTokens,
+            speculation: speculation,
             clock: clock)
         self.makeDecoder = makeDecoder
         self.endOfGeneration = endOfGeneration

@@ -35,16 +35,24 @@ final class GenerationWorker: @unchecked Sendable {
     /// Finished stateless generations' KV caches for the prompts that share their prefixes
     /// (worker thread only; nil when its budget is 0).
     let prefixCache: PrefixCache?
+    /// Speculative decoding for jobs stepping alone (nil: off).
+    let speculation: Speculation?
 
     init(
         predictor: any TokenPredictor, policy: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
-        prefixCacheTokens: Int = 0, name: String = "inferd-generation", clock: any TimeSource = .system
+        prefixCacheTokens: Int = 0, speculation: Speculation? = nil, name: String = "inferd-generation",
+        clock: any TimeSource = .system
     ) {
         self.predictor = predictor
+        self.speculation = speculation
         self.clock = clock
         self.prefixCache =
             prefixCacheTokens > 0
-            ? PrefixCache(budgetTokens: prefixCacheTokens, alignment: GenerationJob.promptChunk, metrics: metrics) : nil
+            ? PrefixCache(
+                budgetTokens: prefixCacheTokens,
+                reusable: { [predictor] in
+                    predictor.reusablePrefix($0, keptPromptLength: $1, promptLength: $2)
+                }, metrics: metrics) : nil
         self.admission = AdmissionQueue(policy: policy)
         self.metrics = AdmissionMetrics(metrics)
         self.logits = .allocate(capacity: predictor.vocabularySize)
@@ -72,6 +80,7 @@ final class GenerationWorker: @unchecked Sendable {
     /// anything is computed. A job cancelled before it got here ends at once, computing nothing.
     func submit(_ job: GenerationJob) throws(GenerationError) {
         job.prefixCache = prefixCache  // before the lock hands the job to the worker thread
+        job.speculation = speculation
         condition.lock()
         if stopping {
             condition.unlock()
@@ -205,7 +214,17 @@ final class GenerationWorker: @unchecked Sendable {
         while true {
             condition.lock()
             var work = takeWork()
+            var completing = prefixCache?.hasIncompleteEntries ?? false
             while work.isEmpty && active.isEmpty && !stopping {
+                if completing, let prefixCache {
+                    // Nothing to run: a piece of a kept conversation's answer, as prompt rows
+                    // (`PrefixCache.completeStep`), then a look for new work.
+                    condition.unlock()
+                    completing = prefixCache.completeStep(predictor: predictor, logits: logits)
+                    condition.lock()
+                    work = takeWork()
+                    continue
+                }
                 // Timed, so a deadline is noticed even when nothing else happens.
                 if let wake = admission.nextWakeUp() {
                     _ = condition.wait(until: Date(timeIntervalSinceNow: clock.timeLeft(until: wake).inSeconds))

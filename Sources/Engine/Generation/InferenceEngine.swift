@@ -23,6 +23,7 @@ public final class InferenceEngine: Sendable {
 
     public var contextLength: Int { model.config.contextLength }
     public static let defaultPrefixCacheMiB = 16
+    public static let defaultSpeculativeLookup = 0
     /// `general.architecture` (one of `Architecture.supported`).
     public var architecture: String { model.config.architecture.name }
     /// The storage types of the file's tensors, sorted by name ("F32", "Q4_K", …).
@@ -33,12 +34,15 @@ public final class InferenceEngine: Sendable {
     /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
     /// `gemma`, `qwen`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
     /// `prefixCacheMiB` is the memory kept for finished requests' KV caches, from which new
-    /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off). `clock` decides
+    /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off).
+    /// `speculativeLookup` is how many tokens prompt lookup drafts per decode step for
+    /// speculative decoding (`Speculation`, `PromptLookupDrafter`; 0 turns it off). `clock` decides
     /// the admission queue's deadlines, preemptions and starvation times.
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
-        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB, clock: any TimeSource = .system
+        prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB,
+        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, clock: any TimeSource = .system
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -66,7 +70,10 @@ public final class InferenceEngine: Sendable {
             predictor: model,
             endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics,
-            prefixCacheBytes: prefixCacheMiB << 20, clock: clock)
+            prefixCacheBytes: prefixCacheMiB << 20,
+            speculation: speculativeLookup > 0
+                ? Speculation(drafter: PromptLookupDrafter(), maxDraft: speculativeLookup, metrics: metrics) : nil,
+            clock: clock)
         self.runner = runner
     }
 

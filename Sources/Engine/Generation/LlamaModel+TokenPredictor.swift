@@ -10,22 +10,29 @@ extension LlamaModel: TokenPredictor {
         makeCache(capacity: min(capacity, config.contextLength))
     }
 
-    /// A copy of another sequence's first tokens, where that changes no later result: when every
-    /// row's arithmetic is the same whichever piece of a prompt it is computed in. Rows of a
-    /// reused prefix were computed in another request's pieces and the rest of the prompt goes
-    /// on from a different cut, so models whose kernels follow llama.cpp's micro-batch (flash
-    /// attention tiles, Q4_K's four-row and Q6_K's tiled orders) get no copies.
+    /// A copy of another sequence's first tokens (the prefix cache's; `reusablePrefix` says how
+    /// many give the fresh rows).
     public func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence)
         -> (any PredictorSequence)?
     {
-        guard rowsIndependentOfCut, let source = source as? KVCache, count <= source.count else { return nil }
+        guard let source = source as? KVCache, count <= source.count else { return nil }
         let cache = makeCache(capacity: min(capacity, config.contextLength))
         guard count <= cache.capacity, source.type == cache.type else { return nil }
         cache.copyPrefix(count, of: source)
         return cache
     }
 
-    public var copiesPrefixesExactly: Bool { rowsIndependentOfCut }
+    public var copiesPrefixesExactly: Bool { true }
+
+    /// The rows before the first whose arithmetic differs between a prompt of
+    /// `keptPromptLength` tokens and one of `promptLength` (`rowArithmetic`).
+    public func reusablePrefix(_ shared: Int, keptPromptLength: Int, promptLength: Int) -> Int {
+        var p = 0
+        while p < shared, rowArithmetic(p, inPromptOf: keptPromptLength) == rowArithmetic(p, inPromptOf: promptLength) {
+            p += 1
+        }
+        return p
+    }
 
     public var bytesPerSequenceToken: Int { kvBytesPerToken }
 
@@ -47,6 +54,16 @@ extension LlamaModel: TokenPredictor {
             preconditionFailure("a LlamaModel runs only sequences it made")
         }
         try forward(prompt: tokens, of: promptLength, cache: cache, logits: logits)
+    }
+
+    /// Drafted tokens' decode steps in one pass (`forward(decodeRows:)`).
+    public func verify(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        guard let cache = sequence as? KVCache else {
+            preconditionFailure("a LlamaModel runs only sequences it made")
+        }
+        try forward(decodeRows: tokens, cache: cache, rows: rows)
     }
 
     /// Every row's logits in the prompt pass itself (`forward(scoring:)`).

@@ -32,14 +32,23 @@ public protocol TokenPredictor: AnyObject, Sendable {
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
         rows: UnsafeMutableBufferPointer<Float>, normalizers: UnsafeMutableBufferPointer<Float>
     ) throws
+    /// Appends `tokens` to `sequence` as decode steps and writes the logits after every one
+    /// of them into `rows` ([tokens.count × vocabularySize]), each exactly what `predict` gives
+    /// after that token when the tokens are fed one at a time: drafted tokens are checked in one
+    /// pass (speculative decoding) and the answer is the one plain decoding gives.
+    func verify(tokens: ArraySlice<Int32>, sequence: any PredictorSequence, rows: UnsafeMutableBufferPointer<Float>)
+        throws
     /// A new sequence of `capacity` tokens holding the first `count` tokens of `source`, to go
-    /// on from there, or nil when the predictor cannot give one whose next results are exactly
-    /// those of computing all the tokens afresh (the prefix cache's condition; see
-    /// `PrefixCache`).
+    /// on from there (the prefix cache's copy, of as many rows as `reusablePrefix` allows), or
+    /// nil when the predictor gives no copies.
     func makeSequence(capacity: Int, copying count: Int, of source: any PredictorSequence) -> (any PredictorSequence)?
     /// True when `makeSequence(capacity:copying:of:)` can give copies at all; without it the
     /// runner keeps no finished sequences (they could never be reused).
     var copiesPrefixesExactly: Bool { get }
+    /// How many of `shared` leading rows of a sequence computed as a prompt of
+    /// `keptPromptLength` tokens are the rows a prompt of `promptLength` tokens computes (the
+    /// prefix cache's rule): a row's arithmetic may depend on the prompt it is in.
+    func reusablePrefix(_ shared: Int, keptPromptLength: Int, promptLength: Int) -> Int
     /// Memory one token takes in a sequence (the prefix cache's budget is counted in it).
     var bytesPerSequenceToken: Int { get }
     /// Most tokens and sequences one batched prediction should hold; the generation worker
@@ -78,6 +87,8 @@ extension TokenPredictor {
         -> (any PredictorSequence)?
     { nil }
     public var copiesPrefixesExactly: Bool { false }
+    /// By default a row does not depend on the prompt it is in.
+    public func reusablePrefix(_ shared: Int, keptPromptLength: Int, promptLength: Int) -> Int { shared }
     public var bytesPerSequenceToken: Int { 1 }
 
     /// By default one token at a time: each row is then exactly what `predict` gives after that
@@ -94,6 +105,19 @@ extension TokenPredictor {
             let row = UnsafeMutableBufferPointer(rebasing: rows[(t * v)..<((t + 1) * v)])
             try predict(tokens: tokens[i...i], sequence: sequence, logits: row)
             normalizers[t] = ck_logsumexp(row.baseAddress!, Int32(v))
+        }
+    }
+
+    /// By default one token at a time: each row is then `predict`'s by construction.
+    public func verify(
+        tokens: ArraySlice<Int32>, sequence: any PredictorSequence, rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        let v = vocabularySize
+        precondition(rows.count >= tokens.count * v, "verify: rows hold fewer than tokens × vocabulary floats")
+        for (t, i) in tokens.indices.enumerated() {
+            try predict(
+                tokens: tokens[i...i], sequence: sequence,
+                logits: UnsafeMutableBufferPointer(rebasing: rows[(t * v)..<((t + 1) * v)]))
         }
     }
 

@@ -103,6 +103,30 @@ extension LlamaModel {
         }
     }
 
+    /// Decode steps of `tokens` in one pass: appends them to the cache and writes the logits
+    /// after every one of them into `rows` ([tokens.count × vocabularySize]), each row computed
+    /// as `forward` computes a single decode step's, bit for bit (a micro-batch of one row each:
+    /// decode product orders, decode attention kernels). Drafted tokens are verified so: the
+    /// answer is the one decoding them one by one gives. At most `maxBatch` tokens.
+    public func forward(
+        decodeRows tokens: ArraySlice<Int32>, cache: KVCache, rows: UnsafeMutableBufferPointer<Float>
+    ) throws {
+        guard !tokens.isEmpty else { return }
+        let v = config.vocabularySize
+        try validate(tokens: tokens, cache: cache, logits: rows)
+        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
+            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
+        }
+        guard tokens.count <= Self.maxBatch else {
+            throw ModelError.invalidHyperParameter("more decode rows than one pass holds")
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        let segment = Segment(tokens: tokens, cache: cache, logits: nil, row: 0, position: 0, of: 1)
+        withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1), scoring: base) }
+        cache.append(tokens)
+    }
+
     /// Runs several sequences through one pass: their tokens share every weight read (the
     /// point of batching decode steps), while attention and the KV cache stay per sequence.
     /// Each sequence's result is bit-identical to running it alone. Items that do not fit one

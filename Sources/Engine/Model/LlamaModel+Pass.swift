@@ -169,7 +169,10 @@ extension LlamaModel {
     /// references used it; false when `a` is left for the other kernels.
     private func attendFlash(_ a: ck_attention_args, microBatch: Int) -> Bool {
         guard config.architecture.flashAttentionRows && a.head_dim <= 256 else { return false }
-        if microBatch >= Self.flashAttentionTileRows {
+        if microBatch == 1 && a.n_tokens > 1 {
+            // Decode steps verified together: each row as its own decode step.
+            for t in 0..<Int(a.n_tokens) { _ = attendFlash(a.row(t), microBatch: 1) }
+        } else if microBatch >= Self.flashAttentionTileRows {
             withUnsafePointer(to: a) { ck_attention_flash_tiled(pool.raw, $0) }
         } else if microBatch == 1 && a.pos0 + 1 > 256 {
             withUnsafePointer(to: a) { ck_attention_flash_split($0, Int32(threads)) }
@@ -190,6 +193,14 @@ extension LlamaModel {
         var lone = 0
         for i in 0..<segments.count {
             var a = list[i]
+            if a.call_rows == 1 && a.n_tokens > 1 {
+                // Decode steps verified together: each row as its own decode step.
+                for t in 0..<Int(a.n_tokens) {
+                    var row = a.row(t)
+                    ck_attention_q8_0_many(pool.raw, &row, 1)
+                }
+                continue
+            }
             // A lone row of a longer call (a prompt's last piece) takes the batch's kernels too.
             guard a.n_tokens > 1 || a.call_rows > 1 else {
                 list.swapAt(lone, i)
@@ -356,5 +367,17 @@ extension LlamaModel {
             type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
             k: Int32(w.columns), x: xPointer, x_row_bytes: xRowBytes, n: Int32(a.n), y: y, ldy: Int32(ldy),
             orders: a.orders)
+    }
+}
+
+extension ck_attention_args {
+    /// Row `t` of these rows alone: its query, its output, its position.
+    func row(_ t: Int) -> ck_attention_args {
+        var r = self
+        r.q = q.map { $0 + t * Int(q_stride) }
+        r.out = out.map { $0 + t * Int(out_stride) }
+        r.pos0 = pos0 + Int32(t)
+        r.n_tokens = 1
+        return r
     }
 }

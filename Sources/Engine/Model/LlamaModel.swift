@@ -69,10 +69,10 @@ public final class LlamaModel: @unchecked Sendable {
     /// Interleaved copies of the weight matrices (nil when the CPU does not use them).
     private let interleavedWeights: UnsafeMutableRawBufferPointer?
     let pool: ComputePool
-    /// True when no row's arithmetic depends on the micro-batch it is computed in: no flash
-    /// attention rows and no weight type with llama.cpp's batch-dependent orders (the K-quants).
-    /// Decided once from the file's types (the prefix cache asks at every request).
-    let rowsIndependentOfCut: Bool
+    /// True when some matrix has a weight type with llama.cpp's batch-dependent product orders
+    /// (the K-quants), so a row's products depend on its place in its micro-batch. Decided once
+    /// from the file's types (the prefix cache asks at every request).
+    let hasBatchOrders: Bool
     let lock = NSLock()
 
     // Scratch, [maxPassTokens × width] row-major.
@@ -179,7 +179,7 @@ public final class LlamaModel: @unchecked Sendable {
         self.output = output
         let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
         let types = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0].type } } + [output.type]
-        rowsIndependentOfCut = !arch.flashAttentionRows && !types.contains { kQuants.contains($0) }
+        hasBatchOrders = types.contains { kQuants.contains($0) }
         self.threads = max(1, threads)
         pool = ComputePool(threads: self.threads)
 
@@ -297,8 +297,10 @@ public final class LlamaModel: @unchecked Sendable {
         }
 
         /// CK_ORDER_* flags of row t of this segment (see ck_matmul_args.orders).
-        func rowOrder(_ t: Int) -> UInt8 {
-            let i = Int(microBatchOffset) + t
+        func rowOrder(_ t: Int) -> UInt8 { Self.rowOrder(Int(microBatchOffset) + t, microBatch: microBatch) }
+
+        /// CK_ORDER_* flags of row i of a micro-batch of `microBatch` rows.
+        static func rowOrder(_ i: Int, microBatch: Int) -> UInt8 {
             var order: UInt8 = 0
             if i < microBatch - microBatch % 4 { order |= UInt8(CK_ORDER_GROUP4) }
             if microBatch >= 8 { order |= UInt8(CK_ORDER_TILED) }
