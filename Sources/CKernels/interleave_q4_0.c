@@ -275,7 +275,8 @@ void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int tile = CK_Q40_TABLE_BLOCKS / nb < 4 ? CK_Q40_TABLE_BLOCKS / nb : 4;
 #if CK_X86
     if (fast != CK_INTERLEAVED_PORTABLE && tile > 0) {
-        const int pass_groups = p->w_row_bytes < CK_Q40_PASS_BYTES ? (int)(CK_Q40_PASS_BYTES / p->w_row_bytes) : 1;
+        // An even count: the VNNI kernel takes groups in pairs.
+        const int pass_groups = p->w_row_bytes < CK_Q40_PASS_BYTES / 2 ? (int)(CK_Q40_PASS_BYTES / p->w_row_bytes) & ~1 : 2;
         int32_t table[CK_Q40_TABLE_BLOCKS * 8];
         for (int g0 = r0 / 8; g0 < r1 / 8; g0 += pass_groups) {
             const int g1 = g0 + pass_groups < r1 / 8 ? g0 + pass_groups : r1 / 8;
