@@ -275,8 +275,13 @@ void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int tile = CK_Q40_TABLE_BLOCKS / nb < 4 ? CK_Q40_TABLE_BLOCKS / nb : 4;
 #if CK_X86
     if (fast != CK_INTERLEAVED_PORTABLE && tile > 0) {
-        // An even count: the VNNI kernel takes groups in pairs.
-        const int pass_groups = p->w_row_bytes < CK_Q40_PASS_BYTES / 2 ? (int)(CK_Q40_PASS_BYTES / p->w_row_bytes) & ~1 : 2;
+        // Passes of equal size (each computes the corrections again), an even count of groups
+        // each: the VNNI kernel takes groups in pairs.
+        const int groups = r1 / 8 - r0 / 8;
+        if (groups <= 0) return;
+        const int most = p->w_row_bytes < CK_Q40_PASS_BYTES / 2 ? (int)(CK_Q40_PASS_BYTES / p->w_row_bytes) : 2;
+        const int passes = (groups + most - 1) / most;
+        const int pass_groups = ((groups + passes - 1) / passes + 1) & ~1;
         int32_t table[CK_Q40_TABLE_BLOCKS * 8];
         for (int g0 = r0 / 8; g0 < r1 / 8; g0 += pass_groups) {
             const int g1 = g0 + pass_groups < r1 / 8 ? g0 + pass_groups : r1 / 8;
