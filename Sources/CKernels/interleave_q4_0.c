@@ -88,7 +88,9 @@ CK_FAST static void q4_0_corrections_fast(int nb, const ck_block_q8_0 *x, int32_
 
 // MARK: - AVX-512 VNNI
 
+#ifndef CK_Q40_AHEAD
 #define CK_Q40_AHEAD 18  // blocks of 144 bytes (~2.5 KiB, the Q4_1 kernel's distance)
+#endif
 
 // Eight rows × T tokens (T = 1 or 2 after inlining): each weight vector is loaded and unpacked
 // once for the T tokens; chunk c's integer sums start from the token's correction (every lane

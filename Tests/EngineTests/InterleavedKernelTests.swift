@@ -238,15 +238,17 @@ struct InterleavedKernelTests {
         var dst = [UInt8](repeating: 0, count: 4096)
         let refused = src.withUnsafeBytes { s in
             dst.withUnsafeMutableBytes { d in
-                // 12 rows (not a multiple of 8), k = 48 (not a multiple of 32), an f32 matrix.
+                // 12 rows (not a multiple of 8), k = 48 (not a multiple of 32), an f32 matrix; Q4_0 the same.
                 [
                     ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 12, 32, d.baseAddress!),
                     ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 8, 48, d.baseAddress!),
                     ck_interleave(Int32(GGMLType.f32.rawValue), s.baseAddress!, 20, 8, 32, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.q4_0.rawValue), s.baseAddress!, 18, 12, 32, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.q4_0.rawValue), s.baseAddress!, 18, 8, 48, d.baseAddress!),
                 ]
             }
         }
-        #expect(refused == [-1, -1, -1])
+        #expect(refused == [-1, -1, -1, -1, -1])
         #expect(ck_interleaved_group_bytes(Int32(GGMLType.f16.rawValue), 64) == 0)
     }
 
