@@ -294,12 +294,13 @@ int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck
 
 void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
 
-// VNNI: every form (Q5_0's kernel needs AVX-512 BW too, as the per-row one). AVX2 alone: Q4_1
-// and Q8_0, whose AVX2 kernels (interleave_avx2.c) beat the per-row ones; Q5_0 has none there.
+// VNNI: every form (Q5_0's kernel needs AVX-512 BW too, as the per-row one). AVX2 alone: Q4_0,
+// Q4_1 and Q8_0, whose AVX2 kernels (interleave_avx2.c, interleave_q4_0.c) beat the per-row
+// ones; Q5_0 goes through the Q8_0 form there.
 int ck_interleaving_pays(int type) {
     // The K-quants' forms have VNNI kernels only (interleave_q4_k.c, interleave_q6_k.c).
     if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw();
-    if (type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
+    if (type != CK_TYPE_Q4_0 && type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
     if (ck_cpu_has_vnni_hw()) return 1;
     return ck_cpu_has_avx2_fma();  // Q5_0 through the Q8_0 form there (interleave.c)
 }
@@ -426,8 +427,8 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
-    if (type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 || type == CK_TYPE_Q4_K_X8 ||
-        type == CK_TYPE_Q6_K_X8) {
+    if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
+        type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q6_K_X8) {
         k.interleaved = 1;
         k.interleaved_fast = !fast                ? CK_INTERLEAVED_PORTABLE
                              : ck_cpu_has_vnni() ? CK_INTERLEAVED_VNNI

@@ -17,6 +17,15 @@ typedef struct {
     uint8_t qs[128];
 } ck_block_q4_1x8;
 
+// Q4_0 × 8 rows, one 32-column block (144 bytes, the same 18 bytes per row as Q4_0): d[8] as
+// fp16, then 4 vectors of 32 bytes as in Q4_1 × 8 (vector c, lane r = row r's qs[4c..4c+3]: low
+// nibbles elements 4c..4c+3, high nibbles 16+4c..16+4c+3), the nibbles q stored as they are
+// (the value is d * (q - 8)).
+typedef struct {
+    uint16_t d[8];
+    uint8_t qs[128];
+} ck_block_q4_0x8;
+
 // Q8_0 × 8 rows, one block (272 bytes, 34 per row as Q8_0): d[8] as fp16, then 8 vectors of
 // 32 bytes: vector c, lane r = row r's qs[4c..4c+3] (int8; the kernels give vpdpbusd |q| and
 // the activations with q's sign).
@@ -57,6 +66,7 @@ typedef struct {
 
 _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
 _Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
+_Static_assert(sizeof(ck_block_q4_0x8) == 144, "Q4_0x8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
@@ -68,6 +78,11 @@ _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 size_t ck_q4_kx8_group_bytes(int k);
 void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q4_0's form (interleave_q4_0.c), k a multiple of 32: the same, with the AVX2 kernels for
+/// CK_INTERLEAVED_AVX2.
+size_t ck_q4_0x8_group_bytes(int k);
+void ck_interleave_q4_0x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);

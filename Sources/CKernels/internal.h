@@ -66,7 +66,7 @@ void ck_set_fast_paths_override(int value);
 void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors);
 void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves);
 
-/// Kernels for the interleaved forms: portable, AVX2 (Q4_1 and Q8_0 only), AVX-512 VNNI.
+/// Kernels for the interleaved forms: portable, AVX2 (Q4_0, Q4_1 and Q8_0 only), AVX-512 VNNI.
 enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };
 
 /// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` (a

@@ -4,14 +4,17 @@ import Testing
 @testable import Engine
 
 /// The interleaved weight forms (eight rows per block, made at load time) against the file
-/// layout they were made from: Q4_1, Q5_0 and Q8_0 must give the per-row kernel's results bit
+/// layout they were made from: Q4_0, Q4_1, Q5_0 and Q8_0 must give the per-row kernel's results bit
 /// for bit (the reference answers depend on its rounding).
 @Suite(.serialized)
 struct InterleavedKernelTests {
     /// `rows × k` random weights quantized to `type`, in the file layout.
     static func quantizedRows(_ type: GGMLType, rows: Int, k: Int, rng: inout SeededRandom) -> [UInt8] {
-        // Q5_0: random bytes with sized scales (every fifth-bit pattern), as the weight-type tests use.
-        if type == .q5_0 { return RandomWeights.matrix(.q5_0, rows: rows, columns: k, scale: 0.4, rng: &rng) }
+        // Q4_0, Q5_0: random bytes with sized scales (every nibble and fifth-bit pattern), as the
+        // weight-type tests use.
+        if type == .q4_0 || type == .q5_0 {
+            return RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
+        }
         var bytes: [UInt8] = []
         for _ in 0..<rows {
             let row = rng.floats(k, 0.4)
@@ -41,6 +44,7 @@ struct InterleavedKernelTests {
     /// Q8_0 form elsewhere.
     static func interleavedType(_ type: GGMLType) -> Int32 {
         switch type {
+        case .q4_0: Int32(CK_TYPE_Q4_0_X8)
         case .q4_1: Int32(CK_TYPE_Q4_1_X8)
         case .q5_0: Self.cpuHasVNNIAndBW ? Int32(CK_TYPE_Q5_0_X8) : Int32(CK_TYPE_Q8_0_X8)
         default: Int32(CK_TYPE_Q8_0_X8)
@@ -52,7 +56,7 @@ struct InterleavedKernelTests {
         Self.interleavedType(type) == Int32(CK_TYPE_Q8_0_X8) ? 8 * 34 * (k / 32) : 8 * rowBytes
     }
 
-    @Test(arguments: [GGMLType.q4_1, .q5_0, .q8_0])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q8_0])
     func interleavedProductsMatchTheFileLayout(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
         var rng = SeededRandom(seed: 4242 + UInt64(type.rawValue))
@@ -125,10 +129,10 @@ struct InterleavedKernelTests {
     }()
 
     /// The AVX2 kernels of the interleaved forms (CPUs without VNNI; forced here with VNNI off so
-    /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_1, Q8_0
-    /// and Q5_0 (widened into the Q8_0 form) bit for bit, over odd and even group counts, 1...9
+    /// they run on any AVX2 CPU) against the per-row AVX2 kernels on the file layout: Q4_0, Q4_1,
+    /// Q8_0 and Q5_0 (widened into the Q8_0 form) bit for bit, over odd and even group counts, 1...9
     /// tokens (tiles of four and their remainders), with the pool's chunks and without.
-    @Test(.enabled(if: ck_cpu_has_avx2_fma() != 0), arguments: [GGMLType.q4_1, .q8_0, .q5_0])
+    @Test(.enabled(if: ck_cpu_has_avx2_fma() != 0), arguments: [GGMLType.q4_0, .q4_1, .q8_0, .q5_0])
     func avx2InterleavedProductsAreThePerRowProducts(type: GGMLType) throws {
         ck_set_vnni(0)
         defer { ck_set_vnni(1) }
@@ -146,8 +150,9 @@ struct InterleavedKernelTests {
                 }
             }
             // Without VNNI every form is read by an AVX2 kernel: Q5_0 is widened into Q8_0's.
-            #expect(packedType == (type == .q4_1 ? Int32(CK_TYPE_Q4_1_X8) : Int32(CK_TYPE_Q8_0_X8)))
-            #expect(groupBytes == (type == .q4_1 ? 8 * rowBytes : 8 * 34 * (k / 32)))
+            let ownForm = type == .q4_0 || type == .q4_1
+            #expect(packedType == (ownForm ? Self.interleavedType(type) : Int32(CK_TYPE_Q8_0_X8)))
+            #expect(groupBytes == (ownForm ? 8 * rowBytes : 8 * 34 * (k / 32)))
             for n in 1...9 {
                 var activations: [UInt8] = []
                 for _ in 0..<n {
@@ -178,11 +183,54 @@ struct InterleavedKernelTests {
     /// Which forms the loader makes: those this CPU has fast kernels for (AVX2 or VNNI).
     @Test func interleavingPaysForTheFormsThisCPUHasKernelsFor() {
         let avx2: Int32 = ck_cpu_has_avx2_fma() != 0 ? 1 : 0
+        #expect(ck_interleaving_pays(Int32(GGMLType.q4_0.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.q4_1.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.q8_0.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.q5_0.rawValue)) == avx2)
         #expect(ck_interleaving_pays(Int32(GGMLType.f16.rawValue)) == 0)
-        #expect(ck_interleaving_pays(Int32(GGMLType.q4_0.rawValue)) == 0)
+    }
+
+    /// Q4_0's fast kernels take the activations' -8 corrections from one table of 1,024 blocks:
+    /// rows wider than 8,192 columns go in tiles of fewer than four tokens, rows wider than
+    /// 32,768 through the portable kernel. Every path (VNNI where this CPU has it, AVX2, portable)
+    /// gives the per-row kernel's bits there too, with token counts that leave partial tiles.
+    @Test func q4_0WideRowsKeepThePerRowBits() throws {
+        var rng = SeededRandom(seed: 5151)
+        for (rows, k) in [(16, 9600), (8, 32800)] {
+            let file = Self.quantizedRows(.q4_0, rows: rows, k: k, rng: &rng)
+            let rowBytes = file.count / rows
+            let groupBytes = ck_interleaved_group_bytes(Int32(GGMLType.q4_0.rawValue), Int32(k))
+            #expect(groupBytes == 8 * rowBytes)
+            var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+            let packedType = file.withUnsafeBytes { src in
+                packed.withUnsafeMutableBytes { dst in
+                    ck_interleave(
+                        Int32(GGMLType.q4_0.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k),
+                        dst.baseAddress!)
+                }
+            }
+            #expect(packedType == Int32(CK_TYPE_Q4_0_X8))
+            let n = 5
+            var activations: [UInt8] = []
+            for _ in 0..<n { activations += ReferenceKernels.quantizeQ8_0(rng.floats(k, 2)) }
+            let perRow = file.withUnsafeBytes { w in
+                Self.product(
+                    type: Int32(GGMLType.q4_0.rawValue), weights: w.baseAddress!, stride: rowBytes, rows: rows, k: k,
+                    activations: activations, n: n, pool: nil)
+            }
+            try bothPaths { path in
+                let got = packed.withUnsafeBytes { w in
+                    Self.product(
+                        type: packedType, weights: w.baseAddress!, stride: groupBytes, rows: rows, k: k,
+                        activations: activations, n: n, pool: nil)
+                }
+                for i in got.indices {
+                    try #require(
+                        got[i].bitPattern == perRow[i].bitPattern,
+                        "\(path) rows=\(rows) k=\(k): out \(i) \(got[i]) vs \(perRow[i])")
+                }
+            }
+        }
     }
 
     @Test func shapesWithoutAnInterleavedFormAreRefused() {
@@ -190,15 +238,17 @@ struct InterleavedKernelTests {
         var dst = [UInt8](repeating: 0, count: 4096)
         let refused = src.withUnsafeBytes { s in
             dst.withUnsafeMutableBytes { d in
-                // 12 rows (not a multiple of 8), k = 48 (not a multiple of 32), an f32 matrix.
+                // 12 rows (not a multiple of 8), k = 48 (not a multiple of 32), an f32 matrix; Q4_0 the same.
                 [
                     ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 12, 32, d.baseAddress!),
                     ck_interleave(Int32(GGMLType.q4_1.rawValue), s.baseAddress!, 20, 8, 48, d.baseAddress!),
                     ck_interleave(Int32(GGMLType.f32.rawValue), s.baseAddress!, 20, 8, 32, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.q4_0.rawValue), s.baseAddress!, 18, 12, 32, d.baseAddress!),
+                    ck_interleave(Int32(GGMLType.q4_0.rawValue), s.baseAddress!, 18, 8, 48, d.baseAddress!),
                 ]
             }
         }
-        #expect(refused == [-1, -1, -1])
+        #expect(refused == [-1, -1, -1, -1, -1])
         #expect(ck_interleaved_group_bytes(Int32(GGMLType.f16.rawValue), 64) == 0)
     }
 
