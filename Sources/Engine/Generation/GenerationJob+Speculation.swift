@@ -8,7 +8,7 @@ extension GenerationJob {
         guard let speculation else { return nil }
         // Room in the answer and in the cache for the drafts and the token after them.
         let room = min(
-            speculation.maxDraft, request.maxTokens - generated.count - 1,
+            draftLimit ?? speculation.maxDraft, request.maxTokens - generated.count - 1,
             sequence.capacity - sequence.count - 2, LlamaModel.maxBatch - 1)
         guard room >= 1 else { return nil }
         return speculation.drafter.draft(after: history[...], limit: room)
@@ -38,6 +38,12 @@ extension GenerationJob {
         // The cache holds the newest token and the accepted drafts; the last sampled token is
         // fed by the next step, as after a plain one.
         sequence.truncate(to: before + 1 + matched)
+        // The next draft's length follows this one's luck: every row of a wider pass costs a
+        // decode row's work (its output head too), so after a miss the next guess is short, and
+        // after a full hit it grows.
+        draftLimit =
+            matched == drafts.count
+            ? min(speculation.maxDraft, drafts.count + 2) : max(1, matched + 1)
         speculation.steps.increment()
         speculation.drafted.increment(by: Double(drafts.count))
         speculation.accepted.increment(by: Double(matched))

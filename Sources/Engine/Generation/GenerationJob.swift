@@ -54,6 +54,8 @@ final class GenerationJob: @unchecked Sendable {
     var speculation: Speculation?
     var verifyInput: [Int32] = []
     var verifyRows: [Float] = []
+    /// How many tokens the next draft may have (nil: the speculation's most).
+    var draftLimit: Int?
     var stepsAfterCancel = 0
     /// With `logprobs`: the sampled token's entry, recorded once the token is accepted as text.
     var pendingLogprob: TokenLogprob?
