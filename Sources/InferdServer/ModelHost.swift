@@ -81,7 +81,8 @@ public final class ModelHost: Sendable {
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
         prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB,
-        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, logger: Logger,
+        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, draftModel: String? = nil,
+        draftTokens: Int = InferenceEngine.defaultDraftTokens, logger: Logger,
         clock: any TimeSource = .system,
         onFailure: @escaping @Sendable () -> Void = {}
     ) {
@@ -92,7 +93,8 @@ public final class ModelHost: Sendable {
                 let engine = try InferenceEngine(
                     path: path, threads: threads, admission: admission, metrics: metrics, contextLimit: contextLimit,
                     chatTemplate: chatTemplate, kvCacheType: kvCacheType, prefixCacheMiB: prefixCacheMiB,
-                    speculativeLookup: speculativeLookup, clock: clock)
+                    speculativeLookup: speculativeLookup, draftModelPath: draftModel, draftTokens: draftTokens,
+                    clock: clock)
                 logger.info(
                     "model loaded",
                     [
@@ -100,6 +102,7 @@ public final class ModelHost: Sendable {
                         "weight_types": engine.weightTypes.joined(separator: ","),
                         "context_length": "\(engine.contextLength)", "kv_cache_type": "\(kvCacheType)",
                         "prefix_cache_mib": "\(prefixCacheMiB)", "speculative_lookup": "\(speculativeLookup)",
+                        "draft_model": draftModel ?? "",
                         "duration_ms": "\(Int((ContinuousClock.now - start).milliseconds))",
                     ])
                 finish(.ready(engine))

@@ -114,7 +114,9 @@ enum ServeCommand {
                 path: config.model, threads: config.threads, admission: config.admissionPolicy, metrics: metrics,
                 contextLimit: config.contextLength > 0 ? config.contextLength : nil,
                 chatTemplate: chatTemplate, kvCacheType: config.kvCacheType, prefixCacheMiB: config.prefixCacheMiB,
-                speculativeLookup: config.speculativeLookup, logger: logger, clock: clock
+                speculativeLookup: config.speculativeLookup,
+                draftModel: config.draftModel.isEmpty ? nil : config.draftModel, draftTokens: config.draftTokens,
+                logger: logger, clock: clock
             ) { trigger.fire(.modelLoadFailed) }
         }
 

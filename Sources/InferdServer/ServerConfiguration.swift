@@ -69,6 +69,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var prefixCacheMiB = InferenceEngine.defaultPrefixCacheMiB
     /// Tokens prompt lookup drafts per decode step for speculative decoding; 0 turns it off.
     public var speculativeLookup = InferenceEngine.defaultSpeculativeLookup
+    /// A smaller model of the same vocabulary that drafts tokens for speculative decoding
+    /// (empty: none), and how many it drafts per step.
+    public var draftModel = ""
+    public var draftTokens = InferenceEngine.defaultDraftTokens
     /// Generations the engine steps at once; the rest wait in one global queue.
     public var maxActiveSequences = 8
     /// Generations that may wait for a place; one more is refused with 503 `server_busy`.
@@ -232,6 +236,11 @@ extension ServerConfiguration {
             "speculative_lookup",
             "Tokens drafted per decode step from earlier text (prompt lookup) and checked in one pass; the answer is unchanged (0: off).",
             \.speculativeLookup, min: 0),
+        str(
+            "draft_model",
+            "A smaller GGUF model of the same vocabulary that drafts tokens for speculative decoding (instead of speculative_lookup); the answer is unchanged. Empty: none.",
+            \.draftModel, optional: true),
+        int("draft_tokens", "Tokens the draft model proposes per decode step.", \.draftTokens, min: 1),
         int(
             "response_max_age_days", "Stored /v1/responses older than this many days are deleted.",
             \.responseMaxAgeDays, min: 1),

@@ -105,4 +105,39 @@ import Testing
             #expect(result.finishReason == .length || result.finishReason == .stop)
         }
     }
+
+    /// A draft model (here the default model's own weights, so its guesses are mostly right):
+    /// the same answers as plain decoding, greedy and seeded, with drafts accepted; a draft
+    /// model of another vocabulary is refused at load.
+    @Test func aDraftModelGivesThePlainAnswers() async throws {
+        let path = try TestFixtures.requireModel()
+        let gguf = try GGUFFile(path: path)
+        let model = try LlamaModel(gguf: gguf, threads: 2)
+        let tokenizer = try Tokenizer(gguf: gguf)
+        let draft = try InferenceEngine.loadDraftModel(path: path, for: model, tokenizer: tokenizer, contextLimit: nil)
+        let metrics = Metrics()
+        let speculative = GenerationRunner(
+            predictor: model, endOfGeneration: tokenizer.endOfGenerationIDs,
+            makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) },
+            speculation: Speculation(
+                makeDrafter: { ModelDrafter(model: draft, capacity: $0) }, maxDraft: 4, metrics: metrics))
+        defer { speculative.shutdown() }
+        var sampled = SamplingOptions()
+        sampled.seed = 3
+        for text in ["Write a haiku about the sea.", "What is 2 + 2?"] {
+            for sampling in [SamplingOptions.greedy, sampled] {
+                let request = GenerationRequest(promptTokens: tokenizer.encode(text), maxTokens: 48, sampling: sampling)
+                let plain = try await run(
+                    model, tokenizer, prompt: request.promptTokens, sampling: sampling, speculate: false,
+                    metrics: Metrics())
+                let fast = try await speculative.generate(request)
+                #expect(fast.tokens == plain.tokens, "\(fast.content) / \(plain.content)")
+            }
+        }
+        #expect((metrics.value("inferd_speculative_accepted_tokens_total") ?? 0) > 0)
+        #expect(throws: ModelError.self) {
+            _ = try InferenceEngine.loadDraftModel(
+                path: GemmaReferenceTests.modelPath, for: model, tokenizer: tokenizer, contextLimit: nil)
+        }
+    }
 }

@@ -11,7 +11,9 @@ extension GenerationJob {
             draftLimit ?? speculation.maxDraft, request.maxTokens - generated.count - 1,
             sequence.capacity - sequence.count - 2, LlamaModel.maxBatch - 1)
         guard room >= 1 else { return nil }
-        return speculation.drafter.draft(after: history[...], limit: room)
+        var drafter = self.drafter ?? speculation.makeDrafter(sequence.capacity)
+        defer { self.drafter = drafter }
+        return drafter.draft(after: history[...], limit: room)
     }
 
     func speculate(_ drafts: [Int32], predictor: any TokenPredictor) throws {

@@ -56,6 +56,8 @@ final class GenerationJob: @unchecked Sendable {
     var verifyRows: [Float] = []
     /// How many tokens the next draft may have (nil: the speculation's most).
     var draftLimit: Int?
+    /// This job's drafter (made at its first speculative step).
+    var drafter: (any Drafter)?
     var stepsAfterCancel = 0
     /// With `logprobs`: the sampled token's entry, recorded once the token is accepted as text.
     var pendingLogprob: TokenLogprob?

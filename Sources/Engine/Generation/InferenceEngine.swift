@@ -24,6 +24,7 @@ public final class InferenceEngine: Sendable {
     public var contextLength: Int { model.config.contextLength }
     public static let defaultPrefixCacheMiB = 16
     public static let defaultSpeculativeLookup = 0
+    public static let defaultDraftTokens = 4
     /// `general.architecture` (one of `Architecture.supported`).
     public var architecture: String { model.config.architecture.name }
     /// The storage types of the file's tensors, sorted by name ("F32", "Q4_K", …).
@@ -36,13 +37,16 @@ public final class InferenceEngine: Sendable {
     /// `prefixCacheMiB` is the memory kept for finished requests' KV caches, from which new
     /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off).
     /// `speculativeLookup` is how many tokens prompt lookup drafts per decode step for
-    /// speculative decoding (`Speculation`, `PromptLookupDrafter`; 0 turns it off). `clock` decides
+    /// speculative decoding (`Speculation`, `PromptLookupDrafter`; 0 turns it off);
+    /// `draftModelPath` drafts with a smaller model of the same vocabulary instead
+    /// (`ModelDrafter`, `draftTokens` per step). `clock` decides
     /// the admission queue's deadlines, preemptions and starvation times.
     public init(
         path: String, threads: Int, admission: AdmissionPolicy = AdmissionPolicy(), metrics: Metrics = Metrics(),
         contextLimit: Int? = nil, chatTemplate: String? = nil, kvCacheType: KVCacheType = .f16,
         prefixCacheMiB: Int = InferenceEngine.defaultPrefixCacheMiB,
-        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, clock: any TimeSource = .system
+        speculativeLookup: Int = InferenceEngine.defaultSpeculativeLookup, draftModelPath: String? = nil,
+        draftTokens: Int = InferenceEngine.defaultDraftTokens, clock: any TimeSource = .system
     ) throws {
         let file = try GGUFFile(path: path)
         let architecture = try file.architecture
@@ -66,14 +70,20 @@ public final class InferenceEngine: Sendable {
             )
         }
         self.model = model
+        var speculation =
+            speculativeLookup > 0
+            ? Speculation(drafter: PromptLookupDrafter(), maxDraft: speculativeLookup, metrics: metrics) : nil
+        if let draftModelPath {
+            let draft = try Self.loadDraftModel(
+                path: draftModelPath, for: model, tokenizer: tokenizer, contextLimit: contextLimit)
+            speculation = Speculation(
+                makeDrafter: { ModelDrafter(model: draft, capacity: $0) }, maxDraft: draftTokens, metrics: metrics)
+        }
         let runner = GenerationRunner(
             predictor: model,
             endOfGeneration: tokenizer.endOfGenerationIDs.union(template?.endOfGenerationIDs ?? []),
             makeDecoder: { StreamingDetokenizer(tokenizer: tokenizer) }, admission: admission, metrics: metrics,
-            prefixCacheBytes: prefixCacheMiB << 20,
-            speculation: speculativeLookup > 0
-                ? Speculation(drafter: PromptLookupDrafter(), maxDraft: speculativeLookup, metrics: metrics) : nil,
-            clock: clock)
+            prefixCacheBytes: prefixCacheMiB << 20, speculation: speculation, clock: clock)
         self.runner = runner
     }
 

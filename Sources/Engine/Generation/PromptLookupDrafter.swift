@@ -4,7 +4,7 @@
 ///
 /// The longest suffix of `maxMatch` down to `minMatch` tokens is looked for, most recent
 /// occurrence first; what followed it, up to the limit, is the draft.
-public struct PromptLookupDrafter: Drafter {
+public struct PromptLookupDrafter: Drafter, Sendable {
     public let minMatch: Int
     public let maxMatch: Int
     /// How far back (in tokens) occurrences are looked for: the search stays a few microseconds

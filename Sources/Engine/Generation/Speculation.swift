@@ -8,15 +8,23 @@ import Telemetry
 /// accept more of a sampled answer's guesses, but gives another answer for the same seed.)
 /// Runs only for a job stepping alone: batched rounds already share each pass's weight reads.
 public struct Speculation: Sendable {
-    public let drafter: any Drafter
+    /// A job's drafter, given the job's sequence capacity.
+    public let makeDrafter: @Sendable (_ capacity: Int) -> any Drafter
     /// Most tokens drafted per step.
     public let maxDraft: Int
     let drafted: Counter
     let accepted: Counter
     let steps: Counter
 
-    public init(drafter: any Drafter, maxDraft: Int, metrics: Metrics = Metrics()) {
-        self.drafter = drafter
+    /// One stateless drafter for every job.
+    public init(drafter: some Drafter & Sendable, maxDraft: Int, metrics: Metrics = Metrics()) {
+        self.init(makeDrafter: { _ in drafter }, maxDraft: maxDraft, metrics: metrics)
+    }
+
+    public init(
+        makeDrafter: @escaping @Sendable (_ capacity: Int) -> any Drafter, maxDraft: Int, metrics: Metrics = Metrics()
+    ) {
+        self.makeDrafter = makeDrafter
         self.maxDraft = max(1, maxDraft)
         drafted = metrics.counter(
             "inferd_speculative_drafted_tokens_total", help: "Tokens proposed by the drafter for verification.")

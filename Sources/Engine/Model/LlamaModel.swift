@@ -108,9 +108,11 @@ public final class LlamaModel: @unchecked Sendable {
     /// - Parameter contextLimit: the most tokens a sequence may hold (the `context_length`
     ///   setting); nil keeps the context the model was trained for.
     /// - Parameter kvCacheType: how the caches this model makes store keys and values.
+    /// - Parameter sharedPool: another model's compute pool, for a model that only ever runs
+    ///   between that one's passes (a draft model); nil makes its own of `threads`.
     public init(
         gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true,
-        contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16
+        contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16, sharing sharedPool: ComputePool? = nil
     ) throws {
         let config = try ModelConfig(gguf: gguf, contextLimit: contextLimit)
         let arch = config.architecture
@@ -181,7 +183,9 @@ public final class LlamaModel: @unchecked Sendable {
         let types = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0].type } } + [output.type]
         hasBatchOrders = types.contains { kQuants.contains($0) }
         self.threads = max(1, threads)
-        pool = ComputePool(threads: self.threads)
+        // A draft model runs between its target's passes on the same thread, never beside them:
+        // it takes the target's pool, whose workers would otherwise spin against its own.
+        pool = sharedPool ?? ComputePool(threads: self.threads)
 
         var allocations: [UnsafeMutableRawPointer] = []
         func floats(_ count: Int) -> UnsafeMutablePointer<Float> {
