@@ -303,7 +303,8 @@ def bench(args, files):
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     header = {"started": started, "cpu": cpu_model(), "inferd": args.inferd, "inferd_commit": git_commit(root),
               "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "seed": args.seed,
-              "rounds": args.rounds, "threads": args.threads, "types": args.types}
+              "rounds": args.rounds, "threads": args.threads, "types": args.types, "dir": args.dir,
+              "noamx": args.noamx}
     print(f"# {started}; {header['cpu']}; inferd {header['inferd_commit']}", flush=True)
     samples = []
     state = {"mode": 0}
@@ -328,43 +329,53 @@ def bench(args, files):
                     if args.json:
                         write_json(args.json, header, samples, state)
     finished = time.strftime("%H:%M:%S UTC", time.gmtime())
-    print_tables(args, header, samples, state, finished)
+    print_tables(with_mode(header, state), samples, finished)
     if args.json:
         write_json(args.json, header, samples, state)
 
 
+def with_mode(header, state):
+    return {**header, "llama_mode": LLAMA_MODES[min(state["mode"], len(LLAMA_MODES) - 1)],
+            "llama_crashed_modes": state.get("crashed", [])}
+
+
 def write_json(path, header, samples, state):
     with open(path + ".part", "w") as f:
-        json.dump({**header, "llama_mode": LLAMA_MODES[min(state["mode"], len(LLAMA_MODES) - 1)],
-                   "llama_crashed_modes": state.get("crashed", []), "samples": samples}, f, indent=1)
+        json.dump({**with_mode(header, state), "samples": samples}, f, indent=1)
         f.write("\n")
     os.replace(path + ".part", path)
 
 
-def print_tables(args, header, samples, state, finished):
-    mode = LLAMA_MODES[min(state["mode"], len(LLAMA_MODES) - 1)]
-    crashed = state.get("crashed", [])
-    print(f"# {header['started']} to {finished}; command: {header['command']}")
-    print(f"# model: {NAME}-TYPE.gguf from {args.dir} (SmolLM2-1.7B's shape, random weights, seed {args.seed})")
+def print_tables(header, samples, finished):
+    """Medians over rounds, one table per thread count; `header` and `samples` as --json writes them."""
+    mode, crashed = header.get("llama_mode", "default"), header.get("llama_crashed_modes", [])
+    print(f"# {header['started']} to {finished}; {header['cpu']}; inferd {header['inferd_commit']}")
+    print(f"# command: {header['command']}")
+    print(f"# model: {NAME}-TYPE.gguf in {header.get('dir', '/work/bigmodels')} (SmolLM2-1.7B's shape, random weights, seed {header['seed']})")
     if mode == "noamx-lib":
-        print(f"# llama-bench crashed with SIGILL ({', '.join(crashed)}): run against the ggml-cpu library "
-              f"built without AMX ({args.noamx}, -U__AMX_INT8__; repacked layouts on)")
+        print(f"# llama-bench raised SIGILL ({', '.join(crashed)}): run against the ggml-cpu built without AMX "
+              f"(LD_LIBRARY_PATH={header.get('noamx', '/tmp/llama-cpp/build-noamx/bin')}, -U__AMX_INT8__; repacked layouts on)")
     elif mode == "no-repack":
-        print(f"# llama-bench crashed with SIGILL ({', '.join(crashed)}): run with --repack 0 (no AMX and "
-              f"no repacked layouts)")
+        print(f"# llama-bench raised SIGILL ({', '.join(crashed)}): run with --repack 0 (no AMX and no repacked "
+              f"layouts)")
     ok = [s for s in samples if "error" not in s]
     others = [s["others_cores"] for s in ok]
     if others:
-        print(f"# other processes during the runs: median {median(others):.2f} cores, max {max(others):.2f}")
-    for threads in args.threads:
+        print(f"# cores other processes used during the runs: median {median(others):.2f}, max {max(others):.2f}")
+    types = list(dict.fromkeys(s["type"] for s in samples))
+    for threads in sorted({s["threads"] for s in samples}):
+        counts = [sum(1 for s in ok if (s["type"], s["engine"], s["threads"]) == (t, e, threads))
+                  for t in types for e in ("inferd", "llama.cpp")]
+        runs = "-".join(map(str, sorted({min(c for c in counts if c), max(counts)}))) if any(counts) else "0"
         print()
-        print(f"threads {threads}: tokens/s, median of {args.rounds} rounds (ratio = inferd / llama.cpp); "
-              "probe: inferd's memory-read probe; tg % probe: decode's weight bytes per second over it")
+        print(f"threads {threads}: tokens/s, median of {runs} runs each (ratio = inferd / llama.cpp); probe: inferd's "
+              "memory-read probe; % probe: tg32 x file size over it; others: median cores used by other processes "
+              "during the runs (inferd / llama.cpp)")
         print()
         print("| type | size GB | inferd pp128 | llama.cpp pp128 | ratio | inferd tg32 | llama.cpp tg32 | ratio "
-              "| probe GB/s | inferd tg % probe | llama.cpp tg % probe |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for t in args.types:
+              "| probe GB/s | inferd % probe | llama.cpp % probe | others |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for t in types:
             mine = [s for s in ok if s["type"] == t and s["threads"] == threads and s["engine"] == "inferd"]
             theirs = [s for s in ok if s["type"] == t and s["threads"] == threads and s["engine"] == "llama.cpp"]
             if not mine and not theirs:
@@ -381,11 +392,23 @@ def print_tables(args, header, samples, state, finished):
                 return None if tg is None or not probe else tg * size / 1e9 / probe * 100
 
             print(f"| {t} | {size / 1e9:.2f} | {fmt(ip)} | {fmt(lp)} | {fmt(ratio(ip, lp))} | {fmt(it)} | {fmt(lt)} "
-                  f"| {fmt(ratio(it, lt))} | {fmt(probe, 1)} | {fmt(pct(it), 0)} | {fmt(pct(lt), 0)} |")
-    errors = [s for s in samples if "error" in s]
-    for s in errors:
-        print(f"# error: {s['engine']} {s['type']} t{s['threads']} round {s['round']}: {s['error'][:300]}")
+                  f"| {fmt(ratio(it, lt))} | {fmt(probe, 1)} | {fmt(pct(it), 0)} | {fmt(pct(lt), 0)} "
+                  f"| {fmt(median(s['others_cores'] for s in mine), 1)} / "
+                  f"{fmt(median(s['others_cores'] for s in theirs), 1)} |")
+    for s in samples:
+        if "error" in s:
+            print(f"# error: {s['engine']} {s['type']} t{s['threads']} round {s['round']}: {s['error'][:300]}")
 
+
+def report(paths):
+    """Tables from one or more --json files (several runs' samples together)."""
+    header, samples = None, []
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        header = header or data
+        samples += data["samples"]
+    print_tables(header, samples, "(from " + ", ".join(paths) + ")")
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -404,7 +427,11 @@ def main():
                    help="before each run, wait up to this many seconds for other processes to use < 0.1 core")
     p.add_argument("--timeout", type=float, default=900, help="seconds one engine's run may take")
     p.add_argument("--files-only", action="store_true", help="make the files, run no benchmark")
+    p.add_argument("--report", nargs="+", metavar="JSON", help="print the tables of earlier --json files and stop")
     args = p.parse_args()
+    if args.report:
+        report(args.report)
+        return
     args.types = [t for t in args.types.split(",") if t]
     args.threads = [int(t) for t in args.threads.split(",") if t]
     build = os.path.join(args.llama, "llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin")
