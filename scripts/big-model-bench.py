@@ -303,7 +303,7 @@ def bench(args, files):
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     header = {"started": started, "cpu": cpu_model(), "inferd": args.inferd, "inferd_commit": git_commit(root),
               "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "seed": args.seed,
-              "rounds": args.rounds, "threads": args.threads, "types": args.types, "dir": args.dir,
+              "rounds": args.rounds, "threads": args.threads, "types": args.types, "dir": args.dir, "cores": os.cpu_count(),
               "noamx": args.noamx}
     print(f"# {started}; {header['cpu']}; inferd {header['inferd_commit']}", flush=True)
     samples = []
@@ -330,6 +330,7 @@ def bench(args, files):
                         write_json(args.json, header, samples, state)
     finished = time.strftime("%H:%M:%S UTC", time.gmtime())
     print_tables(with_mode(header, state), samples, finished)
+    print_errors(samples)
     if args.json:
         write_json(args.json, header, samples, state)
 
@@ -363,38 +364,50 @@ def print_tables(header, samples, finished):
     if others:
         print(f"# cores other processes used during the runs: median {median(others):.2f}, max {max(others):.2f}")
     types = list(dict.fromkeys(s["type"] for s in samples))
+    cores = header.get("cores") or os.cpu_count()
     for threads in sorted({s["threads"] for s in samples}):
-        counts = [sum(1 for s in ok if (s["type"], s["engine"], s["threads"]) == (t, e, threads))
-                  for t in types for e in ("inferd", "llama.cpp")]
-        runs = "-".join(map(str, sorted({min(c for c in counts if c), max(counts)}))) if any(counts) else "0"
-        print()
-        print(f"threads {threads}: tokens/s, median of {runs} runs each (ratio = inferd / llama.cpp); probe: inferd's "
-              "memory-read probe; % probe: tg32 x file size over it; others: median cores used by other processes "
-              "during the runs (inferd / llama.cpp)")
-        print()
-        print("| type | size GB | inferd pp128 | llama.cpp pp128 | ratio | inferd tg32 | llama.cpp tg32 | ratio "
-              "| probe GB/s | inferd % probe | llama.cpp % probe | others |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for t in types:
-            mine = [s for s in ok if s["type"] == t and s["threads"] == threads and s["engine"] == "inferd"]
-            theirs = [s for s in ok if s["type"] == t and s["threads"] == threads and s["engine"] == "llama.cpp"]
-            if not mine and not theirs:
-                continue
-            ip, it = median(s["pp128"] for s in mine), median(s["tg32"] for s in mine)
-            lp, lt = median(s["pp128"] for s in theirs), median(s["tg32"] for s in theirs)
-            probe = median(s["probe_gbps"] for s in mine)
-            size = (mine or theirs)[0]["model_bytes"]
+        print_table(types, [s for s in ok if s["threads"] == threads], threads, "")
+        # The runs that had their cores: what other processes used fit beside the engine's threads.
+        free = [s for s in ok if s["threads"] == threads and s["others_cores"] <= cores - threads + 0.25]
+        if free and len(free) < len([s for s in ok if s["threads"] == threads]):
+            print_table(types, free, threads, f", only the runs during which other processes used at most "
+                        f"{cores - threads + 0.25:.2f} cores")
 
-            def ratio(a, b):
-                return None if a is None or not b else a / b
 
-            def pct(tg):
-                return None if tg is None or not probe else tg * size / 1e9 / probe * 100
+def print_table(types, ok, threads, which):
+    counts = [sum(1 for s in ok if (s["type"], s["engine"]) == (t, e)) for t in types for e in ("inferd", "llama.cpp")]
+    runs = "-".join(map(str, sorted({min(c for c in counts if c), max(counts)}))) if any(counts) else "0"
+    print()
+    print(f"threads {threads}{which}: tokens/s, median of {runs} runs each (ratio = inferd / llama.cpp); probe: "
+          "inferd's memory-read probe; % probe: tg32 x file size over it; others: median cores used by other "
+          "processes during the runs (inferd / llama.cpp)")
+    print()
+    print("| type | size GB | inferd pp128 | llama.cpp pp128 | ratio | inferd tg32 | llama.cpp tg32 | ratio "
+          "| probe GB/s | inferd % probe | llama.cpp % probe | others |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for t in types:
+        mine = [s for s in ok if s["type"] == t and s["engine"] == "inferd"]
+        theirs = [s for s in ok if s["type"] == t and s["engine"] == "llama.cpp"]
+        if not mine and not theirs:
+            continue
+        ip, it = median(s["pp128"] for s in mine), median(s["tg32"] for s in mine)
+        lp, lt = median(s["pp128"] for s in theirs), median(s["tg32"] for s in theirs)
+        probe = median(s["probe_gbps"] for s in mine)
+        size = (mine or theirs)[0]["model_bytes"]
 
-            print(f"| {t} | {size / 1e9:.2f} | {fmt(ip)} | {fmt(lp)} | {fmt(ratio(ip, lp))} | {fmt(it)} | {fmt(lt)} "
-                  f"| {fmt(ratio(it, lt))} | {fmt(probe, 1)} | {fmt(pct(it), 0)} | {fmt(pct(lt), 0)} "
-                  f"| {fmt(median(s['others_cores'] for s in mine), 1)} / "
-                  f"{fmt(median(s['others_cores'] for s in theirs), 1)} |")
+        def ratio(a, b):
+            return None if a is None or not b else a / b
+
+        def pct(tg):
+            return None if tg is None or not probe else tg * size / 1e9 / probe * 100
+
+        print(f"| {t} | {size / 1e9:.2f} | {fmt(ip)} | {fmt(lp)} | {fmt(ratio(ip, lp))} | {fmt(it)} | {fmt(lt)} "
+              f"| {fmt(ratio(it, lt))} | {fmt(probe, 1)} | {fmt(pct(it), 0)} | {fmt(pct(lt), 0)} "
+              f"| {fmt(median(s['others_cores'] for s in mine), 1)} / "
+              f"{fmt(median(s['others_cores'] for s in theirs), 1)} |")
+
+
+def print_errors(samples):
     for s in samples:
         if "error" in s:
             print(f"# error: {s['engine']} {s['type']} t{s['threads']} round {s['round']}: {s['error'][:300]}")
@@ -409,6 +422,7 @@ def report(paths):
         header = header or data
         samples += data["samples"]
     print_tables(header, samples, "(from " + ", ".join(paths) + ")")
+    print_errors(samples)
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
