@@ -21,14 +21,17 @@ random-weight model of SmolLM2-1.7B's shape, per weight type, in alternated roun
 llama.cpp on a CPU that advertises AMX: on the project's Xeon `arch_prctl` grants AMX yet the
 first tile instruction raises SIGILL (docs/engine.md). The script then runs llama-bench against
 the ggml-cpu library scripts/llama-cpp-build.sh builds without the AMX kernels
-(DIR/build-noamx/bin, `-U__AMX_INT8__`: llama.cpp's repacked Q4_0/Q4_K/Q2_K layouts stay on, as
+(LLAMA/build-noamx/bin, `-U__AMX_INT8__`: llama.cpp's repacked Q4_0/Q4_K/Q2_K layouts stay on, as
 on a CPU without AMX) through LD_LIBRARY_PATH, or, when that library is missing, with `--repack
 0` (no extra buffer types at all, which also turns the repacked layouts off), and says which.
 
 Usage (from the package root; needs PyPI's gguf and numpy):
     python3 scripts/big-model-bench.py [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
         [--threads 1,2] [--rounds 3] [--inferd .build/release/inferd] [--llama /tmp/llama-cpp]
-        [--json OUT] [--files-only]
+        [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only]
+    python3 scripts/big-model-bench.py --report OUT [OUT...]   (the tables again, runs merged)
+
+Figures and how long it takes: docs/performance.md ("A real-size model beside llama.cpp").
 """
 import argparse
 import json
