@@ -80,10 +80,7 @@ extension LlamaModel {
     ) throws {
         guard !tokens.isEmpty else { return }
         let v = config.vocabularySize
-        try validate(tokens: tokens, cache: cache, logits: rows)
-        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
-            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
-        }
+        let base = try validate(tokens: tokens, cache: cache, rows: rows)
         guard tokens.startIndex >= 0, tokens.endIndex <= promptLength else {
             throw ModelError.invalidHyperParameter("a scored piece lies outside its prompt")
         }
@@ -112,11 +109,7 @@ extension LlamaModel {
         decodeRows tokens: ArraySlice<Int32>, cache: KVCache, rows: UnsafeMutableBufferPointer<Float>
     ) throws {
         guard !tokens.isEmpty else { return }
-        let v = config.vocabularySize
-        try validate(tokens: tokens, cache: cache, logits: rows)
-        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
-            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
-        }
+        let base = try validate(tokens: tokens, cache: cache, rows: rows)
         guard tokens.count <= Self.maxBatch else {
             throw ModelError.invalidHyperParameter("more decode rows than one pass holds")
         }
@@ -125,6 +118,18 @@ extension LlamaModel {
         let segment = Segment(tokens: tokens, cache: cache, logits: nil, row: 0, position: 0, of: 1)
         withUnsafePointer(to: segment) { runChunk(UnsafeBufferPointer(start: $0, count: 1), scoring: base) }
         cache.append(tokens)
+    }
+
+    /// `validate` for a call that writes every row's logits: `rows` must hold them all. Its base.
+    private func validate(
+        tokens: ArraySlice<Int32>, cache: KVCache, rows: UnsafeMutableBufferPointer<Float>
+    ) throws -> UnsafeMutablePointer<Float> {
+        let v = config.vocabularySize
+        try validate(tokens: tokens, cache: cache, logits: rows)
+        guard rows.count >= tokens.count * v, let base = rows.baseAddress else {
+            throw ModelError.logitsBufferTooSmall(count: rows.count, needed: tokens.count * v)
+        }
+        return base
     }
 
     /// Runs several sequences through one pass: their tokens share every weight read (the
