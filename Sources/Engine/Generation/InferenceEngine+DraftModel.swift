@@ -7,7 +7,8 @@ extension InferenceEngine {
         let file = try GGUFFile(path: path)
         let draftTokenizer = try Tokenizer(gguf: file)
         guard draftTokenizer.vocabularySize == tokenizer.vocabularySize,
-            (0..<Int32(tokenizer.vocabularySize)).allSatisfy({ draftTokenizer.tokenText($0) == tokenizer.tokenText($0) })
+            (0..<Int32(tokenizer.vocabularySize)).allSatisfy({ draftTokenizer.tokenText($0) == tokenizer.tokenText($0) }
+            )
         else {
             throw ModelError.invalidHyperParameter(
                 "the draft model's vocabulary (\(draftTokenizer.vocabularySize) tokens) is not the model's (\(tokenizer.vocabularySize))"
