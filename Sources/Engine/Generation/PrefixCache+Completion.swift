@@ -10,7 +10,7 @@ extension PrefixCache {
     /// How much longer than a kept conversation its next prompt is taken to be.
     static let completionLookahead = 64
     /// Tokens computed per idle step: a request arriving meanwhile waits for at most this many.
-    static let completionPiece = 16
+    static let completionPiece = 8
 
     var hasIncompleteEntries: Bool { entries.contains { $0.exactRows < $0.tokens.count } }
 
