@@ -121,12 +121,14 @@ static int token_block(int k) {
     return tb < 4 ? 4 : tb;
 }
 
-#define CK_TILE_CASE(KERNEL, RR, TT)                                                                                  \
-    case (RR) * 8 + (TT): KERNEL(bf, RR, TT, k, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, y + (size_t)t * ldy + r, ldy); \
+// One tile of RR rows x TT tokens at row r, token t, with constant sizes (unrolled, in registers).
+#define CK_TILE_CASE(KERNEL, RR, TT)                                                                  \
+    case (RR) * 8 + (TT):                                                                            \
+        KERNEL(bf, RR, TT, k, w + (size_t)r * ws, ws, x + (size_t)t * xs, xs, y + (size_t)t * ldy + r, ldy); \
         break;
 
-CK_FAST CK_INLINE void rows_avx2(int bf, int k, const uint16_t *w, size_t ws, int rows, const float *x, size_t xs, int n,
-                                 float *y, int ldy) {
+CK_FAST CK_INLINE void rows_avx2(int bf, int k, const uint16_t *w, size_t ws, int rows, const float *x, size_t xs,
+                                 int n, float *y, int ldy) {
     const int tb = token_block(k);
     for (int t0 = 0; t0 < n; t0 += tb) {
         const int t1 = t0 + tb < n ? t0 + tb : n;
