@@ -427,6 +427,7 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
+    k.dot_rows = ck_pick_dot_rows(type, fast);
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
         type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q6_K_X8) {
         k.interleaved = 1;

@@ -88,6 +88,11 @@ typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const vo
 /// Q4_K, whose four-row kernel has llama.cpp's four-row order (CK_ORDER_GROUP4).
 typedef void (*ck_dot1x4_fn)(int k, const void *w, const void *const *x, float *out);
 
+/// `rows` weight rows (w_row_bytes apart) against `n` activation rows: y[t * ldy + r], each
+/// output bit for bit the single-row kernel's (dot_rows.c).
+typedef void (*ck_dot_rows_fn)(int k, const void *w, size_t w_row_bytes, int rows, const void *x, size_t x_row_bytes,
+                               int n, float *y, int ldy);
+
 typedef struct {
     ck_dot_fn dot;
     ck_dot1x4_fn dot1x4;
@@ -99,6 +104,7 @@ typedef struct {
     ck_dot_fn dot_pairs;   // one row in the CK_ORDER_GROUP4 order, or NULL
     int interleaved;       // the weights are in an interleaved form
     int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
+    ck_dot_rows_fn dot_rows;  // several weight rows x several tokens at once, or NULL
 } ck_kernels;
 
 /// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.
@@ -128,6 +134,8 @@ ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
 ck_dot_fn ck_pick_dot_tiled_kquants_more(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
 int ck_cpu_has_vnni(void);
+/// F16 and BF16 weights over several tokens (dot_rows.c); NULL for other types or portable paths.
+ck_dot_rows_fn ck_pick_dot_rows(int type, int fast);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 

@@ -136,6 +136,11 @@ float ck_dot_ordered(int type, int k, const void *w, const void *x, int order);
 /// The same with the portable kernels.
 float ck_dot_ordered_portable(int type, int k, const void *w, const void *x, int order);
 
+/// Y as ck_matmul computes it, from the single-row kernel of `type` (fast or portable, as the
+/// thread's paths) per output: the reference of the F16 and BF16 multi-row kernels (dot_rows.c).
+void ck_dot_rows_reference(int type, int k, const void *w, size_t w_row_bytes, int rows, const void *x,
+                           size_t x_row_bytes, int n, float *y, int ldy);
+
 /// Rows r0..<r1, every token, on the calling thread.
 void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
 /// All rows, split over the pool (pool may be NULL: caller only).
