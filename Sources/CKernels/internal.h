@@ -127,6 +127,8 @@ ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
 /// Q2_K, Q3_K and Q5_K in llama.cpp's tiled order (dot_kquants_tiled.c); NULL for other types.
 ck_dot_fn ck_pick_dot_tiled_kquants_more(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
+/// Their four-row kernels (dot_kquants_tiled.c); NULL for other types and the portable path.
+ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants_more(int type, int fast);
 int ck_cpu_has_vnni(void);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
