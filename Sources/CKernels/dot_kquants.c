@@ -398,9 +398,7 @@ ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast) {
 #if CK_X86
     if (fast && type == CK_TYPE_Q6_K) return (ck_dot1x4_fn)dot1x4_q6_k_tiled_fast;
 #endif
-    (void)type;
-    (void)fast;
-    return 0;
+    return ck_pick_dot1x4_tiled_kquants_more(type, fast);
 }
 
 ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast) {

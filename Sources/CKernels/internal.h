@@ -133,6 +133,8 @@ ck_dot_fn ck_pick_dot_pairs_kquants(int type, int fast);
 /// Q2_K, Q3_K and Q5_K in llama.cpp's tiled order (dot_kquants_tiled.c); NULL for other types.
 ck_dot_fn ck_pick_dot_tiled_kquants_more(int type, int fast);
 ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
+/// Their four-row kernels (dot_kquants_tiled.c); NULL for other types and the portable path.
+ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants_more(int type, int fast);
 int ck_cpu_has_vnni(void);
 /// F16 and BF16 weights over several tokens (dot_rows.c); NULL for other types or portable paths.
 ck_dot_rows_fn ck_pick_dot_rows(int type, int fast);
