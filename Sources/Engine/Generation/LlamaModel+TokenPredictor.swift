@@ -39,10 +39,7 @@ extension LlamaModel: TokenPredictor {
     public func predict(
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, logits: UnsafeMutableBufferPointer<Float>
     ) throws {
-        guard let cache = sequence as? KVCache else {
-            preconditionFailure("a LlamaModel runs only sequences it made")
-        }
-        try forward(tokens: tokens, cache: cache, logits: logits)
+        try forward(tokens: tokens, cache: Self.kvCache(sequence), logits: logits)
     }
 
     /// A prompt's piece with the arithmetic of the whole prompt in one call.
@@ -50,20 +47,14 @@ extension LlamaModel: TokenPredictor {
         prompt tokens: ArraySlice<Int32>, of promptLength: Int, sequence: any PredictorSequence,
         logits: UnsafeMutableBufferPointer<Float>
     ) throws {
-        guard let cache = sequence as? KVCache else {
-            preconditionFailure("a LlamaModel runs only sequences it made")
-        }
-        try forward(prompt: tokens, of: promptLength, cache: cache, logits: logits)
+        try forward(prompt: tokens, of: promptLength, cache: Self.kvCache(sequence), logits: logits)
     }
 
     /// Drafted tokens' decode steps in one pass (`forward(decodeRows:)`).
     public func verify(
         tokens: ArraySlice<Int32>, sequence: any PredictorSequence, rows: UnsafeMutableBufferPointer<Float>
     ) throws {
-        guard let cache = sequence as? KVCache else {
-            preconditionFailure("a LlamaModel runs only sequences it made")
-        }
-        try forward(decodeRows: tokens, cache: cache, rows: rows)
+        try forward(decodeRows: tokens, cache: Self.kvCache(sequence), rows: rows)
     }
 
     /// Every row's logits in the prompt pass itself (`forward(scoring:)`).
@@ -71,11 +62,8 @@ extension LlamaModel: TokenPredictor {
         tokens: ArraySlice<Int32>, promptLength: Int, sequence: any PredictorSequence,
         rows: UnsafeMutableBufferPointer<Float>, normalizers: UnsafeMutableBufferPointer<Float>
     ) throws {
-        guard let cache = sequence as? KVCache else {
-            preconditionFailure("a LlamaModel runs only sequences it made")
-        }
         precondition(normalizers.count >= tokens.count, "score: fewer normalizers than tokens")
-        try forward(scoring: tokens, of: promptLength, cache: cache, rows: rows)
+        try forward(scoring: tokens, of: promptLength, cache: Self.kvCache(sequence), rows: rows)
         // Every row's log Σ exp, over both cores (a 512-token prompt's are 25 M exponentials).
         ck_rows_logsumexp(
             pool.raw, rows.baseAddress!, normalizers.baseAddress!, Int32(tokens.count), Int32(config.vocabularySize))
@@ -84,12 +72,21 @@ extension LlamaModel: TokenPredictor {
     /// One pass over the weights for every sequence in the batch.
     public func predict(batch: [PredictionInput]) throws {
         try forward(batch: batch) { input in
-            guard let cache = input.sequence as? KVCache else {
-                preconditionFailure("a LlamaModel runs only sequences it made")
-            }
-            return BatchItem(tokens: input.tokens, cache: cache, logits: input.logits, promptLength: input.promptLength)
+            BatchItem(
+                tokens: input.tokens, cache: Self.kvCache(input.sequence), logits: input.logits,
+                promptLength: input.promptLength)
         }
     }
 }
 
 extension KVCache: PredictorSequence {}
+
+extension LlamaModel {
+    /// A sequence as the KV cache it is: a LlamaModel runs only sequences it made.
+    static func kvCache(_ sequence: any PredictorSequence) -> KVCache {
+        guard let cache = sequence as? KVCache else {
+            preconditionFailure("a LlamaModel runs only sequences it made")
+        }
+        return cache
+    }
+}
