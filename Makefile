@@ -4,7 +4,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 BIN = $(shell swift build $(SWIFT_FLAGS) --show-bin-path)/inferd
 ARGS ?=
 
-.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test image-test compat lint format tsan coverage bench soak churn clean
+.PHONY: all deps model test-models build serve test swift-test postgres-test cluster-test image-test compat browser-test lint format tsan coverage bench soak churn clean
 
 all: build
 
@@ -33,7 +33,8 @@ serve: deps model build
 # suite beside it in the same process gets no thread for its request Tasks (measured: beside
 # EngineTests, the socket suite's stream went 30 s without a byte). After the Swift suites: the
 # scripted cluster, the image and the OpenAI compatibility suite (the built server driven by the
-# official `openai` Python client; venv in .build/compat-venv, created once from PyPI).
+# official `openai` Python client; venv in .build/compat-venv, created once from PyPI), and the chat
+# page in headless Chromium (scripts/browser-tests.sh).
 SWIFT_TEST_FLAGS ?= --no-parallel
 test: deps test-models lint
 	swift build $(SWIFT_FLAGS)
@@ -42,6 +43,7 @@ test: deps test-models lint
 	python3 scripts/cluster-test.py $(BIN) $(MODEL)
 	python3 scripts/image-test.py
 	INFERD_COMPAT_MODEL=$(MODEL) ./scripts/compat-tests.sh $(BIN)
+	INFERD_MODEL=$(MODEL) ./scripts/browser-tests.sh $(BIN)
 
 # The session store's suites on PostgreSQL: scripts/with-postgres.sh starts a throwaway server
 # (a cluster in a temp folder, unix socket only, run as the postgres user when root), exports its
@@ -64,6 +66,11 @@ cluster-test: deps model build
 # scripts/image-test.py says what it checks.
 image-test: deps model
 	python3 scripts/image-test.py
+
+# The chat page in headless Chromium (Debian's chromium and chromium-driver, installed when
+# missing; selenium in .build/browser-venv): Tests/browser. Screenshots in .build/artifacts.
+browser-test: deps model build
+	INFERD_MODEL=$(MODEL) ./scripts/browser-tests.sh $(BIN) $(PYTEST_ARGS)
 
 # The OpenAI compatibility suite alone (Tests/compat); PYTEST_ARGS passes options to pytest.
 compat: deps model build

@@ -76,11 +76,20 @@ let package = Package(
             dependencies: [
                 "Backend", "Cancellation", "GenerationVocabulary", "CSQLite", "CLibPQ", "Telemetry", "Timekeeping",
             ]),
+        // The chat page's HTML, CSS and JavaScript, compiled into the binary (no file system, no
+        // network, no build step): plain files under assets/, embedded by SwiftPM as byte arrays.
+        .target(
+            name: "ChatPage",
+            resources: [
+                .embedInCode("assets/index.html"), .embedInCode("assets/app.css"), .embedInCode("assets/app.js"),
+                .embedInCode("assets/markdown.js"),
+            ]),
         // Configuration, routes and commands: the part that ties HTTP to the engine.
         .target(
             name: "InferdServer",
             dependencies: [
-                "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions", "StructuredOutput",
+                "ChatPage", "HTTPServer", "Backend", "Cancellation", "Engine", "RemoteBackend", "Sessions",
+                "StructuredOutput",
                 "Telemetry", "Timekeeping", "ToolCalling", "CGnuTLS", "CMalloc",
             ]),
         // `inferd bench`: engine and HTTP speed measurements, kept out of the library targets.
@@ -117,8 +126,8 @@ let package = Package(
         .testTarget(
             name: "InferdServerTests",
             dependencies: [
-                "Backend", "Cancellation", "InferdServer", "HTTPServer", "Engine", "RemoteBackend", "Sessions",
-                "StructuredOutput", "TestSupport", "Timekeeping",
+                "Backend", "Cancellation", "ChatPage", "InferdServer", "HTTPServer", "Engine", "RemoteBackend",
+                "Sessions", "StructuredOutput", "TestSupport", "Timekeeping",
             ]),
         .testTarget(name: "BackendTests", dependencies: ["Backend", "Engine", "Telemetry", "TestSupport"]),
         .testTarget(

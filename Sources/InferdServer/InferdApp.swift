@@ -69,11 +69,15 @@ public final class InferdApp: Sendable {
         ).register(router)
         conversations.register(router)
         TokenizerRoutes(host: host).register(router)
-        SessionRoutes(turns: turns, access: access, host: host, replicaId: replicaId).register(router)
+        SessionRoutes(
+            turns: turns, access: access, host: host, replicaId: replicaId,
+            metadata: SessionMetadata(store: archive.store)
+        ).register(router)
         OpenAIRoutes(
             generations: generations, turns: turns, host: host, startedAt: startedAt,
             toolCallFormat: configuration.toolCallFormat
         ).register(router)
+        if configuration.ui { ChatPageRoutes().register(router) }
         return router
     }
 

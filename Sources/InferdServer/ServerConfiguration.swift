@@ -85,6 +85,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var preemptAfterMs = 500
     /// Identical deterministic requests in flight share one generation.
     public var singleFlight = true
+    /// Serve the chat page at `/` (docs/chat-page.md).
+    public var ui = true
     /// Chat template override: "" (the model's own), a built-in name, or "@/path/file.jinja".
     public var chatTemplate = ""
     /// How the model writes tool calls: `auto` reads it from the chat template.
@@ -265,6 +267,10 @@ extension ServerConfiguration {
             "single_flight",
             "Identical deterministic requests (greedy or seeded, not in a session) arriving while one runs share its generation.",
             \.singleFlight),
+        bool(
+            "ui",
+            "Serve the chat page at / (its files under /ui/; no key needed to load it, its API calls need one when keys are set). false: / is 404.",
+            \.ui),
         str(
             "chat_template",
             "Chat template instead of the model's: chatml, llama3, gemma, qwen, or @/path/template.jinja. Empty: the model's own.",

@@ -88,11 +88,13 @@ struct AccessControl: Sendable {
         return .identified(identity)
     }
 
-    /// The keys guarding a route: none for `/health`; for `/metrics` its own key, nothing when
+    /// The keys guarding a route: none for `/health` and the chat page's files; for `/metrics` its own key, nothing when
     /// `metrics_auth` is `open`, else the API keys.
     func keyring(for route: String) -> APIKeyring? {
         switch route {
         case "/health": return nil
+        // The chat page itself: it asks for a key and sends it on every API call it makes.
+        case _ where ChatPageRoutes.openRoutes.contains(route): return nil
         case "/metrics":
             if let metricsKeyring { return metricsKeyring }
             return metricsAuth == .open ? nil : keyring

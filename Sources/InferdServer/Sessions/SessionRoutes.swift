@@ -13,6 +13,7 @@ struct SessionRoutes: Sendable {
     let access: AccessControl
     let host: ModelHost
     let replicaId: String
+    let metadata: SessionMetadata
 
     var sessions: SessionManager { turns.sessions }
 
@@ -20,6 +21,7 @@ struct SessionRoutes: Sendable {
         router.post("/v1/sessions") { request in try await create(request) }
         router.get("/v1/sessions") { request in try await list(request) }
         router.get("/v1/sessions/{id}") { request in try await get(request) }
+        router.post("/v1/sessions/{id}") { request in try await update(request) }
         router.delete("/v1/sessions/{id}") { request in try await delete(request) }
         router.post("/v1/sessions/{id}/responses") { request in try await respond(request) }
         router.post("/v1/sessions/{id}/cancel") { request in try await cancelInSession(request) }
@@ -43,7 +45,9 @@ struct SessionRoutes: Sendable {
         } catch {
             throw HTTPError(error)
         }
-        return .json(SessionBody(await session.snapshot(backend: host.backend)), status: 201)
+        let pairs = body.metadata ?? [:]
+        if !pairs.isEmpty { try await metadata.save(pairs, for: session.id) }
+        return .json(SessionBody(await session.snapshot(backend: host.backend), metadata: pairs), status: 201)
     }
 
     /// One page of the caller's sessions (of every session when authentication is off), oldest
@@ -58,19 +62,33 @@ struct SessionRoutes: Sendable {
         let visible = sessions.all.filter { access.mayAccess(ownedBy: $0.owner, request) }
         let page = try query.page(of: visible, id: \.id)
         var data: [SessionBody] = []
-        for s in page.items { data.append(SessionBody(await s.snapshot(backend: nil), withTranscript: false)) }
+        for s in page.items {
+            data.append(
+                SessionBody(await s.snapshot(backend: nil), metadata: await metadata.read(s.id), withTranscript: false))
+        }
         return .json(ListPage(data: data, hasMore: page.hasMore, id: \.id))
     }
 
     func get(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await requireSession(request)
-        return .json(SessionBody(await session.snapshot(backend: host.backend)))
+        return .json(
+            SessionBody(await session.snapshot(backend: host.backend), metadata: await metadata.read(session.id)))
+    }
+
+    /// `POST /v1/sessions/{id}` `{"metadata"}`: replaces the session's metadata (the chat page's
+    /// rename); the session as `GET` shows it.
+    func update(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await requireSession(request)
+        let body = try UpdateSessionBody(request)
+        try await metadata.save(body.metadata, for: session.id)
+        return .json(SessionBody(await session.snapshot(backend: host.backend), metadata: body.metadata))
     }
 
     func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = try await requireSession(request).id
         do {
             guard try await sessions.delete(id) else { throw HTTPError(SessionError.sessionNotFound(id)) }
+            await metadata.delete(id)
         } catch let error as StoreError {
             throw HTTPError(error)
         }

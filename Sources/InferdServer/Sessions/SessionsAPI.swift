@@ -8,14 +8,29 @@ package struct CreateSessionBody: Sendable {
     var instructions: String?
     var options: GenerationOptionsBody?
     var onBusy: BusyPolicy?
+    var metadata: [String: String]?
 
-    static let fieldNames: Set<String> = ["instructions", "options", "on_busy"]
+    static let fieldNames: Set<String> = ["instructions", "options", "on_busy", "metadata"]
 
     package init(_ request: HTTPRequest) throws {
         let f = try NativeFields.body(of: request, allowed: Self.fieldNames, optional: true)
         instructions = try f.string("instructions")
         options = try GenerationOptionsBody.read(f)
         onBusy = try f.choice("on_busy")
+        metadata = try f.metadata()
+    }
+}
+
+/// `POST /v1/sessions/{id}`: replaces the session's `metadata`.
+package struct UpdateSessionBody: Sendable {
+    var metadata: [String: String]
+
+    package init(_ request: HTTPRequest) throws {
+        let f = try NativeFields.body(of: request, allowed: ["metadata"])
+        guard let metadata = try f.metadata() else {
+            throw HTTPError.badRequest("missing field 'metadata'", code: .invalidRequest, param: "metadata")
+        }
+        self.metadata = metadata
     }
 }
 
@@ -105,9 +120,12 @@ struct SessionBody: Encodable, Sendable {
     var transcript: [TranscriptEntryBody]?
     var contextTokens: Int?
     var contextLimit: Int?
+    /// The client's pairs (`SessionMetadata`), `{}` when none.
+    var metadata: [String: String]
 
-    init(_ s: SessionSnapshot, withTranscript: Bool = true) {
+    init(_ s: SessionSnapshot, metadata: [String: String], withTranscript: Bool = true) {
         id = s.id
+        self.metadata = metadata
         created = s.created
         status = s.responding ? "responding" : "idle"
         onBusy = s.onBusy.rawValue
@@ -119,7 +137,7 @@ struct SessionBody: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, object, created, status, queued, transcript
+        case id, object, created, status, queued, transcript, metadata
         case onBusy = "on_busy"
         case activeRequestId = "active_request_id"
         case contextTokens = "context_tokens"
