@@ -1,6 +1,7 @@
 """The chat page at / in headless Chromium: streaming, stop, reload and restart, leaving the page,
 busy policies, settings, model output that looks like markup, API keys, phone width."""
 
+import json
 import re
 import time
 
@@ -371,3 +372,101 @@ def test_keyboard_and_phone_width(server, artifacts):
         browser.save_screenshot(f"{artifacts}/chat-page-phone.png")
     finally:
         browser.quit()
+
+
+def test_structured_value_is_partial_while_it_streams(server, browser):
+    open_page(browser, server.url + "/")
+    settings(browser, temperature="0", max_tokens="20", format="schema",
+             schema='{"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}')
+    send(browser, "Tell a story.")
+    seen = set()
+    read = """const a = [...document.querySelectorAll('#transcript article.assistant')].pop();
+              const h = a && a.querySelector('.value h3');
+              return a ? [a.dataset.status, h ? h.textContent : null] : null"""
+
+    def finished():
+        state = browser.execute_script(read)
+        if not state:
+            return False
+        seen.add(tuple(state))
+        return state[0] in ("completed", "stopped", "error")
+
+    wait_for(finished, timeout=120, interval=0.01, what="the structured answer", browser=browser)
+    assert ("streaming", "Value (partial)") in seen, seen
+    answer = answers(browser)[-1]
+    value = json.loads(answer.find_element(By.CSS_SELECTOR, ".value pre").text)
+    meta = answer.find_element(By.CSS_SELECTOR, ".meta").text
+    # Complete where the grammar allows: the value is whole; cut by max_tokens: it stays partial.
+    if "max tokens reached" in meta:
+        assert answer.find_element(By.CSS_SELECTOR, ".value h3").text == "Value (partial)"
+    else:
+        assert answer.find_element(By.CSS_SELECTOR, ".value h3").text == "Value"
+        assert isinstance(value["story"], str) and "answering" not in meta
+
+
+def test_tool_calls_show_as_calls(server, browser):
+    status, session = server.json("POST", "/v1/sessions", {"metadata": {"title": "tools"}})
+    sid = session["id"]
+    status, turn = server.json("POST", f"/v1/sessions/{sid}/responses", {
+        "prompt": "Weather in Paris?", "options": {"temperature": 0, "max_tokens": 64}, "tool_choice": "required",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]})
+    assert status == 200 and turn["finish_reason"] == "tool_calls", turn
+    call = turn["tool_calls"][0]
+    open_page(browser, f"{server.url}/#{sid}")
+    wait_for(lambda: answers(browser), what="the transcript")
+    shown = answers(browser)[-1].find_element(By.CSS_SELECTOR, ".tool-call").text
+    assert words(shown) == words(f"Tool call: get_weather({call['arguments']})")
+
+
+def test_dark_and_light_follow_the_system(server, browser):
+    colours = {}
+    for scheme in ["light", "dark"]:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        open_page(browser, server.url + "/")
+        colours[scheme] = browser.execute_script(
+            "const s = getComputedStyle(document.body); return [s.backgroundColor, s.color]")
+    assert colours["light"] != colours["dark"]
+    assert colours["light"][0] == "rgb(255, 255, 255)"
+    # Focus is visible: a focused button gets an outline.
+    browser.execute_script("document.getElementById('new-chat').focus()")
+    browser.find_element(By.ID, "new-chat").send_keys(Keys.SHIFT)  # keyboard focus, so :focus-visible applies
+    style = browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
+    assert style == "solid"
+
+
+def test_sidebar_pages_and_lists_only_the_keys_sessions(binary, model):
+    alpha, beta = "alpha-page-key-0123456789", "beta-page-key-0123456789x"
+    server = Server(binary, model, "--api-keys", f"{alpha},{beta}")
+    browser = make_browser()
+    try:
+        mine = []
+        for i in range(23):
+            status, s = server.json("POST", "/v1/sessions", {"metadata": {"title": f"mine {i:02d}"}},
+                                    headers={"Authorization": f"Bearer {alpha}"})
+            assert status == 201
+            mine.append(s["id"])
+        status, theirs = server.json("POST", "/v1/sessions", {"metadata": {"title": "theirs"}},
+                                     headers={"Authorization": f"Bearer {beta}"})
+        assert status == 201
+        browser.get(server.url + "/")
+        wait_for(lambda: browser.find_element(By.ID, "key-dialog").get_attribute("open") is not None,
+                 what="the key dialog")
+        browser.find_element(By.ID, "key").send_keys(alpha, Keys.ENTER)
+        wait_for(lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true",
+                 what="the page to load")
+        listed = lambda: [a.get_attribute("data-session") for a in browser.find_elements(By.CSS_SELECTOR, "#chats a")]
+        _, page = server.json("GET", "/v1/sessions?order=desc&limit=100", headers={"Authorization": f"Bearer {alpha}"})
+        newest_first = [s["id"] for s in page["data"]]
+        assert sorted(newest_first) == sorted(mine)
+        assert listed() == newest_first[:20]
+        more = browser.find_element(By.ID, "more-chats")
+        assert more.is_displayed()
+        more.click()
+        wait_for(lambda: len(listed()) == 23, what="the older conversations")
+        assert listed() == newest_first and theirs["id"] not in listed()
+        assert not more.is_displayed()
+    finally:
+        browser.quit()
+        server.stop()

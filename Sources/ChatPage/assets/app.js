@@ -394,6 +394,7 @@
   function finishRun(run, status, label) {
     run.node.dataset.status = status;
     if (label) badge(run.node, label);
+    else run.node.querySelectorAll(".meta .badge").forEach((b) => b.remove());
     state.runs.delete(run.id);
     updateStop();
     if (liveRuns(state.sessionId).length === 0) setStatus("");
