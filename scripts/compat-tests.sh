@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# OpenAI compatibility suite: drives a real `inferd serve` with the official `openai` Python
-# package (Tests/compat). Builds nothing: pass the binary (make test/compat pass the one they
+# Compatibility suite: drives a real `inferd serve` with the official `openai` and `anthropic`
+# Python packages (Tests/compat). Builds nothing: pass the binary (make test/compat pass the one they
 # built). The venv under .build/compat-venv is created once and reused. The server is started on
 # a free port and stopped with SIGTERM whatever happens. Extra arguments go to pytest. The
 # lm-evaluation-harness test runs the harness from a second venv, .build/lmeval-venv.
@@ -16,11 +16,11 @@ if [ ! -x "$bin" ]; then
   echo "compat: no server binary at $bin (build first: make build)" >&2
   exit 1
 fi
-if ! "$venv/bin/python" -c "import openai, pytest, jsonschema, pydantic, fqdn, rfc3339_validator, rfc3986_validator; assert openai.__version__ == '3.57.0'" 2>/dev/null; then
-  echo "compat: creating $venv (openai, pytest from PyPI)" >&2
+if ! "$venv/bin/python" -c "import openai, anthropic, pytest, jsonschema, pydantic, fqdn, rfc3339_validator, rfc3986_validator; assert openai.__version__ == '3.57.0' and anthropic.__version__ == '2.17.0'" 2>/dev/null; then
+  echo "compat: creating $venv (openai, anthropic, pytest from PyPI)" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "pytest==9.2.0" "jsonschema==4.26.0" "pydantic==2.14.4" \
-    "fqdn==1.6.0" "rfc3339-validator==0.1.4" "rfc3986-validator==0.1.1"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "openai==3.57.0" "anthropic==2.17.0" "pytest==9.2.0" \
+    "jsonschema==4.26.0" "pydantic==2.14.4" "fqdn==1.6.0" "rfc3339-validator==0.1.4" "rfc3986-validator==0.1.1"
 fi
 
 # lm-evaluation-harness for Tests/compat/test_lm_eval.py, in its own venv (its dependencies,

@@ -14,6 +14,9 @@ public struct GenerationResult: Sendable {
     /// With a constraint: whether the answer ended where the constraint allows an end (a
     /// complete match). Nil without a constraint.
     public var constraintSatisfied: Bool? = nil
+    /// The caller's stop string that ended the answer (it is not part of `content`); nil when the
+    /// answer ended otherwise, or the backend cannot tell (a remote engine).
+    public var stopSequence: String? = nil
 
     /// Public so a backend other than this engine (a remote or scripted one) can return results.
     public init(

@@ -77,6 +77,9 @@ public final class InferdApp: Sendable {
             generations: generations, turns: turns, host: host, startedAt: startedAt,
             toolCallFormat: configuration.toolCallFormat
         ).register(router)
+        MessagesRoutes(
+            generations: generations, turns: turns, host: host, toolCallFormat: configuration.toolCallFormat
+        ).register(router)
         if configuration.ui { ChatPageRoutes().register(router) }
         return router
     }

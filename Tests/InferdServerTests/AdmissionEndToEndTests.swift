@@ -92,6 +92,18 @@ import Testing
         let error = try #require(chat.json?["error"] as? [String: Any])
         #expect(error["code"] as? String == "server_busy" && error["type"] as? String == "server_error")
         #expect(error.keys.contains("param"))
+        // Anthropic's Messages API: 529 overloaded_error, as Anthropic answers when it has no capacity.
+        let messages = try await offPool {
+            try s.client().postJSON(
+                "/v1/messages",
+                jsonString([
+                    "model": "SmolLM2-135M-Instruct.Q4_1", "messages": [["role": "user", "content": "Hi"]],
+                    "max_tokens": 4,
+                ]))
+        }
+        #expect(messages.status == 529 && messages.header("retry-after") != nil, "\(messages.text)")
+        #expect(messages.json?["type"] as? String == "error")
+        #expect((messages.json?["error"] as? [String: Any])?["type"] as? String == "overloaded_error")
         let turn = try await offPool {
             try s.client().postJSON("/v1/sessions/\(sessionID)/responses", jsonString(["prompt": "Hi"]))
         }
@@ -110,7 +122,7 @@ import Testing
                 response.status == 503 && response.errorCode == "server_busy" && response.header("Retry-After") != nil)
         }
         #expect(s.app.archive.store.count == 0 && s.app.archive.live.count == 0)
-        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 6)
+        #expect(Self.metrics.value("inferd_server_busy_total") == busyBefore + 7)
 
         let metricsText = try await offPool { try s.client().request("GET", "/metrics").text }
         for name in [

@@ -36,6 +36,8 @@ final class GenerationJob: @unchecked Sendable {
     var processor: (any LogitsProcessor)?
     /// A stop string cut the answer (a constrained answer cut so is not complete).
     var stoppedByString = false
+    /// Which stop string that was.
+    var stopSequence: String?
     var decoder: any IncrementalTextDecoder
     let matcher: StopStringMatcher
     var decodedText = ""
@@ -366,6 +368,10 @@ final class GenerationJob: @unchecked Sendable {
             switch matcher.check(decodedText) {
             case .stopped(let at):
                 stoppedByString = true
+                // The stop strings that begin there: the longest one that is complete (a client
+                // told which one ended the answer, as Anthropic's `stop_sequence`).
+                let tail = decodedText.dropFirst(at)
+                stopSequence = request.stop.filter { !$0.isEmpty && tail.hasPrefix($0) }.max { $0.count < $1.count }
                 decodedText = String(decodedText.prefix(at))
                 visibleCount = at
                 finish(.stop)
@@ -408,6 +414,7 @@ final class GenerationJob: @unchecked Sendable {
                 generationTokensPerSecond: genMS > 0 ? Double(max(generated.count - 1, 0)) / genMS * 1000 : 0),
             tokens: Array(generated), stepsAfterCancel: stepsAfterCancel)
         result.constraintSatisfied = processor.map { _ in constraintSatisfied(reason) }
+        result.stopSequence = reason == .stop ? stopSequence : nil
         onFinish(.success(result))
     }
 

@@ -71,8 +71,16 @@ struct AccessControl: Sendable {
 
     func check(route: String, headers: HTTPHeaders, id: String, path: String, remote: String) -> Verdict {
         guard let ring = keyring(for: route), ring.isEnabled else { return .open }
-        let request = (id: id, path: path, remote: remote)
+        let request = (id: id, path: path, remote: remote, route: route)
         guard let header = headers["Authorization"] else {
+            // Anthropic's clients send the key as `x-api-key`; it is the same key.
+            if let key = headers["x-api-key"]?.trimmingCharacters(in: .whitespaces) {
+                guard let identity = ring.identify(key) else {
+                    return .refused(
+                        refuse(request, "the API key is not valid", code: .invalidAPIKey, keyID: APIKeyring.keyID(key)))
+                }
+                return .identified(identity)
+            }
             return .refused(
                 refuse(request, "an API key is required: send Authorization: Bearer KEY", code: .missingAPIKey))
         }
@@ -103,7 +111,7 @@ struct AccessControl: Sendable {
     }
 
     private func refuse(
-        _ request: (id: String, path: String, remote: String), _ message: String, code: ErrorCode,
+        _ request: (id: String, path: String, remote: String, route: String), _ message: String, code: ErrorCode,
         keyID: String? = nil
     ) -> HTTPResponse {
         metrics.counter(
@@ -116,8 +124,9 @@ struct AccessControl: Sendable {
                 "request_id": request.id, "path": request.path, "code": code.rawValue, "presented_key_id": keyID ?? "",
                 "remote": request.remote,
             ])
-        var response = HTTPResponse.error(
-            HTTPError(status: 401, message: message, type: "authentication_error", code: code))
+        let error = HTTPError(status: 401, message: message, type: "authentication_error", code: code)
+        // The Messages routes answer in Anthropic's shape, refusals included.
+        var response = MessagesRoutes.paths.contains(request.route) ? AnthropicError(error).response : .error(error)
         response.headers.append(("WWW-Authenticate", "Bearer realm=\"inferd\""))
         return response
     }

@@ -27,6 +27,8 @@ struct GenerationOutcome: Sendable {
     var reason: CancellationReason?
     /// What the client is told when it failed.
     var error: HTTPError?
+    /// The stop string that ended the answer, when the backend says (`GenerationResult.stopSequence`).
+    var stopSequence: String?
 
     /// A backend's result; `reason` is asked only when it was cancelled.
     init(_ result: GenerationResult, reason: () -> CancellationReason?) {
@@ -38,6 +40,7 @@ struct GenerationOutcome: Sendable {
         stepsAfterCancel = result.stepsAfterCancel
         constraintSatisfied = result.constraintSatisfied
         sharedFrom = result.sharedFrom
+        stopSequence = result.stopSequence
         self.reason = status == .cancelled ? reason() : nil
     }
 
