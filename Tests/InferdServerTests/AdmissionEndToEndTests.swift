@@ -143,6 +143,36 @@ import Testing
         await finish(s)
     }
 
+    /// A Messages stream that has to wait says so as Anthropic's clients expect: `message_start`
+    /// first, then `ping` while it waits, then its blocks once it has the place.
+    @Test func aWaitingMessagesStreamPingsAfterItsStart() async throws {
+        let s = try server()
+        let holder = try await hold(s)
+        let waiter = try s.client()
+        let (status, waiting) = try await offPool { () -> (Int, [SSEReader.Event]) in
+            let (status, _) = try waiter.startStream(
+                "/v1/messages",
+                jsonString([
+                    "model": "SmolLM2-135M-Instruct.Q4_1", "stream": true, "max_tokens": 8,
+                    "messages": [["role": "user", "content": "Say hi. (\(UUID().uuidString))"]],
+                ]))
+            var reader = SSEReader()
+            try waiter.readEvents(into: &reader) { $0.events.contains { $0.name == "ping" } }
+            return (status, reader.events)
+        }
+        #expect(status == 200)
+        #expect(waiting.map(\.name) == ["message_start", "ping"], "\(waiting.map(\.name))")
+        holder.close()
+        let rest = try await offPool { () -> [String] in
+            var reader = SSEReader()
+            try waiter.readEvents(into: &reader) { $0.events.contains { $0.name == "message_stop" } }
+            return reader.events.map(\.name)
+        }
+        #expect(rest.last == "message_stop" && rest.contains("content_block_delta") && rest.contains("message_delta"))
+        waiter.close()
+        await finish(s)
+    }
+
     /// Its own engine and server on one manual clock: the test decides when each deadline passes,
     /// so a loaded machine can neither cut an answer early nor let a waiter start before its
     /// deadline. Nothing here waits on the wall clock except as a bound for a stuck test.

@@ -131,6 +131,62 @@ import Testing
         }
     }
 
+    /// Anthropic's `thinking`: `budget_tokens` is the same budget; the answer's first block is the
+    /// thinking, then the text; streamed, thinking deltas come first in a block of their own.
+    /// `disabled` turns the template's thinking off.
+    @Test func theMessagesAPIThinksWithinItsBudget() async throws {
+        let engine = try Self.engine(template: try Self.openingTemplate())
+        let backend = RecordingBackend(engine)
+        @Sendable func body(_ thinking: String, stream: Bool = false) -> String {
+            #"{"model": "\#(engine.modelName)", "max_tokens": 48, "stream": \#(stream), "temperature": 0, "thinking": \#(thinking), "messages": [{"role": "user", "content": "Think about the time."}]}"#
+        }
+        try await RunningServer.with(state: .ready(backend)) { s in
+            let r = try await offPool {
+                try s.client().postJSON("/v1/messages", body(#"{"type": "enabled", "budget_tokens": 6}"#))
+            }
+            #expect(r.status == 200, "\(r.text)")
+            let blocks = r.json?["content"] as? [[String: Any]] ?? []
+            #expect(blocks.map { $0["type"] as? String ?? "" } == ["thinking", "text"], "\(r.text)")
+            let written = backend.lastReasoning()
+            #expect(written.tokens == 6, "\(r.text)")
+            #expect(
+                (blocks.first?["thinking"] as? String ?? "-")
+                    == written.text.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(r.text)")
+            let text = blocks.last?["text"] as? String ?? ""
+            #expect(!text.isEmpty && text.contains("think>") == false, "\(r.text)")
+
+            let reader = try await offPool { () -> SSEReader in
+                let c = try s.client()
+                _ = try c.startStream(
+                    "/v1/messages", body(#"{"type": "enabled", "budget_tokens": 6}"#, stream: true))
+                var reader = SSEReader()
+                try c.readEvents(into: &reader) { $0.events.contains { $0.name == "message_stop" } }
+                return reader
+            }
+            let starts = reader.events.filter { $0.name == "content_block_start" }.map {
+                ((jsonObject($0.data)["content_block"] as? [String: Any])?["type"] as? String) ?? ""
+            }
+            #expect(starts == ["thinking", "text"], "\(reader.events.map(\.data))")
+            let thinking = reader.events.compactMap {
+                (jsonObject($0.data)["delta"] as? [String: Any])?["thinking"] as? String
+            }.joined()
+            #expect(thinking == blocks.first?["thinking"] as? String, "\(thinking)")
+
+            let off = try await offPool { try s.client().postJSON("/v1/messages", body(#"{"type": "disabled"}"#)) }
+            #expect(off.status == 200, "\(off.text)")
+            let offBlocks = off.json?["content"] as? [[String: Any]] ?? []
+            #expect(!offBlocks.contains { $0["type"] as? String == "thinking" }, "\(off.text)")
+            let tooBig = try await offPool {
+                try s.client().postJSON("/v1/messages", body(#"{"type": "enabled", "budget_tokens": 48}"#))
+            }
+            #expect(tooBig.status == 400, "\(tooBig.text)")
+            #expect(
+                ((tooBig.json?["error"] as? [String: Any])?["message"] as? String)?.hasPrefix("thinking.budget_tokens:")
+                    == true)
+        }
+    }
+
     /// On the Responses API: the reasoning item holds the budget's tokens, the message follows.
     @Test func theResponsesAPIKeepsTheBudgetInItsReasoningItem() async throws {
         let engine = try Self.engine(template: try Self.openingTemplate())
