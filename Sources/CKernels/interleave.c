@@ -391,6 +391,14 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1
                           : p->type == CK_TYPE_Q5_0_X8 ? CK_TYPE_Q5_0
                                                        : CK_TYPE_Q8_0;
+#if CK_X86
+    // Two groups per 16-lane vector where the CPU has AVX-512 BW (the same bits).
+    if (fast == CK_INTERLEAVED_VNNI && (p->type == CK_TYPE_Q4_1_X8 || p->type == CK_TYPE_Q8_0_X8) &&
+        ck_wide_groups_enabled() && has_avx512bw()) {
+        ck_matmul_x16_rows(p, r0, r1);
+        return;
+    }
+#endif
     const int nb = p->k / CK_QK;
     const size_t group_bytes = p->w_row_bytes;
     const char *w = (const char *)p->w;
