@@ -150,7 +150,7 @@ CK_WIDE_INLINE void tile_q8_0x16(int nb, const ck_block_q8_0x8 *wa, const ck_blo
 }
 
 // Rows r0..<r1 (multiples of 8) of an interleaved Q4_1 or Q8_0 matrix, every token: group pairs
-// outside, token pairs inside, so a pair's weights (16 rows, at most a few tens of KiB) are
+// outside, tiles of up to three tokens inside, so a pair's weights (16 rows, at most a few tens of KiB) are
 // read from memory once and stay in L1 while every token passes over them. (Tiles of four
 // tokens over the whole range, as the eight-lane path goes, stream a matrix too big for L2 -
 // the 49152-row output head - from memory once per tile: a fifth verified token cost a pass.)

@@ -5,8 +5,9 @@ import Testing
 
 /// The 16-lane kernels of the interleaved Q4_1 and Q8_0 forms (two groups of eight rows per
 /// vector, interleave_wide.c) against the eight-lane VNNI kernels they stand in for: every output
-/// bit for bit, over odd and even group counts (an odd last group is read twice), 1...6 tokens
-/// (pairs and a lone one), weights with every byte (Q8_0's -128 too), with the pool and without.
+/// bit for bit, over odd and even group counts (an odd last group is read twice), 5...10 tokens
+/// (tiles of three and two; fewer tokens take the eight-lane kernels), weights with every byte
+/// (Q8_0's -128 too), with the pool and without.
 @Suite(.serialized, .enabled(if: InterleavedKernelTests.cpuHasVNNIAndBW))
 struct WideGroupKernelTests {
     @Test(arguments: [GGMLType.q4_1, .q8_0])
@@ -29,7 +30,7 @@ struct WideGroupKernelTests {
                         Int32(type.rawValue), src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
                 }
             }
-            for n in 1...6 {
+            for n in 5...10 {
                 var activations: [UInt8] = []
                 for t in 0..<n {
                     // Activations at full scale in some blocks (±127 bytes), small in others.
