@@ -81,8 +81,9 @@ CK_FAST CK_INLINE void tile_avx2(int bf, int R, int T, int k, const uint16_t *w,
 }
 
 // AVX-512: one 16-lane register holds both accumulators of an output (lanes 0-7 the first,
-// 8-15 the second: the lanes each sees and each FMA's rounding are the same), so R = T = 4
-// takes 16 of the 32 registers.
+// 8-15 the second: the lanes each sees and each FMA's rounding are the same), so R = 4 rows by
+// T = 6 tokens take 24 of the 32 registers: a verification pass of up to six drafted tokens
+// widens each weight once (tiles of four widened them twice for five or six tokens).
 CK_ROWS_AVX512 CK_INLINE __m512 load16(int bf, const uint16_t *w) {
     const __m256i h = _mm256_loadu_si256((const __m256i *)w);
     if (bf) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -91,7 +92,7 @@ CK_ROWS_AVX512 CK_INLINE __m512 load16(int bf, const uint16_t *w) {
 
 CK_ROWS_AVX512 CK_INLINE void tile_avx512(int bf, int R, int T, int k, const uint16_t *w, size_t ws, const float *x,
                                           size_t xs, float *y, int ldy) {
-    __m512 acc[4][4];
+    __m512 acc[4][6];
     for (int r = 0; r < R; r++) {
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
     }
@@ -157,25 +158,33 @@ CK_ROWS_AVX512 CK_INLINE void rows_avx512(int bf, int k, const uint16_t *w, size
         const int t1 = t0 + tb < n ? t0 + tb : n;
         for (int r = 0; r < rows; r += 4) {
             const int R = rows - r < 4 ? rows - r : 4;
-            for (int t = t0; t < t1; t += 4) {
-                const int T = t1 - t < 4 ? t1 - t : 4;
+            for (int t = t0; t < t1; t += 6) {
+                const int T = t1 - t < 6 ? t1 - t : 6;
                 switch (R * 8 + T) {
                     CK_TILE_CASE(tile_avx512, 1, 1)
                     CK_TILE_CASE(tile_avx512, 1, 2)
                     CK_TILE_CASE(tile_avx512, 1, 3)
                     CK_TILE_CASE(tile_avx512, 1, 4)
+                    CK_TILE_CASE(tile_avx512, 1, 5)
+                    CK_TILE_CASE(tile_avx512, 1, 6)
                     CK_TILE_CASE(tile_avx512, 2, 1)
                     CK_TILE_CASE(tile_avx512, 2, 2)
                     CK_TILE_CASE(tile_avx512, 2, 3)
                     CK_TILE_CASE(tile_avx512, 2, 4)
+                    CK_TILE_CASE(tile_avx512, 2, 5)
+                    CK_TILE_CASE(tile_avx512, 2, 6)
                     CK_TILE_CASE(tile_avx512, 3, 1)
                     CK_TILE_CASE(tile_avx512, 3, 2)
                     CK_TILE_CASE(tile_avx512, 3, 3)
                     CK_TILE_CASE(tile_avx512, 3, 4)
+                    CK_TILE_CASE(tile_avx512, 3, 5)
+                    CK_TILE_CASE(tile_avx512, 3, 6)
                     CK_TILE_CASE(tile_avx512, 4, 1)
                     CK_TILE_CASE(tile_avx512, 4, 2)
                     CK_TILE_CASE(tile_avx512, 4, 3)
                     CK_TILE_CASE(tile_avx512, 4, 4)
+                    CK_TILE_CASE(tile_avx512, 4, 5)
+                    CK_TILE_CASE(tile_avx512, 4, 6)
                 default: break;
                 }
             }

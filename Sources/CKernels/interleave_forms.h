@@ -114,6 +114,10 @@ void ck_groups_q4_1x8_avx2(int nb, const char *w, size_t group_bytes, int g0, in
                            float *const *y, int T);
 void ck_groups_q8_0x8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_0 *const *x,
                            float *const *y, int T);
+/// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1 or Q8_0 matrix (CK_TYPE_Q4_1_X8,
+/// CK_TYPE_Q8_0_X8), every token, with AVX-512 BW and VNNI, two groups per 16-lane vector
+/// (interleave_wide.c): each output bit for bit that of the eight-lane VNNI kernels.
+void ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1);
 #endif
 
 #endif

@@ -170,11 +170,12 @@ static void matmul_chunk(void *ctx, int c, int thread) {
 }
 
 // Rows per chunk: about 8 chunks per thread so a thread slowed by a noisy neighbour does not
-// hold the rest up; whole groups of 8 rows (the interleaved forms need them).
+// hold the rest up; whole pairs of groups of 8 rows (the interleaved forms need whole groups,
+// and their 16-lane kernels read two at a time: an odd group costs a pair's work).
 static int matmul_chunk_rows(int rows, int nth) {
     int chunk = (rows + nth * 8 - 1) / (nth * 8);
-    chunk = (chunk + 7) & ~7;
-    return chunk < 8 ? 8 : chunk;
+    chunk = (chunk + 15) & ~15;
+    return chunk < 16 ? 16 : chunk;
 }
 
 #define CK_MANY_MAX_CHUNKS 256

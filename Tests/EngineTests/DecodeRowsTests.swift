@@ -9,6 +9,9 @@ import Testing
 @Suite(.serialized) struct DecodeRowsTests {
     enum Model: String, CaseIterable {
         case smollm2, smollm2Q8Cache, gemma3
+        /// Every weight type the engine computes with (WideTinyModel: F16, BF16, Q4_0, Q4_1, Q5_0,
+        /// Q5_1, Q8_0 and the K-quants, a Q8_0 output head): each product's decode rows.
+        case everyWeightType
     }
 
     private func load(_ model: Model) throws -> LlamaModel {
@@ -20,6 +23,9 @@ import Testing
                 gguf: try GGUFFile(path: try TestFixtures.requireModel()), threads: 2, kvCacheType: .q8_0)
         case .gemma3:
             return try GemmaReferenceTests.model()
+        case .everyWeightType:
+            let path = try WideTinyModel(seed: 35, embedding: .q8_0).write(contextLength: 512)
+            return try LlamaModel(gguf: try GGUFFile(path: path), threads: 2)
         }
     }
 
@@ -31,9 +37,11 @@ import Testing
     func verifiedRowsAreDecodeStepsBitForBit(_ which: Model) throws {
         let model = try load(which)
         let v = model.config.vocabularySize
-        let drafted: [Int32] = [400, 401, 977, 12, 5000]
+        // Token ids within the vocabulary (the tiny model has 64).
+        let id = { (i: Int) in Int32(i % v) }
+        let drafted: [Int32] = [400, 401, 977, 12, 5000].map(id)
         for contextLength in [20, 30, 61, 300] {
-            let context: [Int32] = [2] + (1..<contextLength).map { Int32(1000 + ($0 * 37) % 4000) }
+            let context: [Int32] = [2] + (1..<contextLength).map { id(1000 + ($0 * 37) % 4000) }
             let one = model.makeCache(capacity: context.count + drafted.count)
             let all = model.makeCache(capacity: context.count + drafted.count)
             var scratch = [Float](repeating: 0, count: v)

@@ -22,6 +22,12 @@ void ck_set_fast_paths(int enabled);
 /// the calling thread. For tests: the AVX2-only variants must stay correct.
 void ck_set_vnni(int enabled);
 
+/// Turns the 16-lane AVX-512 kernels of the interleaved Q4_1 and Q8_0 forms off (0: the
+/// eight-lane VNNI ones) or back on (1), for every thread. For tests and speed comparisons: both
+/// give the same bits.
+void ck_set_wide_groups(int enabled);
+int ck_wide_groups_enabled(void);
+
 // MARK: - Formats (ggml layouts)
 
 enum {
