@@ -300,6 +300,8 @@ void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw(
 int ck_interleaving_pays(int type) {
     // The K-quants' forms have VNNI kernels only (interleave_q4_k.c, interleave_q6_k.c).
     if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw();
+    // Q5_K's has AVX2 ones too (interleave_q5_k_avx2.c).
+    if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     if (type != CK_TYPE_Q4_0 && type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
     if (ck_cpu_has_vnni_hw()) return 1;
     return ck_cpu_has_avx2_fma();  // Q5_0 through the Q8_0 form there (interleave.c)
@@ -429,7 +431,7 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot4 = ck_pick_dot4_legacy(type, fast);
     k.dot_rows = ck_pick_dot_rows(type, fast);
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
-        type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q6_K_X8) {
+        type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8) {
         k.interleaved = 1;
         k.interleaved_fast = !fast                ? CK_INTERLEAVED_PORTABLE
                              : ck_cpu_has_vnni() ? CK_INTERLEAVED_VNNI

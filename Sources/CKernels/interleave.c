@@ -48,6 +48,7 @@ static int q5_0_form(void) {
 
 size_t ck_interleaved_group_bytes(int type, int k) {
     if (type == CK_TYPE_Q4_K) return k > 0 && k % CK_QK_K == 0 ? ck_q4_kx8_group_bytes(k) : 0;
+    if (type == CK_TYPE_Q5_K) return k > 0 && k % CK_QK_K == 0 ? ck_q5_kx8_group_bytes(k) : 0;
     if (type == CK_TYPE_Q6_K) return k > 0 && k % CK_QK_K == 0 ? ck_q6_kx8_group_bytes(k) : 0;
     if (k <= 0 || k % CK_QK != 0) return 0;
     const size_t nb = (size_t)(k / CK_QK);
@@ -81,6 +82,10 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     if (type == CK_TYPE_Q4_K) {
         ck_interleave_q4_kx8(src, src_row_bytes, rows, k, dst);
         return CK_TYPE_Q4_K_X8;
+    }
+    if (type == CK_TYPE_Q5_K) {
+        ck_interleave_q5_kx8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_Q5_K_X8;
     }
     if (type == CK_TYPE_Q6_K) {
         ck_interleave_q6_kx8(src, src_row_bytes, rows, k, dst);
@@ -378,6 +383,10 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     if (p->type == CK_TYPE_Q4_K_X8) {
         ck_matmul_q4_kx8_rows(p, r0, r1, fast);
+        return;
+    }
+    if (p->type == CK_TYPE_Q5_K_X8) {
+        ck_matmul_q5_kx8_rows(p, r0, r1, fast);
         return;
     }
     if (p->type == CK_TYPE_Q6_K_X8) {

@@ -64,7 +64,20 @@ typedef struct {
     uint8_t q[2048];
 } ck_block_q6_Kx8;
 
+// Q5_K × 8 rows, one super-block (1,440 bytes; 1,408 as Q5_K): d, dmin, sc and m as in Q4_K × 8,
+// the nibbles as Q4_K × 8's qs; then qh as 8 vectors of 32 bytes: vector c, lane r = row r's
+// qh[4c..4c+3], whose bit g is the fifth bit of value 32g + 4c (+ 0..3) (interleave_q5_k.c).
+typedef struct {
+    uint16_t d[8];
+    uint16_t dmin[8];
+    uint8_t sc[8][8];
+    uint8_t m[8][8];
+    uint8_t qs[1024];
+    uint8_t qh[256];
+} ck_block_q5_Kx8;
+
 _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
+_Static_assert(sizeof(ck_block_q5_Kx8) == 1440, "Q5_Kx8 block");
 _Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_0x8) == 144, "Q4_0x8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
@@ -83,6 +96,11 @@ void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q4_0x8_group_bytes(int k);
 void ck_interleave_q4_0x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q5_K's form (interleave_q5_k.c): the same, with the AVX2 kernels (interleave_q5_k_avx2.c) for
+/// CK_INTERLEAVED_AVX2.
+size_t ck_q5_kx8_group_bytes(int k);
+void ck_interleave_q5_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
@@ -107,6 +125,27 @@ static inline __attribute__((always_inline)) CK_FAST __m256 ck_chunks_in_hsum8_o
 #endif
 
 #if CK_X86
+// Lane r: (min 2j, min 2j + 1) of a Q5_K × 8 super-block's row r as two int16, for vpmaddwd or
+// vpdpwssd against ck_q5_k_bsum_pair (exact: mins <= 63, group sums |s| <= 32 * 128).
+static inline __attribute__((always_inline)) CK_FAST __m256i ck_q5_k_min_pairs(const ck_block_q5_Kx8 *w, int j) {
+    const __m128i lo = _mm_loadl_epi64((const __m128i *)w->m[2 * j]);
+    const __m128i hi = _mm_loadl_epi64((const __m128i *)w->m[2 * j + 1]);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
+}
+
+// (sum of group 2j, sum of group 2j + 1) of a Q8_K block (32 values each) as two int16, every lane.
+static inline __attribute__((always_inline)) CK_FAST __m256i ck_q5_k_bsum_pair(const ck_block_q8_K *a, int j) {
+    const int16_t *bs = a->bsums;
+    const uint16_t lo = (uint16_t)(bs[4 * j] + bs[4 * j + 1]), hi = (uint16_t)(bs[4 * j + 2] + bs[4 * j + 3]);
+    return _mm256_set1_epi32((int32_t)((uint32_t)lo | (uint32_t)hi << 16));
+}
+
+/// Q5_K × 8 on AVX2 (interleave_q5_k_avx2.c): groups g0..<g1 against T <= 8 tokens in the tiled
+/// order, and one group against one token in the one-token order (dot_q5_k_fast's), bit for bit.
+void ck_groups_q5_kx8_tiled_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_K *const *x,
+                                 float *const *y, int T);
+void ck_group_q5_kx8_lanes_avx2(int nb, const ck_block_q5_Kx8 *w, const ck_block_q8_K *a, float *y);
+
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into
 /// y[t], with AVX2 only (interleave_avx2.c): each output bit for bit that of the per-row AVX2
 /// kernel (dot.c).

@@ -7,7 +7,8 @@ import Testing
 /// has AVX-512 VNNI) against the per-row kernels on the file layout, bit for bit in each of
 /// ggml's orders, whichever order each token has, on every path: Q4_K's one-token order (one
 /// FMA per super-block) and four-token order (per 64 values, tokens in whole groups of four);
-/// Q6_K's one-token order (eight lanes per row) and tiled order (micro-batches of 8+ rows).
+/// Q6_K's and Q5_K's one-token order (eight lanes per row) and tiled order (micro-batches of 8+
+/// rows). Q5_K's form is made on AVX2 CPUs too (it has AVX2 kernels).
 @Suite(.serialized)
 struct InterleavedKQuantTests {
     static let group4 = UInt8(CK_ORDER_GROUP4)
@@ -44,17 +45,41 @@ struct InterleavedKQuantTests {
         #expect(ck_interleaved_group_bytes(t, 640) == 0)
     }
 
-    @Test(arguments: [GGMLType.q4_K, .q6_K])
+    @Test func theQ5KFormIsMadeWhereTheCPUHasAVX2() {
+        let t = Int32(GGMLType.q5_K.rawValue)
+        #expect(ck_interleaving_pays(t) == (ck_cpu_has_avx2_fma() != 0 || InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
+        #expect(ck_interleaved_group_bytes(t, 256) == 1440)
+        #expect(ck_interleaved_group_bytes(t, 8192) == 32 * 1440)
+        #expect(ck_interleaved_group_bytes(t, 640) == 0)
+    }
+
+    static func form(_ type: GGMLType) -> Int32 {
+        switch type {
+        case .q4_K: Int32(CK_TYPE_Q4_K_X8)
+        case .q5_K: Int32(CK_TYPE_Q5_K_X8)
+        default: Int32(CK_TYPE_Q6_K_X8)
+        }
+    }
+
+    static func blockBytes(_ type: GGMLType) -> Int {
+        switch type {
+        case .q4_K: 1184
+        case .q5_K: 1440
+        default: 2192
+        }
+    }
+
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_K])
     func interleavedProductsAreThePerRowProductsInEachOrder(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
         var rng = SeededRandom(seed: 4_747 + UInt64(type.rawValue))
         let kernelType = Int32(type.rawValue)
-        let form = type == .q4_K ? Int32(CK_TYPE_Q4_K_X8) : Int32(CK_TYPE_Q6_K_X8)
+        let form = Self.form(type)
         for (rows, k) in [(8, 256), (24, 512), (136, 1024)] {
             let file = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
             let rowBytes = file.count / rows
             let groupBytes = ck_interleaved_group_bytes(kernelType, Int32(k))
-            #expect(groupBytes == k / 256 * (type == .q4_K ? 1184 : 2192))
+            #expect(groupBytes == k / 256 * Self.blockBytes(type))
             var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
             let packedType = file.withUnsafeBytes { src in
                 packed.withUnsafeMutableBytes { dst in
@@ -73,7 +98,7 @@ struct InterleavedKQuantTests {
                 // No orders (whole groups of four from the first), and per-token orders with
                 // groups of four in the middle and tokens alone on both sides.
                 let mixed = (0..<n).map { t in t >= 1 && t < 1 + (n - 1) / 4 * 4 ? Self.group4 | Self.tiled : 0 }
-                // Q6_K's tiled tokens need not come in fours: every other one here.
+                // Q5_K's and Q6_K's tiled tokens need not come in fours: every other one here.
                 let alternate = (0..<n).map { t in t % 2 == 0 ? Self.tiled : 0 }
                 // The two orders round differently: a kernel that mixed them up would be caught.
                 let all = Self.product(

@@ -18,6 +18,14 @@ extension LlamaModel {
             for t in 0..<segment.tokens.count { rowOrders[segment.row + t] = segment.rowOrder(t) }
         }
         (rowOrders + n).update(repeating: 0, count: n)
+        // The last layer's feed-forward: the rows wanting logits alone; the others, whose results
+        // nothing reads, in their micro-batch's order, so they take the prompt kernels and not
+        // the one-row ones (9 % of a Q5_K_M prompt's time went there).
+        let lastFFN = rowOrders + 2 * n
+        lastFFN.update(from: rowOrders, count: n)
+        for segment in segments where segment.logits != nil && !segment.tokens.isEmpty {
+            lastFFN[segment.row + segment.tokens.count - 1] = 0
+        }
         runChunk(segments, rows: n, orders: UnsafePointer(rowOrders), scoring: segments.count == 1 ? scoring : nil)
     }
 
@@ -32,6 +40,7 @@ extension LlamaModel {
         let kvDim = c.kvDim
         let ffn = c.feedForwardLength
         let alone = orders + n
+        let lastFFN = orders + 2 * n
         // A scored prompt (one segment wanting every row's logits) runs its last feed-forward and
         // the head over all rows in its micro-batch's arithmetic, as llama.cpp does when every
         // token is an output (it then skips the output-rows-only cut).
@@ -112,7 +121,7 @@ extension LlamaModel {
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
             dumpTensor("sa_out-\(l)", x, count: n * dim)
             dumpTensor("ffn_norm-\(l)", xn, count: n * dim)
-            let ffnOrders = l == layers.count - 1 && scored == nil ? alone : orders
+            let ffnOrders = l == layers.count - 1 && scored == nil ? lastFFN : orders
             var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),

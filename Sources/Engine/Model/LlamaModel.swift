@@ -94,7 +94,8 @@ public final class LlamaModel: @unchecked Sendable {
     let quantized: UnsafeMutableRawPointer
     /// Logits of several sequences' last tokens, [maxSequencesPerBatch × vocabularySize].
     let batchLogits: UnsafeMutablePointer<Float>
-    /// [2 × maxPassTokens]: each row's CK_ORDER_* flags in a pass, then as many zeros (rows alone).
+    /// [3 × maxPassTokens]: each row's CK_ORDER_* flags in a pass, then as many zeros (rows alone),
+    /// then the last layer's feed-forward orders (the rows wanting logits alone).
     let rowOrders: UnsafeMutablePointer<UInt8>
     /// Where each pass writes its tensors (`INFERD_DUMP_TENSORS`), or nil.
     let tensorDumpDirectory: String? = LlamaModel.tensorDumpDirectoryFromEnvironment()
@@ -228,8 +229,8 @@ public final class LlamaModel: @unchecked Sendable {
         // of which a pass with k sequences wanting logits touches k rows).
         batchLogits = .allocate(capacity: Self.maxSequencesPerBatch * config.vocabularySize)
         allocations.append(UnsafeMutableRawPointer(batchLogits))
-        rowOrders = .allocate(capacity: 2 * Self.maxPassTokens)
-        rowOrders.initialize(repeating: 0, count: 2 * Self.maxPassTokens)
+        rowOrders = .allocate(capacity: 3 * Self.maxPassTokens)
+        rowOrders.initialize(repeating: 0, count: 3 * Self.maxPassTokens)
         allocations.append(UnsafeMutableRawPointer(rowOrders))
         self.allocations = allocations
         // Everything is loaded: the pages read so far were metadata and copies' sources.

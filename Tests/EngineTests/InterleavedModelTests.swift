@@ -1,0 +1,62 @@
+import CKernels
+import Testing
+
+@testable import Engine
+
+/// A whole model with its matrices in the interleaved forms against the same file read in its
+/// own layout: the logits bit for bit, token by token (decode's one-token orders) and as one
+/// batch (a prompt's tiled orders), on 1 and 2 threads, on every kernel path. The wide tiny
+/// model mixes the types (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q8_0 among them), so each form
+/// the CPU makes is in the pass; a Q5_K-only variant makes sure Q5_K's is.
+@Suite(.serialized)
+struct InterleavedModelTests {
+    static let tokens: [Int32] = [3, 17, 60, 0, 42, 42, 7, 33, 15, 8, 1]
+
+    func logits(_ model: LlamaModel, _ tokens: [Int32], _ cache: KVCache) throws -> [Float] {
+        var out = [Float](repeating: .nan, count: model.config.vocabularySize)
+        try out.withUnsafeMutableBufferPointer { try model.forward(tokens: tokens, cache: cache, logits: $0) }
+        return out
+    }
+
+    /// Every matrix of the wide tiny model in `type` (the embedding stays Q6_K).
+    static func uniform(_ tiny: WideTinyModel, _ type: GGMLType) -> [String: (
+        shape: [Int], type: GGMLType, data: [UInt8]
+    )] {
+        var rng = SeededRandom(seed: 77)
+        var out: [String: (shape: [Int], type: GGMLType, data: [UInt8])] = [:]
+        for t in tiny.tensors where t.name.hasPrefix("blk.") && t.shape.count == 2 {
+            let data = RandomWeights.matrix(
+                type, rows: t.shape[1], columns: t.shape[0], scale: (1 / Float(t.shape[0])).squareRoot(), rng: &rng)
+            out[t.name] = (t.shape, type, data)
+        }
+        return out
+    }
+
+    @Test(arguments: [false, true])
+    func interleavedModelGivesTheFileLayoutsLogits(q5KOnly: Bool) throws {
+        let tiny = WideTinyModel()
+        let path = try tiny.write(replacing: q5KOnly ? Self.uniform(tiny, .q5_K) : [:])
+        if q5KOnly {
+            #expect(ck_interleaving_pays(Int32(GGMLType.q5_K.rawValue)) == 1, "this CPU makes the Q5_K form")
+        }
+        for threads in [1, 2] {
+            let file = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, interleave: false)
+            let packed = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, interleave: true)
+            try bothPaths { kernels in
+                // One batch of 11 rows: micro-batches of 8+ take the tiled orders.
+                let batchFile = try logits(file, Self.tokens, file.makeCache(capacity: 32))
+                let batchPacked = try logits(packed, Self.tokens, packed.makeCache(capacity: 32))
+                #expect(
+                    batchFile.map(\.bitPattern) == batchPacked.map(\.bitPattern), "\(kernels) threads \(threads) batch")
+                // Token by token: the one-token orders.
+                let fileCache = file.makeCache(capacity: 32)
+                let packedCache = packed.makeCache(capacity: 32)
+                for (i, token) in Self.tokens.prefix(5).enumerated() {
+                    let a = try logits(file, [token], fileCache)
+                    let b = try logits(packed, [token], packedCache)
+                    #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "\(kernels) threads \(threads) token \(i)")
+                }
+            }
+        }
+    }
+}
