@@ -159,6 +159,7 @@ extension Session {
         outcome.stepsAfterCancel = (try? result.get().stepsAfterCancel) ?? 0
         outcome.timings = try? result.get().timings
         outcome.constraintSatisfied = try? result.get().constraintSatisfied
+        outcome.stopSequence = try? result.get().stopSequence
         var keepCache = true
         var sequenceToKeep = sequenceToUse
         switch resolution {

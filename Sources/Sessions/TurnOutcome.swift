@@ -23,6 +23,8 @@ public struct TurnOutcome: Sendable, Equatable {
     public var error: SessionError?
     /// With a constraint: whether the answer ended where its grammar may end (nil without one).
     public var constraintSatisfied: Bool?
+    /// The stop string that ended the answer (`GenerationResult.stopSequence`).
+    public var stopSequence: String?
     /// A transcript edit: the entries it added (empty for a deletion and for turns).
     public var addedEntries: [TranscriptEntry] = []
     /// Steps the engine computed after the stop was requested.

@@ -178,6 +178,11 @@ def test_a_session_turn(claude, model, raw):
     prompts = [e["content"] for e in got["transcript"] if e["type"] == "prompt"]
     answers = [e["content"] for e in got["transcript"] if e["type"] == "response"]
     assert prompts == ["Name a fruit.", "And a vegetable?"] and answers == [text_of(first), text_of(second)]
+    # A session's turn says which stop sequence ended it, as a stateless request does.
+    third = claude.messages.create(model=model, max_tokens=32, stop_sequences=[" "],
+                                   extra_body={"session_id": sid, **GREEDY},
+                                   messages=[{"role": "user", "content": "Describe a tree in a sentence."}])
+    assert third.stop_reason == "stop_sequence" and third.stop_sequence == " " and " " not in text_of(third)
     with pytest.raises(anthropic.NotFoundError) as e:
         claude.messages.create(model=model, max_tokens=4, extra_body={"session_id": "sess_000000000000000000000000"},
                                messages=[{"role": "user", "content": "Hi"}])

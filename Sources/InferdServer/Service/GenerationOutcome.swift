@@ -57,6 +57,7 @@ struct GenerationOutcome: Sendable {
         timings = turn.timings
         stepsAfterCancel = turn.stepsAfterCancel
         constraintSatisfied = turn.constraintSatisfied
+        stopSequence = turn.status == .completed ? turn.stopSequence : nil
         reason = turn.reason
         if turn.status == .failed { error = HTTPError(turn.error ?? .generation(.computeFailed("unknown"))) }
     }
