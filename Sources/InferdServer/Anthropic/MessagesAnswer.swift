@@ -101,17 +101,9 @@ struct MessagesAnswer: Sendable {
         send(.messageStop)
     }
 
-    /// The error a generation that did not complete answers with; nil when it completed.
+    /// The error a generation that did not complete answers with (the chat route's, in
+    /// Anthropic's shape); nil when it completed.
     static func error(ending outcome: GenerationOutcome) -> AnthropicError? {
-        switch outcome.status {
-        case .completed:
-            return nil
-        case .cancelled:
-            return AnthropicError(
-                status: 503, type: "api_error",
-                message: "the request was cancelled (\(outcome.reasonName)) before the answer was complete")
-        case .failed:
-            return AnthropicError(outcome.error ?? .internalError())
-        }
+        OpenAIAnswer.error(ending: outcome).map(AnthropicError.init)
     }
 }

@@ -140,17 +140,21 @@ enum MessagesContent {
             throw .invalid("\(path): must be an object", param: path, code: .invalidType)
         }
         let b = OpenAIFields(o, path: path)
-        if let cache = try b.object("cache_control") {
-            guard try cache.string("type") == "ephemeral" else {
-                throw .invalid(
-                    "\(b.name("cache_control")).type: must be ephemeral", param: "\(b.name("cache_control")).type")
-            }
-            if let ttl = try cache.string("ttl"), !["5m", "1h"].contains(ttl) {
-                throw .invalid(
-                    "\(b.name("cache_control")).ttl: must be 5m or 1h", param: "\(b.name("cache_control")).ttl")
-            }
-        }
+        try cacheControl(b)
         return b
+    }
+
+    /// `cache_control` where `b` has one (a block, a tool, the request itself): its shape only,
+    /// `ephemeral` with `ttl` `5m` or `1h`; caching here is automatic.
+    static func cacheControl(_ b: OpenAIFields) throws(OpenAIError) {
+        guard let cache = try b.object("cache_control") else { return }
+        let field = b.name("cache_control")
+        guard try cache.string("type") == "ephemeral" else {
+            throw .invalid("\(field).type: must be ephemeral", param: "\(field).type")
+        }
+        if let ttl = try cache.string("ttl"), !["5m", "1h"].contains(ttl) {
+            throw .invalid("\(field).ttl: must be 5m or 1h", param: "\(field).ttl")
+        }
     }
 
     /// The block's `type`, one of `allowed`; any other is refused naming it.

@@ -86,9 +86,7 @@ struct MessagesRequest: Sendable {
                 throw .invalid("on_busy: applies only with session_id", param: "on_busy")
             }
         }
-        if f["cache_control"] != nil {
-            _ = try MessagesContent.block(.object(f.values), path: "")  // its shape; caching here is automatic
-        }
+        try MessagesContent.cacheControl(f)
         options.format = try Self.outputFormat(f)
         var conversation: [ChatMessage] = []
         if let system = try Self.system(f) { conversation.append(ChatMessage(role: .system, content: system)) }

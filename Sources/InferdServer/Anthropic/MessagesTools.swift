@@ -68,7 +68,7 @@ enum MessagesTools {
                     param: "\(path).type")
             }
             try MessagesContent.keys(t, ["type", "name", "description", "input_schema", "cache_control"])
-            _ = try MessagesContent.block(item, path: path)  // cache_control's shape
+            try MessagesContent.cacheControl(t)
             guard let name = try t.string("name") else {
                 throw .invalid("\(path).name: field required", param: "\(path).name", code: .missingRequiredParameter)
             }

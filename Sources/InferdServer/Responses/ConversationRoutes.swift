@@ -46,11 +46,9 @@ struct ConversationRoutes: Sendable {
     }
 
     func object(_ session: Session) async -> ConversationObject {
-        let id = ConversationObject.id(ofSession: session.id)
-        let metadata = (try? await archive.store.conversationMetadata(id)).flatMap {
-            try? JSONDecoder().decode([String: String].self, from: Data($0.utf8))
-        }
-        return ConversationObject(id: id, createdAt: session.created, metadata: metadata ?? [:])
+        ConversationObject(
+            id: ConversationObject.id(ofSession: session.id), createdAt: session.created,
+            metadata: await SessionMetadata(store: archive.store).read(session.id))
     }
 
     /// `POST /v1/conversations`: `metadata`, and `items` that may only be system or developer
