@@ -240,3 +240,21 @@ def test_unknown_model_is_not_found(claude):
     with pytest.raises(anthropic.NotFoundError) as e:
         claude.messages.create(model="claude-nope", max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
     assert e.value.body["error"]["type"] == "not_found_error"
+
+
+def test_thinking_passed_back_user_id_and_top_k_are_accepted(claude, model):
+    history = [{"role": "user", "content": "Hi"},
+               {"role": "assistant", "content": [{"type": "thinking", "thinking": "Greet back.", "signature": "x"},
+                                                 {"type": "text", "text": "Hello!"}]},
+               {"role": "user", "content": "Name a colour."}]
+    a = claude.messages.create(model=model, max_tokens=8, messages=history, metadata={"user_id": "u-1"},
+                               extra_body={"top_k": 1})
+    assert a.type == "message" and a.usage.output_tokens > 0
+    # top_k 1 is greedy: the same answer again.
+    b = claude.messages.create(model=model, max_tokens=8, messages=history, extra_body={"top_k": 1})
+    assert text_of(a) == text_of(b)
+    counted = claude.messages.count_tokens(model=model, messages=history)
+    assert counted.input_tokens == a.usage.input_tokens + a.usage.cache_read_input_tokens
+    with pytest.raises(anthropic.BadRequestError) as e:
+        claude.messages.create(model=model, max_tokens=8, messages=history, metadata={"user_id": "u" * 257})
+    assert e.value.body["error"]["message"].startswith("metadata.user_id:")
