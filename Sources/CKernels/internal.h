@@ -103,6 +103,12 @@ void ck_set_fast_paths_override(int value);
 /// row's queries and keys.
 void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors);
 void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves);
+/// ck_rope_angles with YaRN and a magnitude scale, as ggml's rope_yarn builds its cache: each
+/// pair's angle mixes the interpolated (freq_scale) and extrapolated angles by ext_factor times
+/// the ramp between corr_low and corr_high, and both cosine and sine are multiplied by
+/// attn_factor (times 1 + 0.1 ln(1 / freq_scale) when ext_factor is not 0).
+void ck_rope_angles_yarn(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
+                         float ext_factor, float attn_factor, float corr_low, float corr_high);
 
 /// Kernels for the interleaved forms: portable, AVX2 (Q4_0, Q4_1 and Q8_0 only), AVX-512 VNNI.
 enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };

@@ -31,6 +31,30 @@ void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale,
     }
 }
 
+void ck_rope_angles_yarn(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
+                         float ext_factor, float attn_factor, float corr_low, float corr_high) {
+    // ggml's rope_yarn: the ramp reads the pair's index (i / 2 in integers), the magnitude
+    // correction multiplies the scale once per pair, cosine and sine are each multiplied by it.
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int i = 0; i < n_rot; i += 2) {
+        const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
+        const float extrap = theta / ff;
+        const float interp = freq_scale * extrap;
+        float angle = interp;
+        float mscale = attn_factor;
+        if (ext_factor != 0.0f) {
+            const float y = ((float)(i / 2) - corr_low) / fmaxf(0.001f, corr_high - corr_low);
+            const float ramp = (1 - fminf(1, fmaxf(0, y))) * ext_factor;
+            angle = interp * (1 - ramp) + extrap * ramp;
+            mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+        }
+        cs[i] = cosf(angle) * mscale;
+        cs[i + 1] = sinf(angle) * mscale;
+        theta *= theta_scale;
+    }
+}
+
 void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves) {
     // Pair i is (2i, 2i + 1) in the adjacent mode, (i, i + n_rot / 2) over halves (NEOX).
     const int stride = halves ? n_rot / 2 : 1;

@@ -30,6 +30,10 @@ struct ModelShapeTests {
         ("qwen2-hd8-gqa8", .qwen2), ("qwen3-hd48-gqa4", .qwen3), ("qwen3-hd128-gqa2", .qwen3),
         ("qwen3-hd12-gqa1", .qwen3), ("gemma3-hd24-gqa2", .gemma3), ("gemma3-hd8-gqa4", .gemma3),
         ("gemma3-hd12-gqa1", .gemma3),
+        // Issue #38's dense families (make_tiny_dense.py, scripts/make-dense-references.sh).
+        ("smollm3-hd16-gqa2", .smollm3), ("smollm3-hd8-gqa4", .smollm3), ("phi3-hd32-gqa1", .phi3),
+        ("phi3-hd16-gqa2-longrope", .phi3), ("phi3-hd24-rot16-short", .phi3), ("mistral3-hd32-gqa4-yarn", .mistral3),
+        ("mistral3-hd8-gqa2", .mistral3),
     ]
 
     /// The model and its reference, with the reference's cases as both greedy and logits cases.
@@ -86,7 +90,7 @@ struct ModelShapeTests {
         }
         #expect(headWidths.isSuperset(of: [8, 12, 16, 24, 40, 48, 128, 256]))
         #expect(ratios.isSuperset(of: [1, 2, 3, 4, 8]))
-        #expect(layers == [1, 2, 3, 4])
+        #expect(layers.isSuperset(of: [1, 2, 3, 4]))
         #expect(narrowOrWide >= 5)
     }
 }

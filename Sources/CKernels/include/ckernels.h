@@ -468,6 +468,16 @@ typedef struct {
     int halves;
     uint16_t *k_cache;
     uint16_t *v_cache;
+    /// YaRN (ggml's rope_yarn): the mix of extrapolated angles (0: none) over the pairs between
+    /// corr_low and corr_high, and the factor on every cosine and sine (1: none). n_rot 0 rotates
+    /// nothing (a layer without rotary positions).
+    float ext_factor;
+    float attn_factor;
+    float corr_low;
+    float corr_high;
+    /// n_tokens factors each row's query is multiplied by after RoPE (an attention temperature,
+    /// or the attention scale applied before the products), or NULL.
+    const float *q_scale;
 } ck_rope_kv_args;
 void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args);
 /// The same, with k_cache and v_cache pointing at q8_0 caches (kv_cache_type q8_0): each

@@ -25,6 +25,8 @@ public struct ModelConfig: Sendable, Equatable {
     public var attentionScale: Float
     /// The mixture-of-experts feed-forward's sizes; nil for a dense one.
     public var experts: Experts?
+    /// YaRN, LongRoPE and the attention temperature (`ModelConfig+RopeScaling.swift`).
+    public var ropeScaling: RopeScaling
 
     /// Width of the query projection and of the attention output.
     public var queryDim: Int { headCount * headDim }
@@ -80,15 +82,7 @@ public struct ModelConfig: Sendable, Equatable {
         }
         ropeDimensionCount = gguf.optionalInt(prefix + "rope.dimension_count") ?? headDim
         ropeFreqScale = 1
-        switch gguf.optionalString(prefix + "rope.scaling.type") ?? "none" {
-        case "none": break
-        case "linear":
-            if let factor = gguf.optionalFloat(prefix + "rope.scaling.factor"), factor > 0 {
-                ropeFreqScale = 1 / factor
-            }
-        case let other:
-            throw .invalidHyperParameter("rope.scaling.type '\(other)' is not supported (only none and linear)")
-        }
+        ropeScaling = RopeScaling()
         slidingWindow =
             architecture.slidingWindowPattern == nil ? 0 : gguf.optionalInt(prefix + "attention.sliding_window") ?? 0
         // Gemma 3 27B scales by the width per head rather than the head width (as llama.cpp does).
@@ -99,6 +93,7 @@ public struct ModelConfig: Sendable, Equatable {
             throw .wrongShape(tensor: "token_embd.weight", expected: [embeddingLength, -1], actual: embd.shape)
         }
         vocabularySize = embd.shape[1]
+        try readRopeScaling(gguf, prefix: prefix)
         try validate()
     }
 
