@@ -43,6 +43,16 @@ typedef struct {
     uint8_t qs[128];
 } ck_block_q5_0x8;
 
+// Q5_1 × 8 rows, one block (192 bytes, the same 24 per row as Q5_1): d[8], m[8] as fp16; hm[c]
+// the fifth bits of chunk c (elements 4c..4c+3) as a byte mask, bit 4r + j that of element
+// 4c + j of row r (as Q5_0 × 8's); then the nibbles as in Q4_1 × 8 (interleave_q5_1.c).
+typedef struct {
+    uint16_t d[8];
+    uint16_t m[8];
+    uint32_t hm[8];
+    uint8_t qs[128];
+} ck_block_q5_1x8;
+
 // Q4_K × 8 rows, one 256-value super-block (1,184 bytes; 1,152 as Q4_K): d[8], dmin[8] as fp16;
 // the 6-bit scales and mins unpacked, sc[s][r] and m[s][r] for group s of row r; then 32
 // vectors of 32 bytes: vector 8j + c, lane r = row r's qs[32j + 4c..32j + 4c + 3], whose low
@@ -82,6 +92,7 @@ _Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_0x8) == 144, "Q4_0x8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");
+_Static_assert(sizeof(ck_block_q5_1x8) == 192, "Q5_1x8 block");
 _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 
 /// The K-quants' forms (interleave_q4_k.c, interleave_q6_k.c): bytes per group of eight rows of
@@ -96,6 +107,11 @@ void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q4_0x8_group_bytes(int k);
 void ck_interleave_q4_0x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q5_1's form (interleave_q5_1.c), k a multiple of 32: the same, with the VNNI kernels (AVX-512
+/// BW too) for CK_INTERLEAVED_VNNI, else the portable one.
+size_t ck_q5_1x8_group_bytes(int k);
+void ck_interleave_q5_1x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 /// Q5_K's form (interleave_q5_k.c): the same, with the AVX2 kernels (interleave_q5_k_avx2.c) for
 /// CK_INTERLEAVED_AVX2.
 size_t ck_q5_kx8_group_bytes(int k);
@@ -153,8 +169,8 @@ void ck_groups_q4_1x8_avx2(int nb, const char *w, size_t group_bytes, int g0, in
                            float *const *y, int T);
 void ck_groups_q8_0x8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_0 *const *x,
                            float *const *y, int T);
-/// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1 or Q8_0 matrix (CK_TYPE_Q4_1_X8,
-/// CK_TYPE_Q8_0_X8), every token, with AVX-512 BW and VNNI, two groups per 16-lane vector
+/// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1, Q5_1 or Q8_0 matrix (CK_TYPE_Q4_1_X8,
+/// CK_TYPE_Q5_1_X8, CK_TYPE_Q8_0_X8), every token, with AVX-512 BW and VNNI, two groups per 16-lane vector
 /// (interleave_wide.c): each output bit for bit that of the eight-lane VNNI kernels.
 void ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1);
 #endif

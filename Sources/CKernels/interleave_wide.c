@@ -1,4 +1,4 @@
-// The Q4_1 and Q8_0 interleaved forms read two groups of eight rows at a time, in 16-lane
+// The Q4_1, Q5_1 and Q8_0 interleaved forms read two groups of eight rows at a time, in 16-lane
 // AVX-512 vectors (lanes 0-7: group g's rows, 8-15: group g + 1's).
 //
 // Why: the eight-lane VNNI kernels (interleave.c) spend, per token and block, one integer dot,
@@ -10,7 +10,7 @@
 //
 // Every lane does exactly what the eight-lane kernels do for its row (each chunk's exact integer
 // sum, converted, one FMA with fp16(d_w) * fp16(d_a) into its own accumulator, the chunks added
-// in ck_hsum8's order, Q4_1's m * s term last): the same bits, only twice the rows at once.
+// in ck_hsum8's order, Q4_1's and Q5_1's m * s term last): the same bits, only twice the rows at once.
 // Q8_0 has no 16-lane byte sign instruction, so its signed weights are read as q + 128 (an
 // exact u8) and each chunk's sum starts from -128 * (its activations' sum): the same integer.
 // An odd last group is read as both halves and only the low half stored.
@@ -108,6 +108,55 @@ CK_WIDE_INLINE void tile_q4_1x16(int nb, const ck_block_q4_1x8 *wa, const ck_blo
     for (int t = 0; t < T; t++) store_rows(y[t], _mm512_add_ps(chunks_in_hsum8_order_wide(acc[t]), macc[t]), both);
 }
 
+// MARK: - Q5_1
+
+// Groups A and B × T tokens (1 to 3) of Q5_1: tile_q4_1x16 with the fifth bits added to the
+// nibbles by a masked byte add, one 64-bit mask per chunk (A's 32 bits low, B's high, as the
+// vector's halves); per lane, tile_q5_1x8's arithmetic (interleave_q5_1.c).
+CK_WIDE_INLINE void tile_q5_1x16(int nb, const ck_block_q5_1x8 *wa, const ck_block_q5_1x8 *wb,
+                                 const ck_block_q8_1 *const *x, float *const *y, int both, const int T) {
+    __m512 acc[3][8], macc[3];
+    for (int t = 0; t < T; t++) {
+        macc[t] = _mm512_setzero_ps();
+        for (int c = 0; c < 8; c++) acc[t][c] = _mm512_setzero_ps();
+    }
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const __m512i fifth = _mm512_set1_epi8(0x10);
+    for (int b = 0; b < nb; b++) {
+        for (int line = 0; line < 3; line++) {
+            _mm_prefetch((const char *)(wa + b + 13) + 64 * line, _MM_HINT_T0);
+            _mm_prefetch((const char *)(wb + b + 13) + 64 * line, _MM_HINT_T0);
+        }
+        const __m512 dw = halves_ph(wa[b].d, wb[b].d);
+        const __m512 mw = halves_ph(wa[b].m, wb[b].m);
+        __m512 d[3];
+        for (int t = 0; t < T; t++) {
+            int32_t ds;
+            memcpy(&ds, x[t] + b, 4);
+            const __m128 das = _mm_cvtph_ps(_mm_cvtsi32_si128(ds));
+            d[t] = _mm512_mul_ps(dw, _mm512_broadcastss_ps(das));
+            macc[t] = _mm512_fmadd_ps(mw, _mm512_broadcastss_ps(_mm_movehdup_ps(das)), macc[t]);
+        }
+        for (int c = 0; c < 4; c++) {
+            const __m512i v = halves(wa[b].qs + 32 * c, wb[b].qs + 32 * c);
+            const __m512i lo4 = _mm512_and_si512(v, mask);
+            const __m512i hi4 = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+            const __mmask64 klo = (__mmask64)wa[b].hm[c] | (__mmask64)wb[b].hm[c] << 32;
+            const __mmask64 khi = (__mmask64)wa[b].hm[4 + c] | (__mmask64)wb[b].hm[4 + c] << 32;
+            const __m512i lo = _mm512_mask_add_epi8(lo4, klo, lo4, fifth);
+            const __m512i hi = _mm512_mask_add_epi8(hi4, khi, hi4, fifth);
+            for (int t = 0; t < T; t++) {
+                const ck_block_q8_1 *a = x[t] + b;
+                const __m512i sl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, bcast4_wide(a->qs + 4 * c));
+                const __m512i sh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, bcast4_wide(a->qs + 16 + 4 * c));
+                acc[t][c] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sl), acc[t][c]);
+                acc[t][4 + c] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sh), acc[t][4 + c]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) store_rows(y[t], _mm512_add_ps(chunks_in_hsum8_order_wide(acc[t]), macc[t]), both);
+}
+
 // MARK: - Q8_0
 
 // Groups A and B × T tokens (1 to 3) of Q8_0, chunk by chunk as Q4_1's: weights as q + 128
@@ -149,7 +198,7 @@ CK_WIDE_INLINE void tile_q8_0x16(int nb, const ck_block_q8_0x8 *wa, const ck_blo
     for (int t = 0; t < T; t++) store_rows(y[t], chunks_in_hsum8_order_wide(acc[t]), both);
 }
 
-// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1 or Q8_0 matrix, every token: group pairs
+// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1, Q5_1 or Q8_0 matrix, every token: group pairs
 // outside, tiles of up to three tokens inside, so a pair's weights (16 rows, at most a few tens of KiB) are
 // read from memory once and stay in L1 while every token passes over them. (Tiles of four
 // tokens over the whole range, as the eight-lane path goes, stream a matrix too big for L2 -
@@ -159,7 +208,7 @@ CK_WIDE void ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1) {
     const size_t gb = p->w_row_bytes;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    const int q4_1 = p->type == CK_TYPE_Q4_1_X8;
+    const int q4_1 = p->type == CK_TYPE_Q4_1_X8, q5_1 = p->type == CK_TYPE_Q5_1_X8;
     const int g1 = r1 / 8;
     for (int g = r0 / 8; g < g1; g += 2) {
         const int both = g + 1 < g1;
@@ -184,6 +233,16 @@ CK_WIDE void ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1) {
                     tile_q4_1x16(nb, a, b, xq, ys, both, 2);
                 } else {
                     tile_q4_1x16(nb, a, b, xq, ys, both, 1);
+                }
+            } else if (q5_1) {
+                const ck_block_q5_1x8 *a = (const ck_block_q5_1x8 *)wa, *b = (const ck_block_q5_1x8 *)wb;
+                const ck_block_q8_1 *const *xq = (const ck_block_q8_1 *const *)xs;
+                if (T == 3) {
+                    tile_q5_1x16(nb, a, b, xq, ys, both, 3);
+                } else if (T == 2) {
+                    tile_q5_1x16(nb, a, b, xq, ys, both, 2);
+                } else {
+                    tile_q5_1x16(nb, a, b, xq, ys, both, 1);
                 }
             } else {
                 const ck_block_q8_0x8 *a = (const ck_block_q8_0x8 *)wa, *b = (const ck_block_q8_0x8 *)wb;

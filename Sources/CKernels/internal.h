@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <string.h>
 #include "ckernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -116,6 +117,9 @@ enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI
 /// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` (a
 /// CK_INTERLEAVED_*) picks the kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// 1 when the CPU has AVX-512 BW, which Q5_1's interleaved VNNI kernels need besides VNNI
+/// (interleave_q5_1.c); 0 elsewhere.
+int ck_q5_1x8_cpu_has_bw(void);
 
 // MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
 
@@ -159,7 +163,22 @@ ck_kernels ck_pick_kernels(int type, int fast);
 /// Dequantizes a row of the types quants.c knows (BF16, Q4_0, Q5_0, Q5_1, Q2_K...Q6_K); 0 for others.
 int ck_dequantize_row_more(int type, const void *src, float *dst, int k);
 void ck_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
-void ck_q3_k_scales(const uint8_t *packed, int8_t *out);
+/// Q3_K's sixteen 6-bit scales (12 bytes: the low nibbles of scales 0-7 and, above them, of 8-15,
+/// then the top two bits of scale j at bits 2 * (j / 4) of byte 8 + j % 4), minus 32. Inline and
+/// four bytes at a time: called per super-block, row and four tokens by the Q3_K kernels, the
+/// byte-by-byte loop out of line was 18 % of a Q3_K_M prompt (perf, 1.7B shape, one thread).
+static inline void ck_q3_k_scales(const uint8_t *packed, int8_t *out) {
+    uint32_t a[3], s[4];
+    memcpy(a, packed, 12);
+    const uint32_t low4 = 0x0f0f0f0fu, low2 = 0x03030303u;
+    s[0] = (a[0] & low4) | ((a[2] & low2) << 4);         // scales 0-3
+    s[1] = (a[1] & low4) | (((a[2] >> 2) & low2) << 4);  // 4-7
+    s[2] = ((a[0] >> 4) & low4) | (((a[2] >> 4) & low2) << 4);  // 8-11
+    s[3] = ((a[1] >> 4) & low4) | (((a[2] >> 6) & low2) << 4);  // 12-15
+    uint8_t u[16];
+    memcpy(u, s, 16);
+    for (int j = 0; j < 16; j++) out[j] = (int8_t)(u[j] - 32);
+}
 int ck_q6_k_value(const ck_block_q6_K *b, int e);
 /// Dot kernels of Q4_0, Q5_0, Q5_1 and BF16 (dot_legacy.c), and of the K-quants (dot_kquants.c,
 /// dot_kquants_low.c);

@@ -26,14 +26,6 @@ void ck_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
 }
 
 // Q3_K: the 16 signed 6-bit scales (already minus 32) from the 12 packed bytes.
-void ck_q3_k_scales(const uint8_t *packed, int8_t *out) {
-    for (int j = 0; j < 16; j++) {
-        const int low = j < 8 ? (packed[j] & 0x0f) : (packed[j - 8] >> 4);
-        const int high = (packed[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
-        out[j] = (int8_t)((low | (high << 4)) - 32);
-    }
-}
-
 static void dequantize_q4_0(const ck_block_q4_0 *b, float *y, int nb) {
     for (int i = 0; i < nb; i++, y += CK_QK) {
         const float d = ck_fp16_to_fp32(b[i].d);

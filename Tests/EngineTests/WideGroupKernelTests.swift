@@ -3,14 +3,14 @@ import Testing
 
 @testable import Engine
 
-/// The 16-lane kernels of the interleaved Q4_1 and Q8_0 forms (two groups of eight rows per
+/// The 16-lane kernels of the interleaved Q4_1, Q5_1 and Q8_0 forms (two groups of eight rows per
 /// vector, interleave_wide.c) against the eight-lane VNNI kernels they stand in for: every output
 /// bit for bit, over odd and even group counts (an odd last group is read twice), 5...10 tokens
 /// (tiles of three and two; fewer tokens take the eight-lane kernels), weights with every byte
 /// (Q8_0's -128 too), with the pool and without.
 @Suite(.serialized, .enabled(if: InterleavedKernelTests.cpuHasVNNIAndBW))
 struct WideGroupKernelTests {
-    @Test(arguments: [GGMLType.q4_1, .q8_0])
+    @Test(arguments: [GGMLType.q4_1, .q8_0, .q5_1])
     func wideGroupsGiveTheEightLaneBits(type: GGMLType) throws {
         defer { ck_set_wide_groups(1) }
         let pool = ComputePool(threads: 2)
@@ -36,7 +36,8 @@ struct WideGroupKernelTests {
                     // Activations at full scale in some blocks (±127 bytes), small in others.
                     var x = rng.floats(k, t % 2 == 0 ? 2 : 0.01)
                     x[0] = 3
-                    activations += type == .q4_1 ? ReferenceKernels.quantizeQ8_1(x) : ReferenceKernels.quantizeQ8_0(x)
+                    let eightOne = type == .q4_1 || type == .q5_1
+                    activations += eightOne ? ReferenceKernels.quantizeQ8_1(x) : ReferenceKernels.quantizeQ8_0(x)
                 }
                 for usePool in [false, true] {
                     func product() -> [Float] {
