@@ -223,7 +223,9 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
-        expertScratch = config.experts.map { ExpertScratch(rows: b, experts: $0.count, used: $0.used, width: dim) }
+        expertScratch = config.experts.map {
+            ExpertScratch(rows: b, experts: $0.count, used: $0.used, width: dim, expertWidth: $0.feedForwardLength)
+        }
         // Per thread: a prompt tile's queries, scores and weights over the whole context, or a
         // decode unit's lane sums (ckernels.h). Not zero-filled: the kernels write before they
         // read, and a short context leaves most of a long one's pages untouched and not resident.
