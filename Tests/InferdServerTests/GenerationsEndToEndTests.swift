@@ -232,6 +232,22 @@ import Testing
         await ready.server.shutdown()
     }
 
+    /// The `model loaded` line states what the weights take, as the file's tensor table counts
+    /// them (every matrix; copied where the CPU has interleaved forms, see the health test).
+    @Test func theLoadLogSaysWhatTheWeightsTake() async throws {
+        let logs = LogCapture()
+        let host = ModelHost()
+        host.load(path: SharedModel.path, threads: 1, logger: logs.logger)
+        #expect(await eventually(timeout: .seconds(60)) { !logs.matching("model loaded").isEmpty })
+        let line = try #require(logs.matching("model loaded").first)
+        let file = try GGUFFile(path: SharedModel.path)
+        var total = 0
+        for (name, info) in file.tensors where info.shape.count > 1 { total += try file.tensorData(name).count }
+        #expect(line.contains("weight_bytes=\(total)") && line.contains("weight_copies=all"), "\(line)")
+        #expect(line.contains("weight_copied_bytes=") && line.contains("weight_mapped_bytes="), "\(line)")
+        #expect(line.contains("weight_active_bytes_per_token="), "\(line)")
+    }
+
     @Test func aModelThatFailsToLoadIsReportedAndNeverServed() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("inferd-bad-\(UUID()).gguf").path
         try Data("this is not a GGUF file".utf8).write(to: URL(fileURLWithPath: path))
