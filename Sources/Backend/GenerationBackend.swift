@@ -13,6 +13,9 @@ public protocol GenerationBackend: Sendable {
     var modelAliases: Set<String> { get }
     var architecture: String { get }
     var weightTypes: [String] { get }
+    /// What the model's weights take in this process's memory; nil (the default) when the model
+    /// is not in this process.
+    var weightResidency: WeightResidency? { get }
     /// Tokens a prompt and its answer may use together.
     var contextLength: Int { get }
     /// Token ids a client may send as a prompt are `0..<vocabularySize`.
@@ -82,6 +85,7 @@ extension GenerationBackend {
     public var forwardsTools: Bool { false }
     public var computesLogprobs: Bool { false }
     public var tokenizerAccess: (any TokenizerAccess)? { nil }
+    public var weightResidency: WeightResidency? { nil }
 
     /// Submits a generation and awaits it: returns only once the backend has stopped working on
     /// it. The awaiting Task's cancellation stops it.

@@ -66,6 +66,7 @@ public final class SingleFlightBackend: GenerationBackend {
     public var modelAliases: Set<String> { wrapped.modelAliases }
     public var architecture: String { wrapped.architecture }
     public var weightTypes: [String] { wrapped.weightTypes }
+    public var weightResidency: WeightResidency? { wrapped.weightResidency }
     public var contextLength: Int { wrapped.contextLength }
     public var vocabularySize: Int { wrapped.vocabularySize }
     /// A shared generation counts once, as the wrapped backend runs it once.

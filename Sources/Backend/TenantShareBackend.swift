@@ -51,6 +51,7 @@ public final class TenantShareBackend: GenerationBackend {
     public var modelAliases: Set<String> { wrapped.modelAliases }
     public var architecture: String { wrapped.architecture }
     public var weightTypes: [String] { wrapped.weightTypes }
+    public var weightResidency: WeightResidency? { wrapped.weightResidency }
     public var contextLength: Int { wrapped.contextLength }
     public var vocabularySize: Int { wrapped.vocabularySize }
     public var activeGenerations: Int { wrapped.activeGenerations }

@@ -31,7 +31,8 @@ extension BenchCommand {
             }
             if !ratios.isEmpty { lines.append("scaling \(a) -> \(b) threads: " + ratios.joined(separator: ", ")) }
         }
-        // Decode reads every weight once per step (a batched step once for all its sequences).
+        // Decode reads `weightBytes` (what one token's pass reads: every weight of a dense model)
+        // once per step (a batched step once for all its sequences).
         for row in rows {
             guard let test = tests.first(where: { "\($0)" == row.test }) else { continue }
             let steps: Double

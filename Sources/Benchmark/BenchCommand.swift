@@ -126,12 +126,16 @@ public enum BenchCommand {
             let parameters = file.tensors.values.reduce(0) { $0 + $1.elementCount }
             var rows: [Report.Row] = []
             var bestDecode: (tokensPerSecond: Double, threads: Int)?
+            // What one decoding token reads (a mixture of experts reads its chosen experts only),
+            // which the bandwidth lines put against the probe; the table's size is the file's.
+            var activeBytes = weightBytes
             // What t threads can read, probed right after t threads' samples: one core's decode
             // is put against one core's reads, two against two (the scaling question).
             var probes: [Int: Double] = [:]
             if !json && !tests.isEmpty { printHeader() }
             for t in threadCounts {
                 let model = try LlamaModel(gguf: file, threads: t, kvCacheType: kvCacheType)
+                activeBytes = model.activeWeightBytesPerToken
                 for test in tests {
                     let r = try EngineBenchmark.measure(
                         model: model, test: test, repetitions: repetitions,
@@ -151,7 +155,7 @@ public enum BenchCommand {
             }
             let maxThreads = threadCounts.max() ?? 1
             let memory = probes[maxThreads] ?? EngineBenchmark.memoryBandwidth(threads: maxThreads)
-            let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(weightBytes) / 1e9 }
+            let decodeGBps = bestDecode.map { $0.tokensPerSecond * Double(activeBytes) / 1e9 }
             var http: HTTPBench.Result?
             if options.flags.contains("http") {
                 http = try await HTTPBench.run(
@@ -178,7 +182,7 @@ public enum BenchCommand {
                         + probes.keys.sorted().map { t in
                             String(format: "%d thread%@ %.1f GB/s", t, t == 1 ? "" : "s", probes[t]!)
                         }.joined(separator: ", "))
-                for line in summaryLines(rows: rows, tests: tests, weightBytes: weightBytes, probes: probes) {
+                for line in summaryLines(rows: rows, tests: tests, weightBytes: activeBytes, probes: probes) {
                     print(line)
                 }
                 if let d = decodeGBps, let best = bestDecode {
@@ -187,7 +191,7 @@ public enum BenchCommand {
                         String(
                             format:
                                 "decode weight bandwidth (tg median %.1f tok/s at %d threads x %.1f MB/token): %.1f GB/s = %.0f%% of the probe at %d threads",
-                            best.tokensPerSecond, best.threads, Double(weightBytes) / 1e6, d, d / probe * 100,
+                            best.tokensPerSecond, best.threads, Double(activeBytes) / 1e6, d, d / probe * 100,
                             best.threads))
                 }
                 if let l = load {

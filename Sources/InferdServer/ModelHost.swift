@@ -100,6 +100,11 @@ public final class ModelHost: Sendable {
                     [
                         "model": engine.modelName, "architecture": engine.architecture,
                         "weight_types": engine.weightTypes.joined(separator: ","),
+                        "weight_copies": engine.weightResidency?.copies.rawValue ?? "",
+                        "weight_bytes": "\(engine.weightResidency?.totalBytes ?? 0)",
+                        "weight_copied_bytes": "\(engine.weightResidency?.copiedBytes ?? 0)",
+                        "weight_mapped_bytes": "\(engine.weightResidency?.mappedBytes ?? 0)",
+                        "weight_active_bytes_per_token": "\(engine.weightResidency?.activeBytesPerToken ?? 0)",
                         "context_length": "\(engine.contextLength)", "kv_cache_type": "\(kvCacheType)",
                         "prefix_cache_mib": "\(prefixCacheMiB)", "speculative_lookup": "\(speculativeLookup)",
                         "draft_model": draftModel ?? "",

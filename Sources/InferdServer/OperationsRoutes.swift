@@ -24,6 +24,8 @@ struct OperationsRoutes: Sendable {
         var model: String?
         var architecture: String?
         var weightTypes: [String]?
+        /// What the model's weights take in memory (a local model only).
+        var weights: WeightsHealth?
         var contextLength: Int?
         var uptimeSeconds: Int
         var error: String?
@@ -33,10 +35,34 @@ struct OperationsRoutes: Sendable {
         /// A remote backend's upstreams, as its health checks last found them.
         var upstreams: [UpstreamStatus]?
         enum CodingKeys: String, CodingKey {
-            case status, model, error, architecture, store, upstreams
+            case status, model, error, architecture, store, upstreams, weights
             case weightTypes = "weight_types"
             case contextLength = "context_length"
             case uptimeSeconds = "uptime_seconds"
+        }
+    }
+
+    /// `WeightResidency` as `/health` reports it.
+    struct WeightsHealth: Encodable {
+        var copies: String
+        var totalBytes: Int
+        var copiedBytes: Int
+        var mappedBytes: Int
+        var activeBytesPerToken: Int
+        enum CodingKeys: String, CodingKey {
+            case copies
+            case totalBytes = "total_bytes"
+            case copiedBytes = "copied_bytes"
+            case mappedBytes = "mapped_bytes"
+            case activeBytesPerToken = "active_bytes_per_token"
+        }
+
+        init(_ residency: WeightResidency) {
+            copies = residency.copies.rawValue
+            totalBytes = residency.totalBytes
+            copiedBytes = residency.copiedBytes
+            mappedBytes = residency.mappedBytes
+            activeBytesPerToken = residency.activeBytesPerToken
         }
     }
 
@@ -78,7 +104,8 @@ struct OperationsRoutes: Sendable {
             return .json(
                 HealthBody(
                     status: status, model: backend.modelName, architecture: backend.architecture,
-                    weightTypes: backend.weightTypes, contextLength: backend.contextLength, uptimeSeconds: uptime,
+                    weightTypes: backend.weightTypes, weights: backend.weightResidency.map(WeightsHealth.init),
+                    contextLength: backend.contextLength, uptimeSeconds: uptime,
                     store: await storeHealth(), upstreams: upstreams),
                 status: status == "unavailable" ? 503 : 200)
         case .loading:

@@ -207,9 +207,45 @@ import Testing
         // The default model: a llama file of Q4_1 matrices, a Q8_0 embedding and F32 norms.
         #expect(ok.json?["architecture"] as? String == "llama")
         #expect(ok.json?["weight_types"] as? [String] == ["F32", "Q4_1", "Q8_0"])
+        // What the weights take, from the file's tensor table: every matrix (the norm vectors
+        // left out); the tied Q8_0 embedding is also the output head, so a token reads all of
+        // them plus one embedding row. Where the CPU has interleaved forms (Q4_1 and Q8_0 are
+        // the same size in them) every matrix is copied and only the embedding's lookups read
+        // the file; without them all is read in place.
+        let file = try GGUFFile(path: SharedModel.path)
+        var total = 0
+        for (name, info) in file.tensors where info.shape.count > 1 { total += try file.tensorData(name).count }
+        let embedding = try file.tensorData("token_embd.weight").count
+        let embeddingRow = embedding / (file.tensors["token_embd.weight"]?.shape.last ?? 1)
+        let weights = try #require(ok.json?["weights"] as? [String: Any], "\(ok.text)")
+        #expect(weights["total_bytes"] as? Int == total)
+        #expect(weights["active_bytes_per_token"] as? Int == total + embeddingRow)
+        let copied = weights["copied_bytes"] as? Int
+        if copied == 0 {
+            #expect(weights["mapped_bytes"] as? Int == total && weights["copies"] as? String == "all")
+        } else {
+            #expect(copied == total && weights["mapped_bytes"] as? Int == embedding, "\(weights)")
+            #expect(weights["copies"] as? String == "all")
+        }
         let store = ok.json?["store"] as? [String: Any]
         #expect(store?["kind"] as? String == "sqlite" && store?["status"] as? String == "ok", "\(ok.text)")
         await ready.server.shutdown()
+    }
+
+    /// The `model loaded` line states what the weights take, as the file's tensor table counts
+    /// them (every matrix; copied where the CPU has interleaved forms, see the health test).
+    @Test func theLoadLogSaysWhatTheWeightsTake() async throws {
+        let logs = LogCapture()
+        let host = ModelHost()
+        host.load(path: SharedModel.path, threads: 1, logger: logs.logger)
+        #expect(await eventually(timeout: .seconds(60)) { !logs.matching("model loaded").isEmpty })
+        let line = try #require(logs.matching("model loaded").first)
+        let file = try GGUFFile(path: SharedModel.path)
+        var total = 0
+        for (name, info) in file.tensors where info.shape.count > 1 { total += try file.tensorData(name).count }
+        #expect(line.contains("weight_bytes=\(total)") && line.contains("weight_copies=all"), "\(line)")
+        #expect(line.contains("weight_copied_bytes=") && line.contains("weight_mapped_bytes="), "\(line)")
+        #expect(line.contains("weight_active_bytes_per_token="), "\(line)")
     }
 
     @Test func aModelThatFailsToLoadIsReportedAndNeverServed() async throws {

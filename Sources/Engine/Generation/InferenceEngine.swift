@@ -29,6 +29,8 @@ public final class InferenceEngine: Sendable {
     public var architecture: String { model.config.architecture.name }
     /// The storage types of the file's tensors, sorted by name ("F32", "Q4_K", …).
     public let weightTypes: [String]
+    /// What the weights take in memory: copied at load, read in place from the file, per token.
+    public var weightResidency: WeightResidency? { model.weightResidency }
 
     /// `admission` bounds how many generations run and wait; `metrics` receives its series;
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).

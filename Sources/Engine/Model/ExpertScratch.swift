@@ -1,3 +1,5 @@
+import CKernels
+
 /// Buffers of a mixture-of-experts feed-forward step, allocated once with the model (a pass
 /// allocates nothing). Sized for `rows` token rows (a pass's most) of a model with `experts`
 /// experts of which each row uses `used`, `width` wide.
@@ -19,17 +21,28 @@ final class ExpertScratch {
     let starts: UnsafeMutablePointer<Int>
     /// Slots grouped by expert, each expert's in row order. [rows × used]
     let slots: UnsafeMutablePointer<Int>
-    /// One expert's rows: their CK_ORDER_* flags [rows], inputs and outputs [rows × width].
+    /// Slots in expert order (position p holds slot `slots[p]`): their CK_ORDER_* flags
+    /// [rows × used], inputs [rows × used × width], the experts' hidden rows [rows × used ×
+    /// expert width] (gate, up, the activation) and outputs [rows × used × width].
     let expertOrders: UnsafeMutablePointer<UInt8>
     let gathered: UnsafeMutablePointer<Float>
+    let gate: UnsafeMutablePointer<Float>
+    let up: UnsafeMutablePointer<Float>
+    let act: UnsafeMutablePointer<Float>
     let expertDown: UnsafeMutablePointer<Float>
+    /// The slots' activations in the products' forms (gate's, up's when it differs, down's).
+    let quantizedA: UnsafeMutableRawPointer
+    let quantizedB: UnsafeMutableRawPointer
+    /// One pool task's products.
+    let arguments: UnsafeMutablePointer<ck_matmul_args>
+    static let argumentsPerTask = 8
     /// Every slot's expert output, [rows × used × width].
     let slotOutputs: UnsafeMutablePointer<Float>
     /// The weighted sums of the compact rows, [rows × width].
     let combined: UnsafeMutablePointer<Float>
     private var allocations: [UnsafeMutableRawPointer] = []
 
-    init(rows: Int, experts: Int, used: Int, width: Int) {
+    init(rows: Int, experts: Int, used: Int, width: Int, expertWidth: Int) {
         var allocations: [UnsafeMutableRawPointer] = []
         func buffer<T>(_ type: T.Type, _ count: Int) -> UnsafeMutablePointer<T> {
             let p = UnsafeMutablePointer<T>.allocate(capacity: max(1, count))
@@ -47,9 +60,22 @@ final class ExpertScratch {
         counts = buffer(Int.self, experts + 1)
         starts = buffer(Int.self, experts + 1)
         slots = buffer(Int.self, rows * used)
-        expertOrders = buffer(UInt8.self, rows)
-        gathered = buffer(Float.self, rows * width)
-        expertDown = buffer(Float.self, rows * width)
+        let slots = rows * used
+        expertOrders = buffer(UInt8.self, slots)
+        gathered = buffer(Float.self, slots * width)
+        gate = buffer(Float.self, slots * expertWidth)
+        up = buffer(Float.self, slots * expertWidth)
+        act = buffer(Float.self, slots * expertWidth)
+        expertDown = buffer(Float.self, slots * width)
+        let activationBytes = slots * GGMLType.activationScratchBytes(columns: max(width, expertWidth))
+        func raw(_ bytes: Int) -> UnsafeMutableRawPointer {
+            let p = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+            allocations.append(p)
+            return p
+        }
+        quantizedA = raw(activationBytes)
+        quantizedB = raw(activationBytes)
+        arguments = buffer(ck_matmul_args.self, Self.argumentsPerTask)
         slotOutputs = buffer(Float.self, rows * used * width)
         combined = buffer(Float.self, rows * width)
         self.allocations = allocations

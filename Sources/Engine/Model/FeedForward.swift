@@ -14,8 +14,9 @@ enum FeedForward {
         }
     }
 
-    /// Runs `body` on every weight matrix of the block in place (the interleaver's copies).
-    mutating func updateMatrices(_ body: (inout WeightMatrix) -> Void) {
+    /// Runs `body` on every weight matrix of the block in place (the interleaver's copies); the
+    /// experts' own matrices only when `experts` (the router is the block's own either way).
+    mutating func updateMatrices(experts includeExperts: Bool = true, _ body: (inout WeightMatrix) -> Void) {
         switch self {
         case .dense(var gate, var up, var down):
             body(&gate)
@@ -23,9 +24,19 @@ enum FeedForward {
             body(&down)
             self = .dense(gate: gate, up: up, down: down)
         case .experts(var experts):
-            experts.updateMatrices(body)
+            if includeExperts {
+                experts.updateMatrices(body)
+            } else {
+                body(&experts.router)
+            }
             self = .experts(experts)
         }
+    }
+
+    /// The experts' matrices (each expert's three), none for a dense block.
+    var expertMatrices: [WeightMatrix] {
+        guard case .experts(let experts) = self else { return [] }
+        return experts.gate + experts.up + experts.down
     }
 
     /// The dense block's matrices, nil for experts.

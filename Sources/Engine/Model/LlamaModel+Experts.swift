@@ -74,26 +74,39 @@ extension LlamaModel {
         }
         for e in 0..<count { s.starts[e] -= s.counts[e] }
 
-        // Each chosen expert over its rows: gate and up, the activation, down; every row's
-        // result to its slot.
-        let gelu: Int32 = config.architecture.activation == .geluTanh ? 1 : 0
+        // Each chosen expert over its rows, all experts' products of a kind in as few pool tasks
+        // as the kernels take (eight): every slot's input row gathered in expert order and
+        // quantized once, gate and up, the activation over every slot, down; each slot's result
+        // back in its place. A row's arithmetic is its expert's product's, whatever shares a task.
+        let slotCount = m * k
+        for p in 0..<slotCount { (s.gathered + p * dim).update(from: input + s.slots[p] / k * dim, count: dim) }
         for e in 0..<count where s.counts[e] > 0 {
-            let c = s.counts[e]
-            let list = s.slots + s.starts[e]
-            for r in 0..<c { (s.gathered + r * dim).update(from: input + list[r] / k * dim, count: dim) }
-            markExpertOrders(s, list: list, rows: c, used: k, segments: segments, logitRowsOnly: logitRowsOnly)
-            var activations = PreparedActivations(
-                source: s.gathered, n: c, columns: dim, orders: UnsafePointer(s.expertOrders))
-            matmul(
-                Product(weights: ffn.gate[e], out: gateOut, ldy: width),
-                Product(weights: ffn.up[e], out: upOut, ldy: width),
-                activations: &activations)
-            ck_rows_glu(pool.raw, gelu, gateOut, upOut, act, Int32(c), Int32(width))
-            var downActivations = PreparedActivations(
-                source: act, n: c, columns: width, orders: UnsafePointer(s.expertOrders))
-            matmul(ffn.down[e], &downActivations, into: s.expertDown, ldy: dim)
-            for r in 0..<c { (s.slotOutputs + list[r] * dim).update(from: s.expertDown + r * dim, count: dim) }
+            markExpertOrders(
+                s, list: s.slots + s.starts[e], rows: s.counts[e], used: k, segments: segments,
+                into: s.expertOrders + s.starts[e], logitRowsOnly: logitRowsOnly)
         }
+        let gateInput = expertActivations(
+            ffn.gate[0].type, s.gathered, rows: slotCount, columns: dim, into: s.quantizedA)
+        let upInput =
+            Self.activationForm(ffn.up[0].type) == Self.activationForm(ffn.gate[0].type)
+            ? gateInput
+            : expertActivations(ffn.up[0].type, s.gathered, rows: slotCount, columns: dim, into: s.quantizedB)
+        expertProducts(s, counts: count, products: 2) { e, which, rows, offset in
+            let (w, x, out) = which == 0 ? (ffn.gate[e], gateInput, s.gate) : (ffn.up[e], upInput, s.up)
+            return Self.productArguments(
+                w, x: x.pointer + offset * x.rowBytes, xRowBytes: x.rowBytes, rows: rows, y: out + offset * width,
+                ldy: width, orders: s.expertOrders + offset)
+        }
+        let gelu: Int32 = config.architecture.activation == .geluTanh ? 1 : 0
+        ck_rows_glu(pool.raw, gelu, s.gate, s.up, s.act, Int32(slotCount), Int32(width))
+        let downInput = expertActivations(
+            ffn.down[0].type, s.act, rows: slotCount, columns: width, into: s.quantizedA)
+        expertProducts(s, counts: count, products: 1) { e, _, rows, offset in
+            Self.productArguments(
+                ffn.down[e], x: downInput.pointer + offset * downInput.rowBytes, xRowBytes: downInput.rowBytes,
+                rows: rows, y: s.expertDown + offset * dim, ldy: dim, orders: s.expertOrders + offset)
+        }
+        for p in 0..<slotCount { (s.slotOutputs + s.slots[p] * dim).update(from: s.expertDown + p * dim, count: dim) }
 
         // The weighted sum in choice order (most probable first), into each row.
         if m == n {
@@ -104,13 +117,13 @@ extension LlamaModel {
         }
     }
 
-    /// CK_ORDER_* flags of one expert's `rows` slots (in row order): TILED where 8 or more rows of
-    /// the same segment chose this expert and that segment's micro-batch has 8 or more rows
-    /// (llama.cpp's per-expert floor for its tiled K-quant product), else 0 (its per-row
-    /// kernel; never the four-row groups, which its MUL_MAT_ID does not take).
+    /// CK_ORDER_* flags of one expert's `rows` slots (in row order), into `flags`: TILED where 8
+    /// or more rows of the same segment chose this expert and that segment's micro-batch has 8 or
+    /// more rows (llama.cpp's per-expert floor for its tiled K-quant product), else 0 (its
+    /// per-row kernel; never the four-row groups, which its MUL_MAT_ID does not take).
     private func markExpertOrders(
         _ s: ExpertScratch, list: UnsafePointer<Int>, rows c: Int, used k: Int,
-        segments: UnsafeBufferPointer<Segment>, logitRowsOnly: Bool
+        segments: UnsafeBufferPointer<Segment>, into flags: UnsafeMutablePointer<UInt8>, logitRowsOnly: Bool
     ) {
         var r = 0
         while r < c {
@@ -118,8 +131,57 @@ extension LlamaModel {
             var end = r + 1
             while end < c && s.segments[list[end] / k] == segment { end += 1 }
             let tiled = !logitRowsOnly && segments[segment].microBatch >= 8 && end - r >= 8
-            (s.expertOrders + r).update(repeating: tiled ? UInt8(CK_ORDER_TILED) : 0, count: end - r)
+            (flags + r).update(repeating: tiled ? UInt8(CK_ORDER_TILED) : 0, count: end - r)
             r = end
         }
+    }
+
+    /// `rows` f32 rows of `columns` in the form `type`'s products read (`GGMLType.activationForm`;
+    /// F16 weights: rounded to f16, as `arguments` does), quantized into `buffer` over the pool,
+    /// or the rows themselves for F32 weights.
+    private func expertActivations(
+        _ type: GGMLType, _ source: UnsafeMutablePointer<Float>, rows: Int, columns: Int,
+        into buffer: UnsafeMutableRawPointer
+    ) -> (pointer: UnsafeRawPointer, rowBytes: Int) {
+        let form = Self.activationForm(type)
+        guard form != .f32 else { return (UnsafeRawPointer(source), columns * MemoryLayout<Float>.stride) }
+        let rowBytes = form == .f16 ? columns * MemoryLayout<Float>.stride : form.rowBytes(elements: columns)!
+        let status = ck_rows_quantize(
+            pool.raw, Int32(form.rawValue), source, Int32(columns), buffer, rowBytes, Int32(rows))
+        precondition(status == 0, "\(form) is not an activation form")
+        return (UnsafeRawPointer(buffer), rowBytes)
+    }
+
+    /// The form a product with `type` weights reads its activations in (F16: f32 rounded to f16).
+    static func activationForm(_ type: GGMLType) -> GGMLType { type == .f16 ? .f16 : type.activationForm ?? .f32 }
+
+    /// The products of every chosen expert (`products` per expert: `make(e, which, rows, first
+    /// slot)`), eight to a pool task.
+    private func expertProducts(
+        _ s: ExpertScratch, counts count: Int, products: Int,
+        _ make: (_ expert: Int, _ which: Int, _ rows: Int, _ offset: Int) -> ck_matmul_args
+    ) {
+        var pending = 0
+        for e in 0..<count where s.counts[e] > 0 {
+            for which in 0..<products {
+                s.arguments[pending] = make(e, which, s.counts[e], s.starts[e])
+                pending += 1
+                if pending == ExpertScratch.argumentsPerTask {
+                    ck_matmul_many(pool.raw, s.arguments, Int32(pending))
+                    pending = 0
+                }
+            }
+        }
+        if pending > 0 { ck_matmul_many(pool.raw, s.arguments, Int32(pending)) }
+    }
+
+    /// The kernel's arguments for `w` over `rows` activation rows already in its form.
+    static func productArguments(
+        _ w: WeightMatrix, x: UnsafeRawPointer, xRowBytes: Int, rows: Int, y: UnsafeMutablePointer<Float>, ldy: Int,
+        orders: UnsafePointer<UInt8>
+    ) -> ck_matmul_args {
+        ck_matmul_args(
+            type: w.productType, w: w.productData, w_row_bytes: w.productStride, rows: Int32(w.rows),
+            k: Int32(w.columns), x: x, x_row_bytes: xRowBytes, n: Int32(rows), y: y, ldy: Int32(ldy), orders: orders)
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the model's weights take: all of them, and what one token's pass reads (less than all
 /// with a mixture of experts, where a token reads its `used` experts of each layer).
 extension LlamaModel {
@@ -24,5 +26,29 @@ extension LlamaModel {
             }
         }
         return total
+    }
+
+    /// Bytes of the matrices products read in place from the file mapping: the token embedding
+    /// (looked up there even when a tied output head reads a copy) and every matrix left without
+    /// an interleaved copy.
+    public var mappedWeightBytes: Int {
+        var total = tokenEmbedding.matrix.fileBytes
+        if output.name != tokenEmbedding.matrix.name && !output.isCopied { total += output.fileBytes }
+        for layer in layers {
+            total += layer.matrices.reduce(0) { $0 + ($1.isCopied ? 0 : $1.fileBytes) }
+        }
+        return total
+    }
+
+    /// The weights' memory: copied at load, read in place, read per token.
+    public var weightResidency: WeightResidency {
+        WeightResidency(
+            copies: weightCopies, totalBytes: weightBytes, copiedBytes: copiedWeightBytes,
+            mappedBytes: mappedWeightBytes, activeBytesPerToken: activeWeightBytesPerToken)
+    }
+
+    /// The machine's physical memory (sysconf), from which the load decides what to copy.
+    public static var physicalMemoryBytes: Int {
+        Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }

@@ -33,13 +33,14 @@ public final class LlamaModel: @unchecked Sendable {
         /// Every weight matrix of the layer (the experts' among them).
         var matrices: [WeightMatrix] { [wq, wk, wv, wo] + feedForward.matrices }
 
-        /// Runs `body` on every weight matrix of the layer in place (the interleaver's copies).
-        mutating func updateMatrices(_ body: (inout WeightMatrix) -> Void) {
+        /// Runs `body` on every weight matrix of the layer in place (the interleaver's copies);
+        /// on the experts' own matrices only when `experts`.
+        mutating func updateMatrices(experts: Bool = true, _ body: (inout WeightMatrix) -> Void) {
             body(&wq)
             body(&wk)
             body(&wv)
             body(&wo)
-            feedForward.updateMatrices(body)
+            feedForward.updateMatrices(experts: experts, body)
         }
 
         let attentionNorm: [Float]
@@ -74,8 +75,14 @@ public final class LlamaModel: @unchecked Sendable {
     let output: WeightMatrix
     /// Per-pair RoPE frequency divisors (`rope_freqs.weight`), when the file has them.
     let ropeFrequencyFactors: [Float]?
-    /// Interleaved copies of the weight matrices (nil when the CPU does not use them).
+    /// Interleaved copies of the weight matrices (nil when the CPU does not use them, or none
+    /// was made: see `weightCopies`).
     private let interleavedWeights: UnsafeMutableRawBufferPointer?
+    /// Which matrices were copied: all that have an interleaved form, unless the copies would
+    /// pass half the physical memory (`WeightInterleaver.plan`).
+    public let weightCopies: WeightResidency.Copies
+    /// Bytes of `interleavedWeights` (anonymous memory).
+    public var copiedWeightBytes: Int { interleavedWeights?.count ?? 0 }
     let pool: ComputePool
     /// True when some matrix has a weight type with llama.cpp's batch-dependent product orders
     /// (the K-quants), so a row's products depend on its place in its micro-batch. Decided once
@@ -108,7 +115,8 @@ public final class LlamaModel: @unchecked Sendable {
     /// The mixture-of-experts step's buffers (nil for a dense model).
     let expertScratch: ExpertScratch?
     /// Where each pass writes its tensors (`INFERD_DUMP_TENSORS`), or nil.
-    let tensorDumpDirectory: String? = LlamaModel.tensorDumpDirectoryFromEnvironment()
+    /// (Settable so a test can read one pass's tensors.)
+    var tensorDumpDirectory: String? = LlamaModel.tensorDumpDirectoryFromEnvironment()
     private var allocations: [UnsafeMutableRawPointer] = []
 
     /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).
@@ -121,9 +129,12 @@ public final class LlamaModel: @unchecked Sendable {
     /// - Parameter kvCacheType: how the caches this model makes store keys and values.
     /// - Parameter sharedPool: another model's compute pool, for a model that only ever runs
     ///   between that one's passes (a draft model); nil makes its own of `threads`.
+    /// - Parameter physicalMemory: the machine's memory in bytes; the interleaved copies may take
+    ///   half of it, beyond which the experts' matrices (then all) are read from the mapping.
     public init(
         gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true,
-        contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16, sharing sharedPool: ComputePool? = nil
+        contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16, sharing sharedPool: ComputePool? = nil,
+        physicalMemory: Int = LlamaModel.physicalMemoryBytes
     ) throws {
         let config = try ModelConfig(gguf: gguf, contextLimit: contextLimit)
         let arch = config.architecture
@@ -189,9 +200,11 @@ public final class LlamaModel: @unchecked Sendable {
         } else {
             output = embedding
         }
-        interleavedWeights =
+        let copies =
             interleave && WeightInterleaver.enabledByEnvironment
-            ? WeightInterleaver.interleave(layers: &layers, output: &output) : nil
+            ? WeightInterleaver.plan(layers: layers, output: output, budget: physicalMemory / 2) : .none
+        weightCopies = copies
+        interleavedWeights = WeightInterleaver.interleave(layers: &layers, output: &output, copies: copies)
         self.layers = layers
         self.output = output
         let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
@@ -220,7 +233,9 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
-        expertScratch = config.experts.map { ExpertScratch(rows: b, experts: $0.count, used: $0.used, width: dim) }
+        expertScratch = config.experts.map {
+            ExpertScratch(rows: b, experts: $0.count, used: $0.used, width: dim, expertWidth: $0.feedForwardLength)
+        }
         // Per thread: a prompt tile's queries, scores and weights over the whole context, or a
         // decode unit's lane sums (ckernels.h). Not zero-filled: the kernels write before they
         // read, and a short context leaves most of a long one's pages untouched and not resident.

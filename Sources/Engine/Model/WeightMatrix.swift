@@ -63,6 +63,9 @@ struct WeightMatrix {
 
     var kernelType: Int32 { Int32(type.rawValue) }
 
+    /// Whether products read an interleaved copy rather than the file's rows.
+    var isCopied: Bool { productData != data }
+
     /// Bytes of an interleaved copy of this matrix, or 0 when it has no interleaved form (the
     /// CPU lacks the kernels that make it pay, or the type or shape does not allow one).
     var interleavedByteCount: Int {
