@@ -153,7 +153,7 @@ int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y
 // MARK: - Gated activation and residual add
 
 typedef struct {
-    int gelu;
+    int kind;
     const float *gate, *up;
     float *out;
     int width;
@@ -163,15 +163,17 @@ static void glu_rows(const void *job, int r0, int r1) {
     const glu_job *j = (const glu_job *)job;
     const size_t at = (size_t)r0 * j->width;
     const int count = (r1 - r0) * j->width;
-    if (j->gelu) {
-        ck_gelu_mul(j->gate + at, j->up + at, j->out + at, count);
-    } else {
-        ck_silu_mul(j->gate + at, j->up + at, j->out + at, count);
+    switch (j->kind) {
+    case CK_GLU_GELU: ck_gelu_mul(j->gate + at, j->up + at, j->out + at, count); break;
+    case CK_GLU_SWIGLU_OAI:
+        ck_swiglu_oai_mul(j->gate + at, j->up + at, j->out + at, count, CK_SWIGLU_OAI_ALPHA, CK_SWIGLU_OAI_LIMIT);
+        break;
+    default: ck_silu_mul(j->gate + at, j->up + at, j->out + at, count); break;
     }
 }
 
-void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width) {
-    const glu_job j = {gelu, gate, up, out, width};
+void ck_rows_glu(ck_pool *pool, int kind, const float *gate, const float *up, float *out, int n, int width) {
+    const glu_job j = {kind, gate, up, out, width};
     run_rows(pool, glu_rows, &j, n, width);
 }
 
@@ -198,7 +200,7 @@ void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width) {
 // (ck_rope_ext would build it twice).
 static void rope_row(const ck_rope_kv_args *a, int t) {
     float cs[2 * CK_MAX_HEAD_DIM];
-    ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors);
+    ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors, a->yarn);
     ck_rope_apply(a->q + (size_t)t * a->q_stride, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
     ck_rope_apply(a->k + (size_t)t * a->kv_stride, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
 }

@@ -30,6 +30,10 @@ struct ModelShapeTests {
         ("qwen2-hd8-gqa8", .qwen2), ("qwen3-hd48-gqa4", .qwen3), ("qwen3-hd128-gqa2", .qwen3),
         ("qwen3-hd12-gqa1", .qwen3), ("gemma3-hd24-gqa2", .gemma3), ("gemma3-hd8-gqa4", .gemma3),
         ("gemma3-hd12-gqa1", .gemma3),
+        // YaRN over an original context of 16 (make_tiny_gptoss.py yarn)
+        ("llama-yarn-hd32-gqa2", .llama), ("qwen2-yarn-hd16-gqa2", .qwen2), ("qwen3-yarn-hd64-gqa4", .qwen3),
+        // ... with every layer matrix MXFP4
+        ("llama-yarn-mxfp4-hd32", .llama),
     ]
 
     /// The model and its reference, with the reference's cases as both greedy and logits cases.

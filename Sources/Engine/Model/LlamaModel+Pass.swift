@@ -90,7 +90,7 @@ extension LlamaModel {
                             head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
                             scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
                             scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window),
-                            call_rows: Int32(segment.microBatch))
+                            call_rows: Int32(segment.microBatch), sinks: nil)
                     )
                 }
                 if let stage = kvStage {
@@ -126,10 +126,10 @@ extension LlamaModel {
             matmul(
                 Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
                 activations: &ffnActivations)
-            ck_rows_glu(pool.raw, arch.activation == .geluTanh ? 1 : 0, gateOut, upOut, act, Int32(n), Int32(ffn))
+            ck_rows_glu(pool.raw, arch.activation.kernelKind, gateOut, upOut, act, Int32(n), Int32(ffn))
             dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
             dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
-            dumpTensor(arch.activation == .geluTanh ? "ffn_geglu-\(l)" : "ffn_swiglu-\(l)", act, count: n * ffn)
+            dumpTensor("\(arch.activation.tensorName)-\(l)", act, count: n * ffn)
             var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
             matmul(layer.down, &downActivations, into: proj, ldy: dim)
             dumpTensor("ffn_out-\(l)", proj, count: n * dim)
@@ -237,17 +237,20 @@ extension LlamaModel {
         position: Int, base: Float, keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>
     ) {
         let c = config
+        let yarn = c.ropeScaling.kernelArguments
         func run(_ factors: UnsafePointer<Float>?) {
-            var args = ck_rope_kv_args(
-                q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v, kv_stride: Int32(c.kvDim),
-                n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim), n_rot: Int32(c.ropeDimensionCount),
-                pos0: Int32(position), n_tokens: Int32(rows), base: base, freq_scale: c.ropeFreqScale,
-                freq_factors: factors, halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys,
-                v_cache: values)
-            if kvCacheType == .q8_0 {
-                ck_rows_rope_kv_q8_0(pool.raw, &args)
-            } else {
-                ck_rows_rope_kv(pool.raw, &args)
+            withUnsafePointer(to: yarn) { yarn in
+                var args = ck_rope_kv_args(
+                    q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v,
+                    kv_stride: Int32(c.kvDim), n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
+                    n_rot: Int32(c.ropeDimensionCount), pos0: Int32(position), n_tokens: Int32(rows), base: base,
+                    freq_scale: c.ropeFreqScale, freq_factors: factors,
+                    halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys, v_cache: values, yarn: yarn)
+                if kvCacheType == .q8_0 {
+                    ck_rows_rope_kv_q8_0(pool.raw, &args)
+                } else {
+                    ck_rows_rope_kv(pool.raw, &args)
+                }
             }
         }
         if let factors = ropeFrequencyFactors {

@@ -11,8 +11,11 @@ public struct ModelConfig: Sendable, Equatable {
     public var headDim: Int
     public var ropeDimensionCount: Int
     public var ropeFreqBase: Float
-    /// Linear RoPE scaling (`rope.scaling.factor` of type `linear`): positions are multiplied by it.
-    public var ropeFreqScale: Float
+    /// RoPE scaling's frequency factor (1 / `rope.scaling.factor` for `linear` and `yarn`):
+    /// positions are multiplied by it.
+    public var ropeFreqScale: Float { ropeScaling.freqScale }
+    /// RoPE scaling as read from `rope.scaling.*` (YaRN's mix and magnitude, the attention factor).
+    public var ropeScaling: RopeScaling
     public var rmsNormEpsilon: Float
     /// The context the engine serves: the trained one, capped by the `context_length` setting.
     public var contextLength: Int
@@ -68,16 +71,7 @@ public struct ModelConfig: Sendable, Equatable {
             throw .invalidHyperParameter("attention.value_length \(valueLength) differs from key_length \(headDim)")
         }
         ropeDimensionCount = gguf.optionalInt(prefix + "rope.dimension_count") ?? headDim
-        ropeFreqScale = 1
-        switch gguf.optionalString(prefix + "rope.scaling.type") ?? "none" {
-        case "none": break
-        case "linear":
-            if let factor = gguf.optionalFloat(prefix + "rope.scaling.factor"), factor > 0 {
-                ropeFreqScale = 1 / factor
-            }
-        case let other:
-            throw .invalidHyperParameter("rope.scaling.type '\(other)' is not supported (only none and linear)")
-        }
+        ropeScaling = try RopeScaling(gguf: gguf, prefix: prefix, trainedContext: trainedContextLength)
         slidingWindow =
             architecture.slidingWindowPattern == nil ? 0 : gguf.optionalInt(prefix + "attention.sliding_window") ?? 0
         // Gemma 3 27B scales by the width per head rather than the head width (as llama.cpp does).

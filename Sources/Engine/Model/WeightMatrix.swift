@@ -5,7 +5,7 @@ import CKernels
 /// Matrix products may read an interleaved copy instead (see `interleave(into:)`).
 struct WeightMatrix {
     static let supportedTypes: Set<GGMLType> = [
-        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
+        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
     ]
 
     let name: String

@@ -16,6 +16,8 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
         case silu
         /// GELU with the tanh approximation, as ggml evaluates it (through f16; see `ck_gelu_mul`).
         case geluTanh
+        /// gpt-oss's clamped SwiGLU (ggml's `swiglu_oai`, α 1.702, limit 7; `ck_swiglu_oai_mul`).
+        case swigluOAI
     }
 
     /// `general.architecture`, also the prefix of the family's metadata keys.
