@@ -25,8 +25,14 @@ the ggml-cpu library scripts/llama-cpp-build.sh builds without the AMX kernels
 on a CPU without AMX) through LD_LIBRARY_PATH, or, when that library is missing, with `--repack
 0` (no extra buffer types at all, which also turns the repacked layouts off), and says which.
 
+--shape a3b writes Qwen3-30B-A3B's layers instead (#38: qwen3moe, width 2048, 32 query and 4 KV
+heads of 128, per-head Q/K norms, 128 experts of FFN 768 with 8 used per token, an untied output
+head), --layers of them (default 8 of the real 48, so the F16 source, ~10 GB, fits the disk):
+DIR/shape-a3b-L8-TYPE.gguf. The tables' "active GB" is what one decoded token reads (the matrices
+but the embedding, the experts' tensors at 8/128), the size the memory probe is compared with.
+
 Usage (from the package root; needs PyPI's gguf and numpy):
-    python3 scripts/big-model-bench.py [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
+    python3 scripts/big-model-bench.py [--shape 1.7b|a3b] [--layers N] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
         [--threads 1,2] [--rounds 3] [--inferd .build/release/inferd] [--llama /tmp/llama-cpp]
         [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only]
     python3 scripts/big-model-bench.py --report OUT [OUT...]   (the tables again, runs merged)
@@ -45,15 +51,40 @@ import time
 import numpy as np
 
 SEED = 20261206
-NAME = "shape1.7b"
 SOURCE_MODEL = "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_TYPES = "Q4_0,Q4_1,Q5_0,Q5_1,Q8_0,Q2_K,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K,F16,BF16"
-# SmolLM2-1.7B's config: 24 layers, hidden 2048, 32 heads of 64, 32 KV heads, intermediate 8192,
-# rope_theta 130000, rms_norm_eps 1e-5, max_position_embeddings 8192, tie_word_embeddings.
-LAYERS, WIDTH, HEADS, KV_HEADS, HEAD, FFN = 24, 2048, 32, 32, 64, 8192
-ROPE_BASE, RMS_EPS, CONTEXT = 130000.0, 1e-5, 8192
 # Marker version: bump when the generator's output changes.
 GENERATOR = 1
+
+
+class Shape:
+    """One benchmark model's architecture and dimensions."""
+
+    def __init__(self, name, arch, layers, width, heads, kv_heads, head, ffn, rope_base, rms_eps, context,
+                 description, experts=0, experts_used=0, expert_ffn=0, tied=True, qk_norm=False):
+        self.name, self.arch, self.layers, self.width = name, arch, layers, width
+        self.heads, self.kv_heads, self.head, self.ffn = heads, kv_heads, head, ffn
+        self.rope_base, self.rms_eps, self.context, self.description = rope_base, rms_eps, context, description
+        self.experts, self.experts_used, self.expert_ffn = experts, experts_used, expert_ffn
+        self.tied, self.qk_norm = tied, qk_norm
+
+
+def shape_named(name, layers=None):
+    if name == "1.7b":
+        # SmolLM2-1.7B's config: 24 layers, hidden 2048, 32 heads of 64, 32 KV heads, intermediate
+        # 8192, rope_theta 130000, rms_norm_eps 1e-5, max_position_embeddings 8192, tied embeddings.
+        return Shape("shape1.7b", "llama", layers or 24, 2048, 32, 32, 64, 8192, 130000.0, 1e-5, 8192,
+                     "SmolLM2-1.7B's shape")
+    if name == "a3b":
+        # Qwen3-30B-A3B's config: hidden 2048, 32 query heads and 4 KV heads of 128, 128 experts of
+        # 768 with 8 used per token, per-head Q/K norms, rope_theta 1e6, rms_norm_eps 1e-6, an
+        # untied output head; 48 layers, fewer here (--layers, default 8) so that the F16 source
+        # fits this machine's disk: the per-token work of a layer is the real model's.
+        n = layers or 8
+        return Shape(f"shape-a3b-L{n}", "qwen3moe", n, 2048, 32, 4, 128, 6144, 1000000.0, 1e-6, 8192,
+                     f"Qwen3-30B-A3B's layer shape, {n} layers", experts=128, experts_used=8, expert_ffn=768,
+                     tied=False, qk_norm=True)
+    sys.exit(f"unknown --shape {name} (1.7b or a3b)")
 
 
 def log(*parts):
@@ -77,23 +108,40 @@ def write_marker(path, seed, **extra):
         f.write("\n")
 
 
-def tensor_plan(vocab):
+def tensor_plan(shape, vocab):
     """(name, shape as numpy rows x columns, kind) in llama.cpp's order; kind: matrix or norm."""
-    plan = [("token_embd.weight", (vocab, WIDTH), "matrix")]
-    for layer in range(LAYERS):
+    S = shape
+    plan = [("token_embd.weight", (vocab, S.width), "matrix")]
+    for layer in range(S.layers):
         p = f"blk.{layer}."
         plan += [
-            (p + "attn_norm.weight", (WIDTH,), "norm"),
-            (p + "attn_q.weight", (HEADS * HEAD, WIDTH), "matrix"),
-            (p + "attn_k.weight", (KV_HEADS * HEAD, WIDTH), "matrix"),
-            (p + "attn_v.weight", (KV_HEADS * HEAD, WIDTH), "matrix"),
-            (p + "attn_output.weight", (WIDTH, HEADS * HEAD), "matrix"),
-            (p + "ffn_norm.weight", (WIDTH,), "norm"),
-            (p + "ffn_gate.weight", (FFN, WIDTH), "matrix"),
-            (p + "ffn_up.weight", (FFN, WIDTH), "matrix"),
-            (p + "ffn_down.weight", (WIDTH, FFN), "matrix"),
+            (p + "attn_norm.weight", (S.width,), "norm"),
+            (p + "attn_q.weight", (S.heads * S.head, S.width), "matrix"),
+            (p + "attn_k.weight", (S.kv_heads * S.head, S.width), "matrix"),
+            (p + "attn_v.weight", (S.kv_heads * S.head, S.width), "matrix"),
         ]
-    plan.append(("output_norm.weight", (WIDTH,), "norm"))
+        if S.qk_norm:
+            plan += [(p + "attn_q_norm.weight", (S.head,), "norm"), (p + "attn_k_norm.weight", (S.head,), "norm")]
+        plan += [
+            (p + "attn_output.weight", (S.width, S.heads * S.head), "matrix"),
+            (p + "ffn_norm.weight", (S.width,), "norm"),
+        ]
+        if S.experts:
+            plan += [
+                (p + "ffn_gate_inp.weight", (S.experts, S.width), "router"),
+                (p + "ffn_gate_exps.weight", (S.experts, S.expert_ffn, S.width), "matrix"),
+                (p + "ffn_up_exps.weight", (S.experts, S.expert_ffn, S.width), "matrix"),
+                (p + "ffn_down_exps.weight", (S.experts, S.width, S.expert_ffn), "matrix"),
+            ]
+        else:
+            plan += [
+                (p + "ffn_gate.weight", (S.ffn, S.width), "matrix"),
+                (p + "ffn_up.weight", (S.ffn, S.width), "matrix"),
+                (p + "ffn_down.weight", (S.width, S.ffn), "matrix"),
+            ]
+    plan.append(("output_norm.weight", (S.width,), "norm"))
+    if not S.tied:
+        plan.append(("output.weight", (vocab, S.width), "matrix"))
     return plan
 
 
@@ -103,31 +151,40 @@ def tensor_values(index, shape, kind, seed):
     values = rng.standard_normal(shape, dtype=np.float32)
     if kind == "norm":
         return values * np.float32(0.02) + np.float32(1.0)  # F32, as converted models keep norms
+    if kind == "router":
+        return values  # F32 as converted MoE models keep the router; std 1 spreads the choices
     values *= np.float32(0.02)
     return values.astype(np.float16)
 
 
-def write_source(path, seed, source_model):
+def write_source(shape, path, seed, source_model):
     import gguf
     from gguf import GGUFReader, GGUFValueType
 
     src = GGUFReader(source_model)
-    w = gguf.GGUFWriter(path + ".part", "llama")
+    S = shape
+    w = gguf.GGUFWriter(path + ".part", S.arch)
     w.add_type("model")
-    w.add_name(f"{NAME} random seed {seed}")
+    w.add_name(f"{S.name} random seed {seed}")
     w.add_uint32("inferd.bench.seed", seed)
-    w.add_context_length(CONTEXT)
-    w.add_embedding_length(WIDTH)
-    w.add_block_count(LAYERS)
-    w.add_feed_forward_length(FFN)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(KV_HEADS)
-    w.add_rope_freq_base(ROPE_BASE)
-    w.add_layer_norm_rms_eps(RMS_EPS)
+    w.add_context_length(S.context)
+    w.add_embedding_length(S.width)
+    w.add_block_count(S.layers)
+    w.add_feed_forward_length(S.ffn)
+    w.add_head_count(S.heads)
+    w.add_head_count_kv(S.kv_heads)
+    w.add_rope_freq_base(S.rope_base)
+    w.add_layer_norm_rms_eps(S.rms_eps)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    if S.experts:
+        w.add_key_length(S.head)
+        w.add_value_length(S.head)
+        w.add_expert_count(S.experts)
+        w.add_expert_used_count(S.experts_used)
+        w.add_expert_feed_forward_length(S.expert_ffn)
     vocab = len(src.fields["tokenizer.ggml.tokens"].data)
     w.add_vocab_size(vocab)
-    w.add_rope_dimension_count(HEAD)
+    w.add_rope_dimension_count(S.head)
     # The tokenizer as the default model's, key by key with its value types.
     for key, field in src.fields.items():
         if not key.startswith("tokenizer."):
@@ -135,15 +192,15 @@ def write_source(path, seed, source_model):
         vtype = field.types[0]
         sub = field.types[1] if vtype == GGUFValueType.ARRAY else None
         w.add_key_value(key, field.contents(), vtype, sub)
-    plan = tensor_plan(vocab)
-    for name, shape, kind in plan:
-        dtype = np.float32 if kind == "norm" else np.float16
-        w.add_tensor_info(name, shape, np.dtype(dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    plan = tensor_plan(S, vocab)
+    for name, dims, kind in plan:
+        dtype = np.float16 if kind == "matrix" else np.float32
+        w.add_tensor_info(name, dims, np.dtype(dtype), int(np.prod(dims)) * np.dtype(dtype).itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
-    for index, (name, shape, kind) in enumerate(plan):
-        w.write_tensor_data(tensor_values(index, shape, kind, seed))
+    for index, (name, dims, kind) in enumerate(plan):
+        w.write_tensor_data(tensor_values(index, dims, kind, seed))
     w.close()
     os.replace(path + ".part", path)
     write_marker(path, seed, source_model=os.path.basename(source_model))
@@ -151,13 +208,14 @@ def write_source(path, seed, source_model):
 
 def make_files(args):
     os.makedirs(args.dir, exist_ok=True)
+    NAME = args.shape.name
     source = os.path.join(args.dir, f"{NAME}-F16.gguf")
     if marker_ok(source, args.seed):
         log(f"{source}: present")
     else:
         log(f"writing {source} (seed {args.seed})")
         start = time.time()
-        write_source(source, args.seed, args.source_model)
+        write_source(args.shape, source, args.seed, args.source_model)
         log(f"wrote {source}: {os.path.getsize(source) / 1e9:.2f} GB in {time.time() - start:.0f} s")
     files = {}
     for t in args.types:
@@ -301,13 +359,39 @@ def fmt(value, digits=2):
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def active_bytes(path):
+    """Bytes of weights one decoded token reads: every matrix but the token embedding (one row of
+    it), and of each expert tensor the share of the experts a token uses (`expert_used_count` of
+    `expert_count`). For a dense model that is the file's weights."""
+    from gguf import GGUFReader
+
+    r = GGUFReader(path)
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+
+    def number(key):
+        f = r.fields.get(f"{arch}.{key}")
+        return int(f.parts[-1][0]) if f else 0
+
+    experts, used = number("expert_count"), number("expert_used_count")
+    total = 0
+    for t in r.tensors:
+        n = int(t.n_bytes)
+        if t.name == "token_embd.weight":
+            n //= int(t.shape[-1])
+        elif "_exps." in t.name and experts:
+            n = n * used // experts
+        total += n
+    return total
+
+
 def bench(args, files):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     header = {"started": started, "cpu": cpu_model(), "inferd": args.inferd, "inferd_commit": git_commit(root),
               "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "seed": args.seed,
               "rounds": args.rounds, "threads": args.threads, "types": args.types, "dir": args.dir, "cores": os.cpu_count(),
-              "noamx": args.noamx}
+              "noamx": args.noamx, "shape": args.shape.name, "shape_description": args.shape.description,
+              "active_bytes": {t: active_bytes(files[t]) for t in args.types}}
     print(f"# {started}; {header['cpu']}; inferd {header['inferd_commit']}", flush=True)
     samples = []
     state = {"mode": 0}
@@ -355,7 +439,9 @@ def print_tables(header, samples, finished):
     mode, crashed = header.get("llama_mode", "default"), header.get("llama_crashed_modes", [])
     print(f"# {header['started']} to {finished}; {header['cpu']}; inferd {header['inferd_commit']}")
     print(f"# command: {header['command']}")
-    print(f"# model: {NAME}-TYPE.gguf in {header.get('dir', '/work/bigmodels')} (SmolLM2-1.7B's shape, random weights, seed {header['seed']})")
+    described = header.get("shape_description", "SmolLM2-1.7B's shape")
+    print(f"# model: {header.get('shape', 'shape1.7b')}-TYPE.gguf in {header.get('dir', '/work/bigmodels')} "
+          f"({described}, random weights, seed {header['seed']})")
     if mode == "noamx-lib":
         print(f"# llama-bench raised SIGILL ({', '.join(crashed)}): run against the ggml-cpu built without AMX "
               f"(LD_LIBRARY_PATH={header.get('noamx', '/tmp/llama-cpp/build-noamx/bin')}, -U__AMX_INT8__; repacked layouts on)")
@@ -369,25 +455,26 @@ def print_tables(header, samples, finished):
     types = list(dict.fromkeys(s["type"] for s in samples))
     cores = header.get("cores") or os.cpu_count()
     for threads in sorted({s["threads"] for s in samples}):
-        print_table(types, [s for s in ok if s["threads"] == threads], threads, "")
+        active = header.get("active_bytes", {})
+        print_table(types, [s for s in ok if s["threads"] == threads], threads, "", active)
         # The runs that had their cores: what other processes used fit beside the engine's threads.
         free = [s for s in ok if s["threads"] == threads and s["others_cores"] <= cores - threads + 0.25]
         if free and len(free) < len([s for s in ok if s["threads"] == threads]):
             print_table(types, free, threads, f", only the runs during which other processes used at most "
-                        f"{cores - threads + 0.25:.2f} cores")
+                        f"{cores - threads + 0.25:.2f} cores", active)
 
 
-def print_table(types, ok, threads, which):
+def print_table(types, ok, threads, which, active):
     counts = [sum(1 for s in ok if (s["type"], s["engine"]) == (t, e)) for t in types for e in ("inferd", "llama.cpp")]
     runs = "-".join(map(str, sorted({min(c for c in counts if c), max(counts)}))) if any(counts) else "0"
     print()
     print(f"threads {threads}{which}: tokens/s, median of {runs} runs each (ratio = inferd / llama.cpp); probe: "
-          "inferd's memory-read probe; % probe: tg32 x file size over it; others: median cores used by other "
+          "inferd's memory-read probe; % probe: tg32 x the bytes a token reads (active GB) over it; others: median cores used by other "
           "processes during the runs (inferd / llama.cpp)")
     print()
-    print("| type | size GB | inferd pp128 | llama.cpp pp128 | ratio | inferd tg32 | llama.cpp tg32 | ratio "
+    print("| type | size GB | active GB | inferd pp128 | llama.cpp pp128 | ratio | inferd tg32 | llama.cpp tg32 | ratio "
           "| probe GB/s | inferd % probe | llama.cpp % probe | others |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for t in types:
         mine = [s for s in ok if s["type"] == t and s["engine"] == "inferd"]
         theirs = [s for s in ok if s["type"] == t and s["engine"] == "llama.cpp"]
@@ -397,14 +484,15 @@ def print_table(types, ok, threads, which):
         lp, lt = median(s["pp128"] for s in theirs), median(s["tg32"] for s in theirs)
         probe = median(s["probe_gbps"] for s in mine)
         size = (mine or theirs)[0]["model_bytes"]
+        reads = active.get(t) or size
 
         def ratio(a, b):
             return None if a is None or not b else a / b
 
         def pct(tg):
-            return None if tg is None or not probe else tg * size / 1e9 / probe * 100
+            return None if tg is None or not probe else tg * reads / 1e9 / probe * 100
 
-        print(f"| {t} | {size / 1e9:.2f} | {fmt(ip)} | {fmt(lp)} | {fmt(ratio(ip, lp))} | {fmt(it)} | {fmt(lt)} "
+        print(f"| {t} | {size / 1e9:.2f} | {reads / 1e9:.2f} | {fmt(ip)} | {fmt(lp)} | {fmt(ratio(ip, lp))} | {fmt(it)} | {fmt(lt)} "
               f"| {fmt(ratio(it, lt))} | {fmt(probe, 1)} | {fmt(pct(it), 0)} | {fmt(pct(lt), 0)} "
               f"| {fmt(median(s['others_cores'] for s in mine), 1)} / "
               f"{fmt(median(s['others_cores'] for s in theirs), 1)} |")
@@ -432,6 +520,8 @@ def main():
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", default="/work/bigmodels", help="where the model files go (not the repository)")
+    p.add_argument("--shape", default="1.7b", help="1.7b (SmolLM2-1.7B, llama) or a3b (Qwen3-30B-A3B's layers, qwen3moe)")
+    p.add_argument("--layers", type=int, help="layers of the shape (default: 24 for 1.7b, 8 for a3b)")
     p.add_argument("--types", default=DEFAULT_TYPES, help=f"llama-quantize types (default {DEFAULT_TYPES})")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--rounds", type=int, default=3)
@@ -449,6 +539,7 @@ def main():
     if args.report:
         report(args.report)
         return
+    args.shape = shape_named(args.shape, args.layers)
     args.types = [t for t in args.types.split(",") if t]
     args.threads = [int(t) for t in args.threads.split(",") if t]
     build = os.path.join(args.llama, "llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin")

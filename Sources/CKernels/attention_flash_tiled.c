@@ -29,43 +29,6 @@
 // Query rows of one token block in a chunk: the key and value tiles, converted once, serve them.
 #define CK_FA_TOKENS 16
 
-// 2^e for -126 <= e <= 127, from its bits.
-static inline __attribute__((always_inline)) float pow2i(int e) {
-    const uint32_t bits = (uint32_t)(e + 127) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-// ggml_v_expf (AVX-512 form), one lane. fnmadd(a, b, c) is fmaf(-a, b, c); scalef(j, n) is
-// j * 2^n for the integral n it gets here.
-static inline __attribute__((always_inline)) float expf_ggml512(float x) {
-    const float r = 0x1.8p23f;
-    const float z = fmaf(x, 0x1.715476p+0f, r);
-    const float n = z - r;
-    if (!(fabsf(n) <= 192.0f)) return n <= 0.0f ? 0.0f : INFINITY;
-    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    const float u = b * b;
-    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
-                         fmaf(0x1.ffffecp-1f, b, 1.0f));
-    // j * 2^n in two power-of-two products, the first exact (|n| <= 192 keeps both factors
-    // normal), so only the second rounds, as scalef rounds once.
-    const int ni = (int)n, na = ni / 2, nb = ni - na;
-    const float sa = pow2i(na), sb = pow2i(nb);
-    const float half = j * sa;
-    return half * sb;
-}
-
-// _mm512_reduce_add_ps of 16 values: high 8 + low 8, high 4 + low 4, then (0 + 2) + (1 + 3).
-static inline __attribute__((always_inline)) float reduce16(const float *v) {
-    float t3[8], t6[4];
-    for (int l = 0; l < 8; l++) t3[l] = v[l + 8] + v[l];
-    for (int l = 0; l < 4; l++) t6[l] = t3[l + 4] + t3[l];
-    const float a = t6[0] + t6[2];
-    const float b = t6[1] + t6[3];
-    return a + b;
-}
-
 typedef struct {
     const ck_attention_args *p;
     int token_blocks;
@@ -194,9 +157,9 @@ static inline __attribute__((always_inline)) void tiled_block(const ck_attention
                 S[r] *= ms;
             }
             M[r] = m_new;
-            for (int j = 0; j < CK_FA_TILE; j++) s[j] = expf_ggml512(s[j] - m_new);
+            for (int j = 0; j < CK_FA_TILE; j++) s[j] = ck_expf_ggml512(s[j] - m_new);
             double sum = 0.0;
-            for (int l = 0; l < CK_FA_TILE; l += 16) sum += (double)reduce16(s + l);
+            for (int l = 0; l < CK_FA_TILE; l += 16) sum += (double)ck_reduce16(s + l);
             S[r] = (float)((double)S[r] + sum);
             accumulate_values(s, vt, hd, a);
         }

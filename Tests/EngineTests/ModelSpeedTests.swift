@@ -58,7 +58,9 @@ struct ModelSpeedTests {
         let l2Output = WeightMatrix(
             name: "token_embd (first 1024 rows)", type: model.output.type, columns: model.output.columns, rows: 1024,
             data: model.output.data, rowBytes: model.output.rowBytes)
-        for w in [model.layers[0].gate, model.layers[0].down, l2Output, model.output] {
+        for w in [
+            model.layers[0].feedForward.dense!.gate, model.layers[0].feedForward.dense!.down, l2Output, model.output,
+        ] {
             let n = 1
             var x = [Float](repeating: 0.5, count: w.columns * n)
             for i in x.indices { x[i] = Float(i % 17) - 8 }

@@ -473,6 +473,20 @@ void ck_rows_glu(ck_pool *pool, int kind, const float *gate, const float *up, fl
 /// y += x over n rows of width.
 void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width);
 
+// MARK: - Mixture of experts (experts.c)
+
+enum { CK_GATING_SOFTMAX = 0, CK_GATING_SIGMOID = 1 };
+/// For each of n tokens, its router logits ([n × n_expert]) to the k experts it uses: ids
+/// ([n × k], the most probable first) and their weights ([n × k]), the probabilities (softmax as
+/// ggml computes it, or sigmoid: `gating`), divided by their sum when `normalize`. probs: scratch
+/// of n_expert floats.
+void ck_moe_route(const float *logits, int n, int n_expert, int k, int gating, int normalize, float *probs,
+                  int32_t *ids, float *weights);
+/// out[t] = Σ_j expert_out[t][j] · weights[t][j] over j = 0..<k in that order (each product
+/// rounded, then added: llama.cpp's mul by the weights and its chain of adds). expert_out:
+/// [n × k × width], out: [n × width].
+void ck_moe_combine(const float *expert_out, const float *weights, int n, int k, int width, float *out);
+
 /// One sequence's new rows: RoPE (ck_rope_ext) on the query and key heads of each row t at
 /// position pos0 + t, then its keys and values as fp16 into the caches' rows pos0 + t.
 typedef struct {

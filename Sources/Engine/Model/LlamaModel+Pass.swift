@@ -121,18 +121,25 @@ extension LlamaModel {
             rmsNorm(x, layer.ffnNorm, into: xn, n: n, width: dim)
             dumpTensor("sa_out-\(l)", x, count: n * dim)
             dumpTensor("ffn_norm-\(l)", xn, count: n * dim)
-            let ffnOrders = l == layers.count - 1 && scored == nil ? lastFFN : orders
-            var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
-            matmul(
-                Product(weights: layer.gate, out: gateOut, ldy: ffn), Product(weights: layer.up, out: upOut, ldy: ffn),
-                activations: &ffnActivations)
-            ck_rows_glu(pool.raw, arch.activation.kernelKind, gateOut, upOut, act, Int32(n), Int32(ffn))
-            dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
-            dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
-            dumpTensor("\(arch.activation.tensorName)-\(l)", act, count: n * ffn)
-            var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
-            matmul(layer.down, &downActivations, into: proj, ldy: dim)
-            dumpTensor("ffn_out-\(l)", proj, count: n * dim)
+            let lastLayer = l == layers.count - 1 && scored == nil
+            switch layer.feedForward {
+            case .dense(let gate, let up, let down):
+                let ffnOrders = lastLayer ? lastFFN : orders
+                var ffnActivations = PreparedActivations(source: xn, n: n, columns: dim, orders: ffnOrders)
+                matmul(
+                    Product(weights: gate, out: gateOut, ldy: ffn), Product(weights: up, out: upOut, ldy: ffn),
+                    activations: &ffnActivations)
+                ck_rows_glu(pool.raw, arch.activation.kernelKind, gateOut, upOut, act, Int32(n), Int32(ffn))
+                dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
+                dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
+                dumpTensor("\(arch.activation.tensorName)-\(l)", act, count: n * ffn)
+                var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
+                matmul(down, &downActivations, into: proj, ldy: dim)
+                dumpTensor("ffn_out-\(l)", proj, count: n * dim)
+            case .experts(let experts):
+                expertFeedForward(experts, segments, rows: n, orders: orders, logitRowsOnly: lastLayer, into: proj)
+                dumpTensor("ffn_moe_out-\(l)", proj, count: n * dim)
+            }
             if let norm = layer.postFFNNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             dumpTensor("ffn_post_norm-\(l)", proj, count: n * dim)
             ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))

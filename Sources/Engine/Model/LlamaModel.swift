@@ -30,7 +30,17 @@ public final class LlamaModel: @unchecked Sendable {
     public let kvCacheType: KVCacheType
 
     struct Layer {
-        var matrices: [WritableKeyPath<Layer, WeightMatrix>] { [\.wq, \.wk, \.wv, \.wo, \.gate, \.up, \.down] }
+        /// Every weight matrix of the layer (the experts' among them).
+        var matrices: [WeightMatrix] { [wq, wk, wv, wo] + feedForward.matrices }
+
+        /// Runs `body` on every weight matrix of the layer in place (the interleaver's copies).
+        mutating func updateMatrices(_ body: (inout WeightMatrix) -> Void) {
+            body(&wq)
+            body(&wk)
+            body(&wv)
+            body(&wo)
+            feedForward.updateMatrices(body)
+        }
 
         let attentionNorm: [Float]
         var wq: WeightMatrix
@@ -47,9 +57,7 @@ public final class LlamaModel: @unchecked Sendable {
         /// RMSNorm on the attention output before the residual add (`Architecture.postNorms`).
         let postAttentionNorm: [Float]?
         let ffnNorm: [Float]
-        var gate: WeightMatrix
-        var up: WeightMatrix
-        var down: WeightMatrix
+        var feedForward: FeedForward
         /// RMSNorm on the feed-forward output before the residual add (`Architecture.postNorms`).
         let postFFNNorm: [Float]?
         /// Positions this layer attends to (its own included), 0 for all of them.
@@ -97,6 +105,8 @@ public final class LlamaModel: @unchecked Sendable {
     /// [3 × maxPassTokens]: each row's CK_ORDER_* flags in a pass, then as many zeros (rows alone),
     /// then the last layer's feed-forward orders (the rows wanting logits alone).
     let rowOrders: UnsafeMutablePointer<UInt8>
+    /// The mixture-of-experts step's buffers (nil for a dense model).
+    let expertScratch: ExpertScratch?
     /// Where each pass writes its tensors (`INFERD_DUMP_TENSORS`), or nil.
     let tensorDumpDirectory: String? = LlamaModel.tensorDumpDirectoryFromEnvironment()
     private var allocations: [UnsafeMutableRawPointer] = []
@@ -143,6 +153,15 @@ public final class LlamaModel: @unchecked Sendable {
             func vector(_ name: String, _ count: Int, if present: Bool = true) throws -> [Float]? {
                 present ? try VectorLoader.load(gguf: gguf, name: p + name, count: count) : nil
             }
+            func feedForward() throws -> FeedForward {
+                if let gating = arch.expertGating, let experts = config.experts {
+                    return .experts(
+                        try ExpertFeedForward(gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating))
+                }
+                return .dense(
+                    gate: try matrix("ffn_gate", dim, ffn), up: try matrix("ffn_up", dim, ffn),
+                    down: try matrix("ffn_down", ffn, dim))
+            }
             let sliding = arch.isSlidingWindowLayer(i) && config.slidingWindow > 0
             layers.append(
                 Layer(
@@ -158,9 +177,7 @@ public final class LlamaModel: @unchecked Sendable {
                     wo: try matrix("attn_output", qDim, dim),
                     postAttentionNorm: try vector("post_attention_norm.weight", dim, if: arch.postNorms),
                     ffnNorm: try VectorLoader.load(gguf: gguf, name: p + "ffn_norm.weight", count: dim),
-                    gate: try matrix("ffn_gate", dim, ffn),
-                    up: try matrix("ffn_up", dim, ffn),
-                    down: try matrix("ffn_down", ffn, dim),
+                    feedForward: try feedForward(),
                     postFFNNorm: try vector("post_ffw_norm.weight", dim, if: arch.postNorms),
                     window: sliding ? config.slidingWindow : 0,
                     ropeBase: sliding ? arch.slidingWindowRopeBase ?? config.ropeFreqBase : config.ropeFreqBase))
@@ -181,7 +198,7 @@ public final class LlamaModel: @unchecked Sendable {
         self.layers = layers
         self.output = output
         let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
-        let types = layers.flatMap { layer in layer.matrices.map { layer[keyPath: $0].type } } + [output.type]
+        let types = Set(layers.flatMap { $0.matrices.map(\.type) } + [output.type])
         hasBatchOrders = types.contains { kQuants.contains($0) }
         self.threads = max(1, threads)
         // A draft model runs between its target's passes on the same thread, never beside them:
@@ -206,6 +223,7 @@ public final class LlamaModel: @unchecked Sendable {
         gateOut = floats(b * ffn)
         upOut = floats(b * ffn)
         act = floats(b * ffn)
+        expertScratch = config.experts.map { ExpertScratch(rows: b, experts: $0.count, used: $0.used, width: dim) }
         // Per thread: a prompt tile's queries, scores and weights over the whole context, or a
         // decode unit's lane sums (ckernels.h). Not zero-filled: the kernels write before they
         // read, and a short context leaves most of a long one's pages untouched and not resident.

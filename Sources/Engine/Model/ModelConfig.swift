@@ -26,6 +26,8 @@ public struct ModelConfig: Sendable, Equatable {
     public var slidingWindow: Int
     /// The factor on the query–key products.
     public var attentionScale: Float
+    /// The mixture-of-experts feed-forward's sizes; nil for a dense one.
+    public var experts: Experts?
 
     /// Width of the query projection and of the attention output.
     public var queryDim: Int { headCount * headDim }
@@ -45,7 +47,16 @@ public struct ModelConfig: Sendable, Equatable {
         }
         embeddingLength = try int("embedding_length")
         blockCount = try int("block_count")
-        feedForwardLength = try int("feed_forward_length")
+        if architecture.expertGating != nil {
+            // The layers have experts only; a dense width, where the file has one, is unused.
+            let e = try Self.readExperts(
+                gguf: gguf, prefix: prefix, denseWidth: gguf.optionalInt(prefix + "feed_forward_length"))
+            experts = e
+            feedForwardLength = e.feedForwardLength
+        } else {
+            experts = nil
+            feedForwardLength = try int("feed_forward_length")
+        }
         headCount = try int("attention.head_count")
         headCountKV = gguf.optionalInt(prefix + "attention.head_count_kv") ?? headCount
         trainedContextLength = try int("context_length")

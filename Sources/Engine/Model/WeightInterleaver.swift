@@ -16,7 +16,7 @@ enum WeightInterleaver {
     ) -> UnsafeMutableRawBufferPointer? {
         var total = output.interleavedByteCount
         for layer in layers {
-            for path in layer.matrices { total += layer[keyPath: path].interleavedByteCount }
+            for matrix in layer.matrices { total += matrix.interleavedByteCount }
         }
         guard total > 0 else { return nil }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: total, alignment: 64)
@@ -29,7 +29,7 @@ enum WeightInterleaver {
             release(matrix.data, byteCount: matrix.rows * matrix.rowBytes)
         }
         for i in layers.indices {
-            for path in layers[i].matrices { place(&layers[i][keyPath: path]) }
+            layers[i].updateMatrices { place(&$0) }
         }
         place(&output)
         return buffer

@@ -48,11 +48,14 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     /// the answers follow every rounding. The other families keep the non-flash arithmetic their
     /// references were made with.
     public var flashAttentionRows: Bool = false
+    /// A mixture of experts in place of the dense feed-forward, weighed as this says
+    /// (`{arch}.expert_count` experts of `{arch}.expert_feed_forward_length`); nil: dense.
+    public var expertGating: ExpertGating? = nil
 
     public var description: String { name }
 
     /// The families the engine runs, by `general.architecture`.
-    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .gemma3]
+    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .qwen3moe, .gemma3]
 
     /// The recipe for `general.architecture`, or nil for a family the engine does not run.
     public static func named(_ name: String) -> Architecture? {
