@@ -475,7 +475,7 @@ void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width);
 
 // MARK: - Mixture of experts (experts.c)
 
-enum { CK_GATING_SOFTMAX = 0, CK_GATING_SIGMOID = 1 };
+enum { CK_GATING_SOFTMAX = 0, CK_GATING_SIGMOID = 1, CK_GATING_SOFTMAX_WEIGHT = 2 };
 /// For each of n tokens, its router logits ([n × n_expert]) to the k experts it uses: ids
 /// ([n × k], the most probable first) and their weights ([n × k]), the probabilities (softmax as
 /// ggml computes it, or sigmoid: `gating`), divided by their sum when `normalize`. probs: scratch

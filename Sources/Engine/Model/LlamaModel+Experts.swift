@@ -55,6 +55,7 @@ extension LlamaModel {
         var routerActivations = PreparedActivations(
             source: input, n: m, columns: dim, orders: UnsafePointer(s.rowOrders))
         matmul(ffn.router, &routerActivations, into: s.logits, ldy: count)
+        if let biases = ffn.biases { addBias(biases.router, to: s.logits, n: m, width: count) }
         ck_moe_route(
             s.logits, Int32(m), Int32(count), Int32(k), ffn.gating.kernelGating, ffn.gating.normalizesChosen ? 1 : 0,
             s.probabilities, s.ids, s.weights)
@@ -76,7 +77,7 @@ extension LlamaModel {
 
         // Each chosen expert over its rows: gate and up, the activation, down; every row's
         // result to its slot.
-        let gelu: Int32 = config.architecture.activation == .geluTanh ? 1 : 0
+        let activation = config.architecture.activation.kernelKind
         for e in 0..<count where s.counts[e] > 0 {
             let c = s.counts[e]
             let list = s.slots + s.starts[e]
@@ -88,10 +89,15 @@ extension LlamaModel {
                 Product(weights: ffn.gate[e], out: gateOut, ldy: width),
                 Product(weights: ffn.up[e], out: upOut, ldy: width),
                 activations: &activations)
-            ck_rows_glu(pool.raw, gelu, gateOut, upOut, act, Int32(c), Int32(width))
+            if let biases = ffn.biases {
+                addBias(biases.gate[e], to: gateOut, n: c, width: width)
+                addBias(biases.up[e], to: upOut, n: c, width: width)
+            }
+            ck_rows_glu(pool.raw, activation, gateOut, upOut, act, Int32(c), Int32(width))
             var downActivations = PreparedActivations(
                 source: act, n: c, columns: width, orders: UnsafePointer(s.expertOrders))
             matmul(ffn.down[e], &downActivations, into: s.expertDown, ldy: dim)
+            if let biases = ffn.biases { addBias(biases.down[e], to: s.expertDown, n: c, width: dim) }
             for r in 0..<c { (s.slotOutputs + list[r] * dim).update(from: s.expertDown + r * dim, count: dim) }
         }
 

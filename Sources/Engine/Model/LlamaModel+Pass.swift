@@ -71,48 +71,54 @@ extension LlamaModel {
             dumpTensor("Qcur_normed-\(l)", q, count: n * qDim)
             dumpTensor("Kcur_normed-\(l)", k, count: n * kvDim)
             // RoPE and the new keys and values into each sequence's cache, then every sequence's
-            // attention in one pool task.
-            withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
-                for (i, segment) in segments.enumerated() {
-                    let offset = segment.row
-                    let kCache = segment.cache.keys(layer: l)
-                    let vCache = segment.cache.values(layer: l)
-                    let pos0 = segment.cache.count
-                    let rows = segment.tokens.count
-                    ropeAndCache(
-                        q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
-                        position: pos0, base: layer.ropeBase, keys: kCache, values: vCache)
-                    list.initializeElement(
-                        at: i,
-                        to: ck_attention_args(
-                            q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
-                            kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
-                            head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                            scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
-                            scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window),
-                            call_rows: Int32(segment.microBatch), sinks: nil)
-                    )
+            // attention in one pool task (with the layer's sink logits, where it has them).
+            let sinkValues = layer.sinks ?? []
+            sinkValues.withUnsafeBufferPointer { sinkBuffer in
+                let sinks = layer.sinks == nil ? nil : sinkBuffer.baseAddress
+                withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
+                    for (i, segment) in segments.enumerated() {
+                        let offset = segment.row
+                        let kCache = segment.cache.keys(layer: l)
+                        let vCache = segment.cache.values(layer: l)
+                        let pos0 = segment.cache.count
+                        let rows = segment.tokens.count
+                        ropeAndCache(
+                            q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
+                            position: pos0, base: layer.ropeBase, keys: kCache, values: vCache)
+                        list.initializeElement(
+                            at: i,
+                            to: ck_attention_args(
+                                q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
+                                kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
+                                head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
+                                scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
+                                scratch: attnScratch, scratch_stride: Int32(attnScratchStride),
+                                window: Int32(layer.window),
+                                call_rows: Int32(segment.microBatch), sinks: sinks)
+                        )
+                    }
+                    if let stage = kvStage {
+                        attendQuantized(list, segments, stage: stage)
+                        return
+                    }
+                    // Architectures whose references ran llama.cpp's flash attention get its
+                    // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
+                    // KV view of 512+ cells split over its threads (here ours); else row by row.
+                    var rest = 0
+                    for i in 0..<segments.count {
+                        if attendFlash(list[i], microBatch: segments[i].microBatch) { continue }
+                        list.swapAt(rest, i)
+                        rest += 1
+                    }
+                    if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
                 }
-                if let stage = kvStage {
-                    attendQuantized(list, segments, stage: stage)
-                    return
-                }
-                // Architectures whose references ran llama.cpp's flash attention get its
-                // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
-                // KV view of 512+ cells split over its threads (here ours); else row by row.
-                var rest = 0
-                for i in 0..<segments.count {
-                    if attendFlash(list[i], microBatch: segments[i].microBatch) { continue }
-                    list.swapAt(rest, i)
-                    rest += 1
-                }
-                if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
             var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim, orders: orders)
             dumpTensor("Qcur-\(l)#2", q, count: n * qDim)
             dumpTensor("Kcur-\(l)#2", k, count: n * kvDim)
             dumpTensor("kqv_out-\(l)", attn, count: n * qDim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
+            addBias(layer.oBias, to: proj, n: n, width: dim)
             if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             dumpTensor("attn_post_norm-\(l)", proj, count: n * dim)
             ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))

@@ -54,6 +54,10 @@ public final class LlamaModel: @unchecked Sendable {
         let qNorm: [Float]?
         let kNorm: [Float]?
         var wo: WeightMatrix
+        /// The output projection's bias (`Architecture.outputBias`).
+        let oBias: [Float]?
+        /// One sink logit per query head (`Architecture.attentionSinks`).
+        let sinks: [Float]?
         /// RMSNorm on the attention output before the residual add (`Architecture.postNorms`).
         let postAttentionNorm: [Float]?
         let ffnNorm: [Float]
@@ -156,7 +160,9 @@ public final class LlamaModel: @unchecked Sendable {
             func feedForward() throws -> FeedForward {
                 if let gating = arch.expertGating, let experts = config.experts {
                     return .experts(
-                        try ExpertFeedForward(gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating))
+                        try ExpertFeedForward(
+                            gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating,
+                            withBiases: arch.expertBiases))
                 }
                 return .dense(
                     gate: try matrix("ffn_gate", dim, ffn), up: try matrix("ffn_up", dim, ffn),
@@ -175,8 +181,11 @@ public final class LlamaModel: @unchecked Sendable {
                     qNorm: try vector("attn_q_norm.weight", config.headDim, if: arch.queryKeyNorms),
                     kNorm: try vector("attn_k_norm.weight", config.headDim, if: arch.queryKeyNorms),
                     wo: try matrix("attn_output", qDim, dim),
+                    oBias: try vector("attn_output.bias", dim, if: arch.outputBias),
+                    sinks: try vector("attn_sinks.weight", config.headCount, if: arch.attentionSinks),
                     postAttentionNorm: try vector("post_attention_norm.weight", dim, if: arch.postNorms),
-                    ffnNorm: try VectorLoader.load(gguf: gguf, name: p + "ffn_norm.weight", count: dim),
+                    ffnNorm: try VectorLoader.load(
+                        gguf: gguf, name: p + arch.feedForwardNormTensor + ".weight", count: dim),
                     feedForward: try feedForward(),
                     postFFNNorm: try vector("post_ffw_norm.weight", dim, if: arch.postNorms),
                     window: sliding ? config.slidingWindow : 0,

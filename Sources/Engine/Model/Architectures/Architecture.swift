@@ -51,11 +51,20 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     /// A mixture of experts in place of the dense feed-forward, weighed as this says
     /// (`{arch}.expert_count` experts of `{arch}.expert_feed_forward_length`); nil: dense.
     public var expertGating: ExpertGating? = nil
+    /// A bias on the attention output (`attn_output.bias`; gpt-oss).
+    public var outputBias: Bool = false
+    /// One sink logit per query head (`attn_sinks.weight`) in the attention softmax (gpt-oss).
+    public var attentionSinks: Bool = false
+    /// The tensor of the RMSNorm before the feed-forward (`blk.N.<name>.weight`): `ffn_norm`, or
+    /// gpt-oss's `post_attention_norm`.
+    public var feedForwardNormTensor: String = "ffn_norm"
+    /// Biases on the router's logits and on each expert's three products (gpt-oss).
+    public var expertBiases: Bool = false
 
     public var description: String { name }
 
     /// The families the engine runs, by `general.architecture`.
-    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .qwen3moe, .gemma3]
+    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .qwen3moe, .gemma3, .gptOSS]
 
     /// The recipe for `general.architecture`, or nil for a family the engine does not run.
     public static func named(_ name: String) -> Architecture? {
