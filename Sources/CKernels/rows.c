@@ -201,7 +201,14 @@ void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width) {
 static void rope_row(const ck_rope_kv_args *a, int t) {
     float cs[2 * CK_MAX_HEAD_DIM];
     ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors, a->yarn);
-    ck_rope_apply(a->q + (size_t)t * a->q_stride, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
+    float *q = a->q + (size_t)t * a->q_stride;
+    ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
+    if (a->q_scale != NULL) {
+        // The attention temperature (per position) or a scale before attention, in f32 after
+        // RoPE, as llama.cpp multiplies Qcur.
+        const float s = a->q_scale[t];
+        for (int i = 0; i < a->n_head * a->head_dim; i++) q[i] *= s;
+    }
     ck_rope_apply(a->k + (size_t)t * a->kv_stride, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
 }
 

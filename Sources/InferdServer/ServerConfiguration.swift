@@ -273,7 +273,7 @@ extension ServerConfiguration {
             \.ui),
         str(
             "chat_template",
-            "Chat template instead of the model's: chatml, llama3, gemma, qwen, or @/path/template.jinja. Empty: the model's own.",
+            "Chat template instead of the model's: chatml, llama3, gemma, qwen, phi3, or @/path/template.jinja. Empty: the model's own.",
             \.chatTemplate, optional: true),
         choice(
             "tool_call_format",

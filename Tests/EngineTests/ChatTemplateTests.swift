@@ -92,7 +92,9 @@ import Testing
         let text = "{% for m in messages %}[{{ m.content }}]{% endfor %}"
         let custom = try #require(try ChatTemplate.resolve(override: text, modelTemplate: model, tokenizer: tokenizer))
         #expect(try custom.renderText([ChatMessage(role: .user, content: "x")]) == "[x]")
-        #expect(throws: ChatTemplateError.unknownBuiltIn("vicuna", known: ["chatml", "gemma", "llama3", "qwen"])) {
+        #expect(
+            throws: ChatTemplateError.unknownBuiltIn("vicuna", known: ["chatml", "gemma", "llama3", "phi3", "qwen"])
+        ) {
             try ChatTemplate.resolve(override: "vicuna", modelTemplate: model, tokenizer: tokenizer)
         }
         #expect("\(ChatTemplateError.missingTemplate)".contains("chat_template"))

@@ -165,7 +165,8 @@ struct KVCacheQ8Tests {
                                     n_kv_head: Int32(nKV), head_dim: Int32(hd), n_rot: Int32(hd), pos0: Int32(pos0),
                                     n_tokens: Int32(n), base: 10000, freq_scale: 1, freq_factors: nil, halves: 1,
                                     k_cache: kcb.baseAddress!.assumingMemoryBound(to: UInt16.self),
-                                    v_cache: vcb.baseAddress!.assumingMemoryBound(to: UInt16.self), yarn: nil)
+                                    v_cache: vcb.baseAddress!.assumingMemoryBound(to: UInt16.self), yarn: nil,
+                                    q_scale: nil)
                                 if q8 {
                                     ck_rows_rope_kv_q8_0(pool.raw, &args)
                                 } else {

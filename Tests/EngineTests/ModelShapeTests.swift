@@ -39,6 +39,10 @@ struct ModelShapeTests {
         // F32, and llama-quantize's MXFP4_MOE (make_tiny_gptoss.py gptoss)
         ("gptoss-e4-k1", .gptOSS), ("gptoss-e8-k2", .gptOSS), ("gptoss-e32-k4", .gptOSS),
         ("gptoss-e8-k2-mxfp4", .gptOSS),
+        // Issue #38's dense families (make_tiny_dense.py, scripts/make-dense-references.sh).
+        ("smollm3-hd16-gqa2", .smollm3), ("smollm3-hd8-gqa4", .smollm3), ("phi3-hd32-gqa1", .phi3),
+        ("phi3-hd16-gqa2-longrope", .phi3), ("phi3-hd24-rot16-short", .phi3), ("mistral3-hd32-gqa4-yarn", .mistral3),
+        ("mistral3-hd8-gqa2", .mistral3),
     ]
 
     /// The model and its reference, with the reference's cases as both greedy and logits cases.
@@ -95,7 +99,7 @@ struct ModelShapeTests {
         }
         #expect(headWidths.isSuperset(of: [8, 12, 16, 24, 40, 48, 128, 256]))
         #expect(ratios.isSuperset(of: [1, 2, 3, 4, 8]))
-        #expect(layers == [1, 2, 3, 4])
+        #expect(layers.isSuperset(of: [1, 2, 3, 4]))
         #expect(narrowOrWide >= 5)
     }
 }

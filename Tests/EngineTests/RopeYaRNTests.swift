@@ -92,11 +92,11 @@ import Testing
         #expect(qwen3.ropeScaling.extFactor == 1)
         #expect(qwen3.ropeScaling.freqScale == Float(1) / 32)
         #expect(qwen3.ropeScaling.originalContext == 16)
-        #expect(abs(qwen3.ropeScaling.attentionFactor - 0.9) < 1e-6)
+        #expect(abs(qwen3.ropeScaling.attnFactor - 0.9) < 1e-6)
         let llama = try ModelConfig(
             gguf: try GGUFFile(path: root.appendingPathComponent("llama-yarn-hd32-gqa2.gguf").path))
-        #expect(abs(llama.ropeScaling.attentionFactor - 1) < 1e-6)
+        #expect(abs(llama.ropeScaling.attnFactor - 1) < 1e-6)
         let plain = try ModelConfig(gguf: try GGUFFile(path: root.appendingPathComponent("qwen2-hd8-gqa8.gguf").path))
-        #expect(plain.ropeScaling.extFactor == 0 && plain.ropeScaling.attentionFactor == 1)
+        #expect(plain.ropeScaling.extFactor == 0 && plain.ropeScaling.attnFactor == 1)
     }
 }

@@ -510,8 +510,13 @@ typedef struct {
     int halves;
     uint16_t *k_cache;
     uint16_t *v_cache;
-    /// YaRN and the attention factor (ck_rope_ext_yarn), or NULL: none.
+    /// YaRN and the attention factor (ck_rope_ext_yarn; the correction dimensions from this
+    /// call's base, so a layer with its own base gets its own), or NULL: none.
     const ck_rope_yarn *yarn;
+    /// n_tokens factors each row's query is multiplied by after RoPE (an attention temperature,
+    /// or the attention scale applied before the products), or NULL. n_rot 0 rotates nothing (a
+    /// layer without rotary positions).
+    const float *q_scale;
 } ck_rope_kv_args;
 void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args);
 /// The same, with k_cache and v_cache pointing at q8_0 caches (kv_cache_type q8_0): each

@@ -33,7 +33,7 @@ public final class InferenceEngine: Sendable {
     /// `admission` bounds how many generations run and wait; `metrics` receives its series;
     /// `contextLimit` caps the context (the `context_length` setting; nil: the model's own).
     /// `chatTemplate` overrides the model's chat template: a built-in name (`chatml`, `llama3`,
-    /// `gemma`, `qwen`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
+    /// `gemma`, `qwen`, `phi3`) or Jinja text. `kvCacheType` is how KV caches store keys and values.
     /// `prefixCacheMiB` is the memory kept for finished requests' KV caches, from which new
     /// prompts that share their prefixes start (`PrefixCache`; 0 turns it off).
     /// `speculativeLookup` is how many tokens prompt lookup drafts per decode step for

@@ -84,14 +84,16 @@ extension LlamaModel {
                         let rows = segment.tokens.count
                         ropeAndCache(
                             q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
-                            position: pos0, base: layer.ropeBase, keys: kCache, values: vCache)
+                            position: pos0, base: layer.ropeBase, rotates: arch.usesRope(layer: l), keys: kCache,
+                            values: vCache)
                         list.initializeElement(
                             at: i,
                             to: ck_attention_args(
                                 q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
                                 kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
                                 head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                                scale: c.attentionScale, out: attn + offset * qDim, out_stride: Int32(qDim),
+                                scale: arch.scalesQueryBeforeAttention ? 1 : c.attentionScale,
+                                out: attn + offset * qDim, out_stride: Int32(qDim),
                                 scratch: attnScratch, scratch_stride: Int32(attnScratchStride),
                                 window: Int32(layer.window),
                                 call_rows: Int32(segment.microBatch), sinks: sinks)
@@ -242,23 +244,28 @@ extension LlamaModel {
     }
 
     /// RoPE on the query and key heads of `rows` new rows of one sequence (row t at `position` +
-    /// t), in the architecture's pairing with the model's frequency factors and linear scaling,
-    /// then their keys and values into the cache's rows from `position` (f16, or q8_0 blocks with
-    /// a q8_0 cache). Over the pool.
+    /// t), in the architecture's pairing with the model's frequency factors and scaling (linear,
+    /// YaRN, LongRoPE's factor; none on a layer that does not `rotate`), the query then multiplied
+    /// by the attention temperature or scale where the family does so, then their keys and values
+    /// into the cache's rows from `position` (f16, or q8_0 blocks with a q8_0 cache). Over the pool.
     func ropeAndCache(
         q: UnsafeMutablePointer<Float>, k: UnsafeMutablePointer<Float>, v: UnsafePointer<Float>, rows: Int,
-        position: Int, base: Float, keys: UnsafeMutablePointer<UInt16>, values: UnsafeMutablePointer<UInt16>
+        position: Int, base: Float, rotates: Bool = true, keys: UnsafeMutablePointer<UInt16>,
+        values: UnsafeMutablePointer<UInt16>
     ) {
         let c = config
-        let yarn = c.ropeScaling.kernelArguments
-        func run(_ factors: UnsafePointer<Float>?) {
+        let scaling = c.ropeScaling
+        let yarn = scaling.kernelArguments
+        func run(_ factors: UnsafePointer<Float>?, _ queryScales: UnsafePointer<Float>?) {
             withUnsafePointer(to: yarn) { yarn in
                 var args = ck_rope_kv_args(
                     q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v,
-                    kv_stride: Int32(c.kvDim), n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
-                    n_rot: Int32(c.ropeDimensionCount), pos0: Int32(position), n_tokens: Int32(rows), base: base,
-                    freq_scale: c.ropeFreqScale, freq_factors: factors,
-                    halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys, v_cache: values, yarn: yarn)
+                    kv_stride: Int32(c.kvDim),
+                    n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
+                    n_rot: rotates ? Int32(c.ropeDimensionCount) : 0, pos0: Int32(position), n_tokens: Int32(rows),
+                    base: base, freq_scale: c.ropeFreqScale, freq_factors: factors,
+                    halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys, v_cache: values,
+                    yarn: yarn, q_scale: queryScales)
                 if kvCacheType == .q8_0 {
                     ck_rows_rope_kv_q8_0(pool.raw, &args)
                 } else {
@@ -266,10 +273,21 @@ extension LlamaModel {
                 }
             }
         }
-        if let factors = ropeFrequencyFactors {
-            factors.withUnsafeBufferPointer { run($0.baseAddress) }
-        } else {
-            run(nil)
+        func withFactors(_ queryScales: UnsafePointer<Float>?) {
+            if let factors = ropeFrequencyFactors {
+                factors.withUnsafeBufferPointer { run($0.baseAddress, queryScales) }
+            } else {
+                run(nil, queryScales)
+            }
+        }
+        let temperature = scaling.temperatureScale != 0
+        guard temperature || c.architecture.scalesQueryBeforeAttention else { return withFactors(nil) }
+        // One factor per row (on the stack: at most a pass's rows).
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: rows) { scales in
+            for t in 0..<rows {
+                scales[t] = temperature ? scaling.temperature(at: position + t) : c.attentionScale
+            }
+            withFactors(UnsafePointer(scales.baseAddress))
         }
     }
 

@@ -2,7 +2,8 @@ import CKernels
 import Foundation
 
 /// A decoder-only transformer of one of the supported families (`Architecture`: Llama, Qwen 2,
-/// Qwen 3, Gemma 3) whose weights stay in the mapped GGUF file.
+/// Qwen 3, Qwen 3 MoE, Gemma 3, SmolLM3, Phi-3, Mistral 3, gpt-oss) whose weights stay in the
+/// mapped GGUF file.
 ///
 /// Numerics follow llama.cpp on CPU: activations are quantized into the form each weight type's
 /// dot product takes (Q8_0, Q8_1 or Q8_K: `GGMLType.activationForm`) before each matrix product,
@@ -131,6 +132,7 @@ public final class LlamaModel: @unchecked Sendable {
     ) throws {
         let config = try ModelConfig(gguf: gguf, contextLimit: contextLimit)
         let arch = config.architecture
+        try Self.refuseUnsupportedParts(gguf, config: config)
         if kvCacheType == .q8_0 && (config.headDim % 32 != 0 || config.headDim > 256 || config.kvDim > 4096) {
             throw ModelError.unsupportedKVCacheType(
                 kvCacheType.rawValue,
@@ -164,17 +166,15 @@ public final class LlamaModel: @unchecked Sendable {
                             gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating,
                             withBiases: arch.expertBiases))
                 }
-                return .dense(
-                    gate: try matrix("ffn_gate", dim, ffn), up: try matrix("ffn_up", dim, ffn),
-                    down: try matrix("ffn_down", ffn, dim))
+                let gateUp = try Self.gateAndUp(gguf, layer: i, dim: dim, ffn: ffn, fused: arch.fusedGateUp)
+                return .dense(gate: gateUp.gate, up: gateUp.up, down: try matrix("ffn_down", ffn, dim))
             }
             let sliding = arch.isSlidingWindowLayer(i) && config.slidingWindow > 0
+            let qkv = try Self.attentionProjections(gguf, layer: i, dim: dim, qDim: qDim, kvDim: kvDim)
             layers.append(
                 Layer(
                     attentionNorm: try VectorLoader.load(gguf: gguf, name: p + "attn_norm.weight", count: dim),
-                    wq: try matrix("attn_q", dim, qDim),
-                    wk: try matrix("attn_k", dim, kvDim),
-                    wv: try matrix("attn_v", dim, kvDim),
+                    wq: qkv.q, wk: qkv.k, wv: qkv.v,
                     qBias: try vector("attn_q.bias", qDim, if: arch.attentionBiases),
                     kBias: try vector("attn_k.bias", kvDim, if: arch.attentionBiases),
                     vBias: try vector("attn_v.bias", kvDim, if: arch.attentionBiases),
@@ -192,9 +192,7 @@ public final class LlamaModel: @unchecked Sendable {
                     ropeBase: sliding ? arch.slidingWindowRopeBase ?? config.ropeFreqBase : config.ropeFreqBase))
         }
         outputNorm = try VectorLoader.load(gguf: gguf, name: "output_norm.weight", count: dim)
-        ropeFrequencyFactors =
-            arch.readsRopeFrequencyFactors && gguf.tensors["rope_freqs.weight"] != nil
-            ? try VectorLoader.load(gguf: gguf, name: "rope_freqs.weight", count: config.ropeDimensionCount / 2) : nil
+        ropeFrequencyFactors = try Self.ropeFrequencyFactors(gguf, config: config)
         var output: WeightMatrix
         if gguf.tensors["output.weight"] != nil {
             output = try WeightMatrix(gguf: gguf, name: "output.weight", columns: dim, rows: config.vocabularySize)

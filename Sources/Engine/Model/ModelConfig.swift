@@ -14,8 +14,6 @@ public struct ModelConfig: Sendable, Equatable {
     /// RoPE scaling's frequency factor (1 / `rope.scaling.factor` for `linear` and `yarn`):
     /// positions are multiplied by it.
     public var ropeFreqScale: Float { ropeScaling.freqScale }
-    /// RoPE scaling as read from `rope.scaling.*` (YaRN's mix and magnitude, the attention factor).
-    public var ropeScaling: RopeScaling
     public var rmsNormEpsilon: Float
     /// The context the engine serves: the trained one, capped by the `context_length` setting.
     public var contextLength: Int
@@ -28,6 +26,9 @@ public struct ModelConfig: Sendable, Equatable {
     public var attentionScale: Float
     /// The mixture-of-experts feed-forward's sizes; nil for a dense one.
     public var experts: Experts?
+    /// RoPE scaling (linear, YaRN, LongRoPE's attention factor) and the attention temperature
+    /// (`RopeScaling`, read in `ModelConfig+RopeScaling.swift`).
+    public var ropeScaling: RopeScaling
 
     /// Width of the query projection and of the attention output.
     public var queryDim: Int { headCount * headDim }
@@ -82,7 +83,7 @@ public struct ModelConfig: Sendable, Equatable {
             throw .invalidHyperParameter("attention.value_length \(valueLength) differs from key_length \(headDim)")
         }
         ropeDimensionCount = gguf.optionalInt(prefix + "rope.dimension_count") ?? headDim
-        ropeScaling = try RopeScaling(gguf: gguf, prefix: prefix, trainedContext: trainedContextLength)
+        ropeScaling = RopeScaling()
         slidingWindow =
             architecture.slidingWindowPattern == nil ? 0 : gguf.optionalInt(prefix + "attention.sliding_window") ?? 0
         // Gemma 3 27B scales by the width per head rather than the head width (as llama.cpp does).
@@ -93,6 +94,7 @@ public struct ModelConfig: Sendable, Equatable {
             throw .wrongShape(tensor: "token_embd.weight", expected: [embeddingLength, -1], actual: embd.shape)
         }
         vocabularySize = embd.shape[1]
+        try readRopeScaling(gguf, prefix: prefix)
         try validate()
     }
 

@@ -12,6 +12,8 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
     case logitsBufferTooSmall(count: Int, needed: Int)
     case cacheFromAnotherModel
     case unsupportedKVCacheType(String, reason: String)
+    /// A part of a file of a supported family that the engine does not compute (named).
+    case unsupported(String)
 
     public var description: String {
         switch self {
@@ -31,6 +33,7 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
         case .logitsBufferTooSmall(let count, let needed): "logits buffer holds \(count) floats, needs \(needed)"
         case .cacheFromAnotherModel: "KV cache was made by a model of different shape"
         case .unsupportedKVCacheType(let type, let reason): "kv_cache_type \(type) does not fit this model: \(reason)"
+        case .unsupported(let what): "unsupported: \(what)"
         }
     }
 }

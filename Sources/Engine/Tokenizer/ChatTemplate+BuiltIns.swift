@@ -3,8 +3,17 @@
 /// conversations (no tools).
 extension ChatTemplate {
     public static let builtIns: [String: String] = [
-        "chatml": chatML, "llama3": llama3, "gemma": gemma, "qwen": qwen,
+        "chatml": chatML, "llama3": llama3, "gemma": gemma, "qwen": qwen, "phi3": phi3,
     ]
+
+    /// Phi-3 and Phi-3.5 (as llama.cpp's built-in `phi3`): `<|role|>\ncontent<|end|>\n` per
+    /// message, then `<|assistant|>\n`.
+    static let phi3 = #"""
+        {%- for message in messages -%}
+        {{ '<|' ~ message.role ~ '|>\n' ~ message.content ~ '<|end|>\n' }}
+        {%- endfor -%}
+        {%- if add_generation_prompt -%}{{ '<|assistant|>\n' }}{%- endif -%}
+        """#
 
     /// `<|im_start|>role\ncontent<|im_end|>\n` per message.
     static let chatML = #"""

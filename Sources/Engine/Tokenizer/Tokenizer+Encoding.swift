@@ -20,7 +20,8 @@ extension Tokenizer {
             where (special.alwaysMatched || !specialRanges.isEmpty) && pairs.mayContain(special.bytes) {
                 segments = partition(
                     segments, bytes: buffer, by: special.bytes, id: special.id,
-                    allowedIn: special.alwaysMatched ? nil : specialRanges)
+                    allowedIn: special.alwaysMatched ? nil : specialRanges,
+                    stripsRight: rightStrippedIDs.contains(special.id))
             }
             // llama.cpp's SPM prefix rule: a stretch at the start or after a special token.
             var followsSpecial = true
@@ -41,10 +42,12 @@ extension Tokenizer {
     }
 
     /// Cuts every occurrence of `needle` (left to right, not overlapping) out of the raw
-    /// segments; with `allowedIn`, only occurrences lying wholly inside one of those ranges.
+    /// segments; with `allowedIn`, only occurrences lying wholly inside one of those ranges. With
+    /// `stripsRight`, the ASCII whitespace after each occurrence is dropped too (llama.cpp's
+    /// `rstrip` attribute, `isspace` in the C locale).
     private func partition(
         _ segments: [Segment], bytes: UnsafeBufferPointer<UInt8>, by needle: [UInt8], id: Int32,
-        allowedIn allowed: [Range<Int>]?
+        allowedIn allowed: [Range<Int>]?, stripsRight: Bool = false
     ) -> [Segment] {
         var result: [Segment] = []
         result.reserveCapacity(segments.count)
@@ -64,6 +67,7 @@ extension Tokenizer {
                     if index > start { result.append(.raw(start..<index)) }
                     result.append(.token(id))
                     index += length
+                    while stripsRight && index < range.upperBound && Self.isSpace(bytes[index]) { index += 1 }
                     start = index
                 } else {
                     index += 1
@@ -72,6 +76,11 @@ extension Tokenizer {
             if start < range.upperBound { result.append(.raw(start..<range.upperBound)) }
         }
         return result
+    }
+
+    /// C's `isspace` in the "C" locale: space, \t, \n, \v, \f, \r.
+    @inline(__always) private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
     private static func contains(_ ranges: [Range<Int>], _ match: Range<Int>) -> Bool {

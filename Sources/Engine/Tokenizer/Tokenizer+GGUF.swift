@@ -43,6 +43,21 @@ extension Tokenizer {
             throw TokenizerError.unsupportedModel(model)
         }
         paddingID = optionalID("tokenizer.ggml.padding_token_id")
+        rightStrippedIDs = Self.rightStrippedIDs(name: gguf.optionalString("general.name") ?? "", table: table)
+    }
+
+    /// llama.cpp gives a file whose `general.name` says "phi-3" or "phi3" (any case) Phi-3's
+    /// token attributes: whitespace after its special tokens (control, user-defined, unknown) is
+    /// dropped, except after `<unk>`, `<s>` and `<|endoftext|>`; `</s>` drops it too.
+    static func rightStrippedIDs(name: String, table: TokenTable) -> Set<Int32> {
+        let lowered = name.lowercased()
+        guard lowered.contains("phi-3") || lowered.contains("phi3") else { return [] }
+        var ids = Set(table.specialTokens.map(\.id))
+        if let end = table.lookup.id("</s>") { ids.insert(end) }
+        for spelling in ["<unk>", "<s>", "<|endoftext|>"] {
+            if let id = table.lookup.id(spelling) { ids.remove(id) }
+        }
+        return ids
     }
 
     /// An optional array of float32 (empty when the key is absent).

@@ -11,6 +11,9 @@ public struct Tokenizer: Sendable {
     public let eosID: Int32?
     /// `tokenizer.ggml.padding_token_id`, when the file names one.
     public internal(set) var paddingID: Int32? = nil
+    /// Special tokens after which whitespace is dropped when they are cut out of text (llama.cpp's
+    /// `rstrip` attribute, which it gives Phi-3's special tokens: `Tokenizer+GGUF.swift`).
+    var rightStrippedIDs: Set<Int32> = []
     /// Whether a raw prompt should start with BOS: `tokenizer.ggml.add_bos_token`, or when it is
     /// absent llama.cpp's default (true for SentencePiece and for the Llama 3 pre-tokenizer).
     public let addsBOS: Bool

@@ -60,15 +60,42 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     public var feedForwardNormTensor: String = "ffn_norm"
     /// Biases on the router's logits and on each expert's three products (gpt-oss).
     public var expertBiases: Bool = false
+    /// Layers without rotary positions (NoPE): layer `l` skips RoPE when `(l + 1) % step == 0`
+    /// (llama.cpp's `n_no_rope_layer_step`, fixed at 4 for SmolLM3); nil: every layer rotates.
+    public var noRopeLayerStep: Int? = nil
+    /// One `ffn_up.weight` of 2 × FFN rows, the gate's rows first and then up's, and no
+    /// `ffn_gate.weight` (Phi-3; llama.cpp's SwiGLU over a fused tensor gates with the first half).
+    /// Loaded as two row-range views of the one matrix.
+    public var fusedGateUp: Bool = false
+    /// The query multiplied by the attention scale after RoPE, in f32, and attention then run with
+    /// a scale of 1 (Phi-3's graph): rounds differently from scaling the products.
+    public var scalesQueryBeforeAttention: Bool = false
+    /// LongRoPE (`rope_factors_short.weight`, `rope_factors_long.weight`): the short factors while
+    /// the served context is within `rope.scaling.original_context_length`, the long ones past it,
+    /// and `rope.scaling.attn_factor` on the rotations (Phi-3 128k, Phi-3.5, Phi-4-mini).
+    public var readsLongRopeFactors: Bool = false
+    /// YaRN's tuning keys (`rope.scaling.yarn_beta_fast`, `yarn_beta_slow`, `yarn_log_multiplier`)
+    /// and Llama 4's attention temperature (`attention.temperature_scale`: the query times
+    /// 1 + scale · ln(⌊pos / original context⌋ + 1)) are read (Ministral 3; llama.cpp reads them
+    /// for few families). YaRN itself (`rope.scaling.type yarn`) is read for every family.
+    public var readsYarnTuningAndTemperature: Bool = false
 
     public var description: String { name }
 
     /// The families the engine runs, by `general.architecture`.
-    public static let supported: [Architecture] = [.llama, .qwen2, .qwen3, .qwen3moe, .gemma3, .gptOSS]
+    public static let supported: [Architecture] = [
+        .llama, .qwen2, .qwen3, .qwen3moe, .gemma3, .smollm3, .phi3, .mistral3, .gptOSS,
+    ]
 
     /// The recipe for `general.architecture`, or nil for a family the engine does not run.
     public static func named(_ name: String) -> Architecture? {
         supported.first { $0.name == name }
+    }
+
+    /// Whether layer `layer` rotates its queries and keys (false for a NoPE layer).
+    func usesRope(layer: Int) -> Bool {
+        guard let step = noRopeLayerStep, step > 0 else { return true }
+        return (layer + 1) % step != 0
     }
 
     /// Whether layer `layer` attends within the sliding window.

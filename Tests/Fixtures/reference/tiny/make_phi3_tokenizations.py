@@ -1,0 +1,68 @@
+# llama.cpp's tokenizations of a file whose general.name says "phi3" (Phi3TokenizerTests): it then
+# drops the whitespace after special tokens (their rstrip attribute). The default model's whole
+# vocabulary and merges plus Phi-3's control tokens (<unk>, <s>, </s>, <|user|>, …) in a one-layer
+# random-weight file, served by llama-server, each text through its /tokenize (special tokens
+# parsed, none added).
+#
+#   python3 make_phi3_tokenizations.py models/SmolLM2-135M-Instruct.Q4_1.gguf LLAMA_SERVER OUT.json
+import json, subprocess, sys, time, urllib.request
+import numpy as np
+from gguf import GGUFReader, GGUFWriter, GGMLQuantizationType as Q
+from gguf.quants import quantize
+
+EXTRA = ["<unk>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+TEXTS = [
+    "<|user|>\nHello<|end|>\n<|assistant|>\n", "<|system|>\n \t  spaced out<|end|>\n<|user|>\n\n\nQ<|end|>\n",
+    "<s> a</s>  b", "<unk>  x", "<|endoftext|>  y", "a <|user|>b <|end|> c", "<|assistant|>\r\n\f\vtext",
+    "<|user|>\u00a0nbsp<|end|>", "<|end|><|end|> <|end|>", "<|user|>", "plain  text\n",
+]
+
+
+def main():
+    src = GGUFReader(sys.argv[1])
+    f = src.fields
+    tokens = [bytes(f["tokenizer.ggml.tokens"].parts[i]).decode("utf-8") for i in f["tokenizer.ggml.tokens"].data]
+    types = [int(f["tokenizer.ggml.token_type"].parts[i][0]) for i in f["tokenizer.ggml.token_type"].data]
+    merges = [bytes(f["tokenizer.ggml.merges"].parts[i]).decode("utf-8") for i in f["tokenizer.ggml.merges"].data]
+    tokens = tokens + EXTRA
+    types = types + [3] * len(EXTRA)
+    path = "/tmp/phi3-vocab.gguf"
+    w = GGUFWriter(path, "llama")
+    D = 32
+    w.add_name("tiny-phi3-tokenizer"); w.add_context_length(64); w.add_embedding_length(D); w.add_block_count(1)
+    w.add_feed_forward_length(32); w.add_head_count(2); w.add_head_count_kv(2); w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_dimension_count(16)
+    w.add_tokenizer_model("gpt2"); w.add_tokenizer_pre("default")
+    w.add_token_list(tokens); w.add_token_types(types); w.add_token_merges(merges)
+    w.add_bos_token_id(1); w.add_eos_token_id(2)
+    rng = np.random.default_rng(0)
+    w.add_tensor("token_embd.weight", quantize(rng.standard_normal((len(tokens), D)).astype(np.float32), Q.Q8_0),
+                 raw_dtype=Q.Q8_0)
+    w.add_tensor("output_norm.weight", np.ones(D, dtype=np.float32))
+    for name, shape in [("attn_norm", (D,)), ("ffn_norm", (D,)), ("attn_q", (D, D)), ("attn_k", (D, D)),
+                        ("attn_v", (D, D)), ("attn_output", (D, D)), ("ffn_gate", (32, D)), ("ffn_up", (32, D)),
+                        ("ffn_down", (D, 32))]:
+        w.add_tensor(f"blk.0.{name}.weight", rng.standard_normal(shape).astype(np.float32))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    server = subprocess.Popen([sys.argv[2], "-m", path, "--port", "18392", "-t", "1", "-c", "64"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen("http://127.0.0.1:18392/health").read()
+                break
+            except Exception:
+                time.sleep(0.5)
+        cases = []
+        for text in TEXTS:
+            body = json.dumps({"content": text, "add_special": False}).encode()
+            req = urllib.request.Request("http://127.0.0.1:18392/tokenize", body, {"Content-Type": "application/json"})
+            cases.append({"text": text, "ids": json.loads(urllib.request.urlopen(req).read())["tokens"]})
+    finally:
+        server.terminate(); server.wait()
+    with open(sys.argv[3], "w") as out:
+        out.write('{"name": "tiny-phi3-tokenizer", "cases": [\n' + ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n]}\n")
+    print(len(cases), "cases")
+
+
+main()
