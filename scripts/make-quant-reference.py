@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes Tests/Fixtures/quants.json: random blocks of every weight type the engine
-computes with, and the floats PyPI `gguf`'s numpy dequantizers make of them (the independent
+computes with (MXFP4 also from raw bytes covering its special scale bytes), and the floats PyPI `gguf`'s numpy dequantizers make of them (the independent
 reference the Swift and C dequantizers are checked against; tests do not need Python).
 
 Types `gguf.quants.quantize` supports are made from random floats; the K-quants (which it only
@@ -45,7 +45,7 @@ def hex_floats(a):
 
 
 cases = []
-for name in ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]:
+for name in ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "MXFP4"]:
     t = T[name]
     if t in K_SCALES:
         offsets, size = K_SCALES[t]
@@ -61,6 +61,15 @@ for name in ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K
     assert values.size == N, (name, values.size)
     cases.append({"type": name, "count": N, "bytes": np.asarray(data).view(np.uint8).tobytes().hex(),
                   "values": hex_floats(values)})
+
+# MXFP4 from raw bytes too: every E8M0 scale byte ggml treats specially (0 and 1 are
+# subnormal halves, 255 is not NaN there) and a spread of others, with random 4-bit indices.
+raw = bytearray(rng.integers(0, 256, 17 * 16, dtype=np.uint8).tobytes())
+for b, e in enumerate([0, 1, 2, 3, 100, 117, 120, 124, 126, 127, 128, 130, 140, 200, 254, 255]):
+    raw[17 * b] = e
+data = np.frombuffer(bytes(raw), dtype=np.uint8)
+values = quants.dequantize(data, T.MXFP4).astype(np.float32).reshape(-1)
+cases.append({"type": "MXFP4", "count": values.size, "bytes": bytes(raw).hex(), "values": hex_floats(values)})
 
 # Row 0 of Gemma 3 270M's hot matrices (one per quantized type it uses), as the file stores them.
 GEMMA = "models/gemma-3-270m-q4_k_m.gguf"

@@ -225,7 +225,7 @@ CK_FAST static CK_INLINE void attention_group_body(const ck_attention_args *p, i
     group_scores(p, q, g, 0, nk, batched, scores, sstride, R);
     for (int i = 0; i < R; i++) {
         ck_attention_mask_window(p, t, scores + (size_t)i * sstride);
-        softmax_weights_ggml(scores + (size_t)i * sstride, nk);
+        softmax_weights_ggml(scores + (size_t)i * sstride, nk, ck_attention_sink(p, g * R + i));
     }
     const uint16_t *vbase = p->v_cache + (size_t)g * hd;
     float *out = p->out + (size_t)t * p->out_stride + (size_t)g * R * hd;  // head i at out + i * hd
@@ -328,7 +328,7 @@ CK_FAST static void split_softmax(void *ctx, int h, int thread) {
     const decode_split_job *job = (const decode_split_job *)ctx;
     float *row = job->scores + (size_t)h * job->sstride;
     ck_attention_mask_window(job->p, 0, row);
-    softmax_weights_ggml(row, job->nk);
+    softmax_weights_ggml(row, job->nk, ck_attention_sink(job->p, h));
 }
 
 CK_FAST static CK_INLINE void split_values_body(const decode_split_job *job, int u, const int R) {

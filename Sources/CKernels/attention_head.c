@@ -5,15 +5,17 @@
 
 #include "attention_simd.h"
 
-static void softmax_weights(float *s, int n, int round_f16) {
+static void softmax_weights(float *s, int n, int round_f16, float sink) {
     float max = -INFINITY;
     for (int j = 0; j < n; j++) max = s[j] > max ? s[j] : max;
+    max = max > sink ? max : sink;
     double sum = 0.0;
     for (int j = 0; j < n; j++) {
         const float e = expf(s[j] - max);
         s[j] = e;
         sum += (double)e;
     }
+    sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     // llama.cpp rounds the weights to f16 for the product with V.
     for (int j = 0; j < n; j++) s[j] = round_f16 ? ck_fp16_to_fp32(ck_fp32_to_fp16(s[j] * inv)) : s[j] * inv;
@@ -33,7 +35,7 @@ static void attention_unit_portable(const ck_attention_args *p, int t, int h, fl
         scores[j] = s * p->scale;
     }
     ck_attention_mask_window(p, t, scores);
-    softmax_weights(scores, nk, 1);
+    softmax_weights(scores, nk, 1, ck_attention_sink(p, h));
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     for (int d = 0; d < hd; d++) out[d] = 0.0f;
     for (int j = 0; j < nk; j++) {
@@ -69,7 +71,7 @@ CK_FAST static void attention_unit_fast_per_head(const ck_attention_args *p, int
     // softmax as ggml on AVX-512 (see softmax_weights_from_max).
     float max = -INFINITY;
     for (int j = 0; j < nk; j++) max = scores[j] > max ? scores[j] : max;
-    softmax_weights_from_max(scores, nk, max);
+    softmax_weights_from_max(scores, nk, max, ck_attention_sink(p, h));
     const uint16_t *vbase = p->v_cache + (size_t)kvh * hd;
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     if (batched) {

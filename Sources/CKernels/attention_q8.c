@@ -57,11 +57,14 @@ static void head_q8(const ck_attention_args *p, int t, int h, float *scores, int
         scores[j - j0] = s;
         if (s > max) max = s;
     }
+    const float sink = ck_attention_sink(p, h);
+    if (sink > max) max = sink;
     float sum = 0.0f;
     for (int j = j0; j <= pos; j++) {
         scores[j - j0] = expf(scores[j - j0] - max);
         sum += scores[j - j0];
     }
+    sum += expf(sink - max);
     float *out = p->out + (size_t)t * p->out_stride + (size_t)h * hd;
     memset(out, 0, sizeof(float) * (size_t)hd);
     for (int j = j0; j <= pos; j++) {

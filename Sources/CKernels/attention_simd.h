@@ -88,7 +88,9 @@ CK_FAST static inline void load_f16_row_64(const uint16_t *row, __m256 *out) {
 // the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
 // weights scaled by float(1 / sum), then rounded to f16 (the product with V takes them so).
 // scores must have room for nk rounded up to 16.
-CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float max) {
+// sink: the head's sink logit (-inf: none), taken into the maximum and the sum as ggml does.
+CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float max, float sink) {
+    max = max > sink ? max : sink;
     const int n16 = (nk + 15) & ~15;
     for (int j = nk; j < n16; j++) scores[j] = 0.0f;
     const __m256 vmax = _mm256_set1_ps(max);
@@ -106,6 +108,7 @@ CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float
         _mm256_storeu_ps(scores + j + 8, hi);
         sum += (double)ck_hsum8(_mm256_add_ps(hi, lo));
     }
+    sum += (double)expf(sink - max);
     const __m256 vinv = _mm256_set1_ps((float)(1.0 / sum));
     for (int j = 0; j < nk; j += 8) {
         const __m256 w = _mm256_mul_ps(_mm256_loadu_ps(scores + j), vinv);
@@ -116,7 +119,7 @@ CK_FAST static inline void softmax_weights_from_max(float *scores, int nk, float
 // The softmax of attention_unit_fast_per_head on one head's scores, in place: exp per 16 keys of
 // the padded range (masked keys give 0), each 16-lane sum reduced in float and added in double;
 // weights scaled by float(1 / sum), then rounded to f16 for the product with V.
-CK_FAST static inline void softmax_weights_ggml(float *scores, int nk) {
+CK_FAST static inline void softmax_weights_ggml(float *scores, int nk, float sink) {
     // The maximum 8 keys at a time. Like the scalar `s > max ? s : max`, vmaxps(s, max) never
     // takes a NaN, so the maximum is the same but for the sign of a zero, which s - max and so
     // the weights do not see (exp(+0) = exp(-0) = 1, s - (+0) = s - (-0) otherwise).
@@ -128,7 +131,7 @@ CK_FAST static inline void softmax_weights_ggml(float *scores, int nk) {
     float max = -INFINITY;
     for (int l = 0; l < 8; l++) max = lanes[l] > max ? lanes[l] : max;
     for (int j = j8; j < nk; j++) max = scores[j] > max ? scores[j] : max;
-    softmax_weights_from_max(scores, nk, max);
+    softmax_weights_from_max(scores, nk, max, sink);
 }
 
 // acc[l][d] = sum over keys j < n with j % lanes == l, in increasing j, of fma(v_j[d], w_j, .):

@@ -176,7 +176,7 @@ CK_FAST static CK_INLINE void tile_body(const ck_attention_args *p, int t0, int 
     for (int s = 0; s < nq; s++) {
         float *row = scores + (size_t)s * sstride;
         ck_attention_mask_window(p, t0 + s / R, row);
-        softmax_weights_ggml(row + j0, nk[s] - j0);
+        softmax_weights_ggml(row + j0, nk[s] - j0, ck_attention_sink(p, g * R + s % R));
         float *ws = lanes + (size_t)s * 16 * m_stride;
         for (int l = 0; l < 16; l++) {
             for (int m = j0 / 16; m < m_stride; m++) {

@@ -419,6 +419,7 @@ static ck_dot_fn pick_dot(int type, int fast) {
 #endif
     default: break;
     }
+    if (type == CK_TYPE_MXFP4) return ck_pick_dot_mxfp4(type, fast);
     const ck_dot_fn legacy = ck_pick_dot_legacy(type, fast);
     return legacy ? legacy : ck_pick_dot_kquants(type, fast);
 }

@@ -7,31 +7,41 @@
 //   - the k most probable experts, highest first: ggml's argsort (std::sort, descending) and the
 //     first k. Ties go to the lower index, which is what std::sort's insertion sort does for up to
 //     16 experts; past 16 its introsort may order equal probabilities either way.
+//   - or (CK_GATING_SOFTMAX_WEIGHT, gpt-oss) the logits themselves rank the experts, and the k
+//     chosen logits' softmax (ggml_soft_max over those k, as above) weighs them.
 //   - their probabilities as weights; with `normalize`, divided by their sum (in double over the
 //     chosen order, rounded to float, clamped from below at 2^-14 as llama.cpp clamps it).
 // Scalar: a router row is 4 to 128 values, nothing next to the experts' products, and one
 // function is its own reference (MoERouterTests checks it against hand-computed cases).
 #include "internal.h"
 
+// ggml_soft_max of n values on AVX-512: exp(x - max) by ggml_v_expf per 16, each 16-lane sum
+// reduced in float and added in double, the rest by libm's expf; then times float(1 / sum).
+static void softmax_ggml(const float *x, int n, float *y) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    double sum = 0.0;
+    int i = 0;
+    for (; i + 15 < n; i += 16) {
+        for (int l = 0; l < 16; l++) y[i + l] = ck_expf_ggml512(x[i + l] - max);
+        sum += (double)ck_reduce16(y + i);
+    }
+    for (; i < n; i++) {
+        y[i] = expf(x[i] - max);
+        sum += (double)y[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int j = 0; j < n; j++) y[j] *= inv;
+}
+
 static void route_row(const float *logits, int n_expert, int k, int gating, int normalize, float *probs,
                       int32_t *ids, float *weights) {
     if (gating == CK_GATING_SIGMOID) {
         for (int i = 0; i < n_expert; i++) probs[i] = 1.0f / (1.0f + expf(-logits[i]));
+    } else if (gating == CK_GATING_SOFTMAX_WEIGHT) {
+        for (int i = 0; i < n_expert; i++) probs[i] = logits[i];
     } else {
-        float max = -INFINITY;
-        for (int i = 0; i < n_expert; i++) max = logits[i] > max ? logits[i] : max;
-        double sum = 0.0;
-        int i = 0;
-        for (; i + 15 < n_expert; i += 16) {
-            for (int l = 0; l < 16; l++) probs[i + l] = ck_expf_ggml512(logits[i + l] - max);
-            sum += (double)ck_reduce16(probs + i);
-        }
-        for (; i < n_expert; i++) {
-            probs[i] = expf(logits[i] - max);
-            sum += (double)probs[i];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int j = 0; j < n_expert; j++) probs[j] *= inv;
+        softmax_ggml(logits, n_expert, probs);
     }
     // Top k by selection: each pass takes the highest probability not yet taken (the lowest
     // index among equals).
@@ -45,6 +55,12 @@ static void route_row(const float *logits, int n_expert, int k, int gating, int 
         }
         ids[j] = best;
         weights[j] = probs[best];
+    }
+    if (gating == CK_GATING_SOFTMAX_WEIGHT) {
+        float chosen[64];
+        const int n = k < 64 ? k : 64;
+        for (int j = 0; j < n; j++) chosen[j] = weights[j];
+        softmax_ggml(chosen, n, weights);
     }
     if (normalize) {
         double sum = 0.0;

@@ -102,14 +102,9 @@ void ck_set_fast_paths_override(int value);
 /// ck_rope_ext in its two halves: a position's cosines and sines (cs[i], cs[i + 1] for pair
 /// i / 2; n_rot floats), and their rotation of n_heads heads. rows.c builds the table once for a
 /// row's queries and keys.
-void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors);
+void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
+                    const ck_rope_yarn *yarn);
 void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int halves);
-/// ck_rope_angles with YaRN and a magnitude scale, as ggml's rope_yarn builds its cache: each
-/// pair's angle mixes the interpolated (freq_scale) and extrapolated angles by ext_factor times
-/// the ramp between corr_low and corr_high, and both cosine and sine are multiplied by
-/// attn_factor (times 1 + 0.1 ln(1 / freq_scale) when ext_factor is not 0).
-void ck_rope_angles_yarn(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
-                         float ext_factor, float attn_factor, float corr_low, float corr_high);
 
 /// Kernels for the interleaved forms: portable, AVX2 (Q4_0, Q4_1 and Q8_0 only), AVX-512 VNNI.
 enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI = 2 };
@@ -199,6 +194,9 @@ ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants(int type, int fast);
 /// Their four-row kernels (dot_kquants_tiled.c); NULL for other types and the portable path.
 ck_dot1x4_fn ck_pick_dot1x4_tiled_kquants_more(int type, int fast);
 int ck_cpu_has_vnni(void);
+/// MXFP4's dot kernel against Q8_0 (dot_mxfp4.c) and its dequantizer; NULL for other types.
+ck_dot_fn ck_pick_dot_mxfp4(int type, int fast);
+void ck_dequantize_row_mxfp4(const ck_block_mxfp4 *x, float *y, int k);
 /// F16 and BF16 weights over several tokens (dot_rows.c); NULL for other types or portable paths.
 ck_dot_rows_fn ck_pick_dot_rows(int type, int fast);
 
@@ -220,6 +218,12 @@ static inline void ck_attention_mask_window(const ck_attention_args *p, int t, f
     if (p->window <= 0) return;
     const int first = p->pos0 + t + 1 - p->window;
     for (int j = 0; j < first; j++) scores[j] = -INFINITY;
+}
+/// Query head h's sink logit (gpt-oss: `attn_sinks`, one per head, joining the softmax's
+/// denominator and weighing no value), or -inf without sinks: a -inf sink leaves the maximum as
+/// it is and adds exp(-inf) = 0 to the sum, so the kernels compute exactly what they did before.
+static inline float ck_attention_sink(const ck_attention_args *p, int h) {
+    return p->sinks ? p->sinks[h] : -INFINITY;
 }
 #if CK_X86
 /// Token t with every query head of KV head g (at most CK_MAX_GROUP of them, head_dim as

@@ -17,37 +17,50 @@ void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base
     ck_rope_ext(x, n_heads, head_dim, n_rot, pos, base, 1.0f, NULL, 0);
 }
 
-void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors) {
-    // Angles as ggml builds them: theta starts at pos and is multiplied by base^(-2/n_rot) per
-    // pair; a pair's angle is scaled by freq_scale and divided by its frequency factor.
-    const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    float theta = (float)pos;
-    for (int i = 0; i < n_rot; i += 2) {
-        const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
-        const float angle = freq_scale * (theta / ff);
-        cs[i] = cosf(angle);
-        cs[i + 1] = sinf(angle);
-        theta *= theta_scale;
-    }
+// ggml_rope_yarn_corr_dim: the rotary dimension whose wavelength fits n_rot (here a beta) turns
+// in the original context.
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)3.14159265358979323846)) / (2 * logf(base));
 }
 
-void ck_rope_angles_yarn(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
-                         float ext_factor, float attn_factor, float corr_low, float corr_high) {
-    // ggml's rope_yarn: the ramp reads the pair's index (i / 2 in integers), the magnitude
-    // correction multiplies the scale once per pair, cosine and sine are each multiplied by it.
+void ck_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, float beta_slow, float dims[2]) {
+    const float start = floorf(yarn_corr_dim(n_dims, n_ctx_orig, beta_fast, base));
+    const float end = ceilf(yarn_corr_dim(n_dims, n_ctx_orig, beta_slow, base));
+    dims[0] = start > 0 ? start : 0;
+    dims[1] = (float)(n_dims - 1) < end ? (float)(n_dims - 1) : end;
+}
+
+// ggml's rope_yarn_ramp: 1 below the low correction dimension, 0 above the high one.
+static float yarn_ramp(float low, float high, int i0) {
+    const float span = high - low > 0.001f ? high - low : 0.001f;
+    const float y = (i0 / 2 - low) / span;
+    const float clamped = y > 0 ? y : 0;
+    return 1 - (clamped < 1 ? clamped : 1);
+}
+
+void ck_rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors,
+                    const ck_rope_yarn *yarn) {
+    // Angles as ggml builds them (ggml_rope_cache_init, rope_yarn): theta starts at pos and is
+    // multiplied by base^(-2/n_rot) per pair; divided by the pair's frequency factor it is the
+    // extrapolated angle, times freq_scale the interpolated one. With YaRN (ext_factor != 0) a
+    // pair mixes the two by its ramp between the correction dimensions, and the magnitude is
+    // scaled by 1 + 0.1 ln(1 / freq_scale) (the FMAs are those GCC makes of ggml's expressions);
+    // cosines and sines are multiplied by attn_factor (1 without scaling: the same bits).
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    const float ext_factor = yarn ? yarn->ext_factor : 0.0f;
+    const float attn_factor = yarn ? yarn->attn_factor : 1.0f;
+    float corr[2] = {0.0f, 0.0f};
+    if (ext_factor != 0.0f) ck_rope_yarn_corr_dims(n_rot, yarn->n_ctx_orig, base, yarn->beta_fast, yarn->beta_slow, corr);
     float theta = (float)pos;
     for (int i = 0; i < n_rot; i += 2) {
         const float ff = freq_factors ? freq_factors[i / 2] : 1.0f;
         const float extrap = theta / ff;
         const float interp = freq_scale * extrap;
-        float angle = interp;
-        float mscale = attn_factor;
+        float angle = interp, mscale = attn_factor;
         if (ext_factor != 0.0f) {
-            const float y = ((float)(i / 2) - corr_low) / fmaxf(0.001f, corr_high - corr_low);
-            const float ramp = (1 - fminf(1, fmaxf(0, y))) * ext_factor;
-            angle = interp * (1 - ramp) + extrap * ramp;
-            mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+            const float mix = yarn_ramp(corr[0], corr[1], i) * ext_factor;
+            angle = fmaf(interp, 1 - mix, extrap * mix);
+            mscale *= fmaf(0.1f, logf(1.0f / freq_scale), 1.0f);
         }
         cs[i] = cosf(angle) * mscale;
         cs[i + 1] = sinf(angle) * mscale;
@@ -71,8 +84,13 @@ void ck_rope_apply(float *x, int n_heads, int head_dim, int n_rot, const float *
 
 void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
                  const float *freq_factors, int halves) {
+    ck_rope_ext_yarn(x, n_heads, head_dim, n_rot, pos, base, freq_scale, freq_factors, halves, NULL);
+}
+
+void ck_rope_ext_yarn(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
+                      const float *freq_factors, int halves, const ck_rope_yarn *yarn) {
     float cs[2 * CK_MAX_HEAD_DIM];
-    ck_rope_angles(cs, n_rot, pos, base, freq_scale, freq_factors);
+    ck_rope_angles(cs, n_rot, pos, base, freq_scale, freq_factors, yarn);
     ck_rope_apply(x, n_heads, head_dim, n_rot, cs, halves);
 }
 
@@ -104,6 +122,16 @@ CK_FAST static void silu_mul_fast(const float *gate, const float *up, float *out
     }
 }
 #endif
+
+void ck_swiglu_oai_mul(const float *gate, const float *up, float *out, int n, float alpha, float limit) {
+    for (int i = 0; i < n; i++) {
+        // std::min and std::clamp as ggml calls them (NaN passes through as there).
+        const float g = limit < gate[i] ? limit : gate[i];
+        const float u = up[i] < -limit ? -limit : (limit < up[i] ? limit : up[i]);
+        const float glu = g / (1.0f + expf(alpha * (-g)));
+        out[i] = glu * (u + 1.0f);
+    }
+}
 
 void ck_silu_mul(const float *gate, const float *up, float *out, int n) {
 #if CK_X86

@@ -161,6 +161,7 @@ int ck_dequantize_row_more(int type, const void *src, float *dst, int k) {
     case CK_TYPE_Q4_K: dequantize_q4_k(src, dst, k / CK_QK_K); return 1;
     case CK_TYPE_Q5_K: dequantize_q5_k(src, dst, k / CK_QK_K); return 1;
     case CK_TYPE_Q6_K: dequantize_q6_k(src, dst, k / CK_QK_K); return 1;
+    case CK_TYPE_MXFP4: ck_dequantize_row_mxfp4(src, dst, k); return 1;
     default: return 0;
     }
 }

@@ -153,7 +153,7 @@ int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y
 // MARK: - Gated activation and residual add
 
 typedef struct {
-    int gelu;
+    int kind;
     const float *gate, *up;
     float *out;
     int width;
@@ -163,15 +163,17 @@ static void glu_rows(const void *job, int r0, int r1) {
     const glu_job *j = (const glu_job *)job;
     const size_t at = (size_t)r0 * j->width;
     const int count = (r1 - r0) * j->width;
-    if (j->gelu) {
-        ck_gelu_mul(j->gate + at, j->up + at, j->out + at, count);
-    } else {
-        ck_silu_mul(j->gate + at, j->up + at, j->out + at, count);
+    switch (j->kind) {
+    case CK_GLU_GELU: ck_gelu_mul(j->gate + at, j->up + at, j->out + at, count); break;
+    case CK_GLU_SWIGLU_OAI:
+        ck_swiglu_oai_mul(j->gate + at, j->up + at, j->out + at, count, CK_SWIGLU_OAI_ALPHA, CK_SWIGLU_OAI_LIMIT);
+        break;
+    default: ck_silu_mul(j->gate + at, j->up + at, j->out + at, count); break;
     }
 }
 
-void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width) {
-    const glu_job j = {gelu, gate, up, out, width};
+void ck_rows_glu(ck_pool *pool, int kind, const float *gate, const float *up, float *out, int n, int width) {
+    const glu_job j = {kind, gate, up, out, width};
     run_rows(pool, glu_rows, &j, n, width);
 }
 
@@ -198,23 +200,15 @@ void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width) {
 // (ck_rope_ext would build it twice).
 static void rope_row(const ck_rope_kv_args *a, int t) {
     float cs[2 * CK_MAX_HEAD_DIM];
-    if (a->ext_factor != 0.0f || a->attn_factor != 1.0f) {
-        ck_rope_angles_yarn(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors, a->ext_factor,
-                            a->attn_factor, a->corr_low, a->corr_high);
-    } else {
-        ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors);
-    }
+    ck_rope_angles(cs, a->n_rot, a->pos0 + t, a->base, a->freq_scale, a->freq_factors, a->yarn);
+    float *q = a->q + (size_t)t * a->q_stride;
+    ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
     if (a->q_scale != NULL) {
         // The attention temperature (per position) or a scale before attention, in f32 after
         // RoPE, as llama.cpp multiplies Qcur.
-        float *q = a->q + (size_t)t * a->q_stride;
-        ck_rope_apply(q, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
         const float s = a->q_scale[t];
         for (int i = 0; i < a->n_head * a->head_dim; i++) q[i] *= s;
-        ck_rope_apply(a->k + (size_t)t * a->kv_stride, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
-        return;
     }
-    ck_rope_apply(a->q + (size_t)t * a->q_stride, a->n_head, a->head_dim, a->n_rot, cs, a->halves);
     ck_rope_apply(a->k + (size_t)t * a->kv_stride, a->n_kv_head, a->head_dim, a->n_rot, cs, a->halves);
 }
 

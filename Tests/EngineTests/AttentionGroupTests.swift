@@ -44,7 +44,7 @@ struct AttentionGroupTests {
                                 n_tokens: Int32(nTokens), pos0: Int32(pos0),
                                 scale: 1 / Float(shape.headDim).squareRoot(), out: nil,
                                 out_stride: Int32(dim), scratch: sb.baseAddress!,
-                                scratch_stride: Int32(scratchStride), window: 0, call_rows: 0))
+                                scratch_stride: Int32(scratchStride), window: 0, call_rows: 0, sinks: nil))
                     }
                 }
             }

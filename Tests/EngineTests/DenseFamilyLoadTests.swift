@@ -41,8 +41,12 @@ import Testing
         #expect(layer.wq.rows == c.queryDim && layer.wk.rows == c.kvDim && layer.wv.rows == c.kvDim)
         #expect(layer.wk.data == layer.wq.data + c.queryDim * layer.wq.rowBytes)
         #expect(layer.wv.data == layer.wk.data + c.kvDim * layer.wk.rowBytes)
-        #expect(layer.gate.rows == c.feedForwardLength && layer.up.rows == c.feedForwardLength)
-        #expect(layer.up.data == layer.gate.data + c.feedForwardLength * layer.gate.rowBytes)
+        guard case .dense(let gate, let up, _) = layer.feedForward else {
+            Issue.record("phi3's feed-forward is dense")
+            return
+        }
+        #expect(gate.rows == c.feedForwardLength && up.rows == c.feedForwardLength)
+        #expect(up.data == gate.data + c.feedForwardLength * gate.rowBytes)
         // The file's sliding_window is ignored for phi3, as llama.cpp ignores it.
         #expect(c.slidingWindow == 0 && model.layers.allSatisfy { $0.window == 0 })
     }
@@ -89,12 +93,31 @@ import Testing
         let path = try Self.tiny(as: "mistral3", extraTensors: [bias]).write()
         let error = #expect(throws: ModelError.self) { try Self.load(path) }
         #expect(error?.description.contains("blk.1.attn_output.bias") == true, "\(String(describing: error))")
+        // Expert biases too, where the recipe adds none (gpt-oss's recipe adds them).
+        let expertBias = TinyModel.Tensor(
+            name: "blk.0.ffn_gate_exps.bias", columns: TinyModel.dim, rows: 1, type: .f32,
+            values: [Float](repeating: 0, count: TinyModel.dim),
+            data: [UInt8](repeating: 0, count: TinyModel.dim * 4))
+        let expertPath = try Self.tiny(as: "mistral3", extraTensors: [expertBias]).write()
+        let expertError = #expect(throws: ModelError.self) { try Self.load(expertPath) }
+        #expect(expertError?.description.contains("blk.0.ffn_gate_exps.bias") == true)
     }
 
-    @Test func yarnIsRefusedWhereTheRecipeDoesNotReadIt() throws {
-        let path = try TinyModel().write(metadataOverrides: [("llama.rope.scaling.type", .string("yarn"))])
-        let error = #expect(throws: ModelError.self) { try Self.load(path) }
-        #expect(error?.description.contains("llama.rope.scaling.type 'yarn'") == true, "\(String(describing: error))")
+    /// YaRN is read for every family (as llama.cpp reads it); its betas and log multiplier only
+    /// where the recipe reads them (mistral3 here, as in llama.cpp); other types are refused.
+    @Test func yarnIsReadForEveryFamilyItsTuningWhereTheRecipeReadsIt() throws {
+        let tuning: [(String, GGUFValue)] = [
+            ("rope.scaling.type", .string("yarn")), ("rope.scaling.factor", .float32(4)),
+            ("rope.scaling.yarn_beta_fast", .float32(8)), ("rope.scaling.yarn_beta_slow", .float32(2)),
+        ]
+        let llamaPath = try TinyModel().write(metadataOverrides: tuning.map { ("llama." + $0.0, $0.1) })
+        let llama = try ModelConfig(gguf: try GGUFFile(path: llamaPath))
+        #expect(llama.ropeScaling.extFactor == 1 && llama.ropeFreqScale == Float(1) / 4)
+        #expect(llama.ropeScaling.betaFast == 32 && llama.ropeScaling.betaSlow == 1)
+        let mistralPath = try Self.tiny(as: "mistral3").write(
+            metadataOverrides: tuning.map { ("mistral3." + $0.0, $0.1) })
+        let mistral = try ModelConfig(gguf: try GGUFFile(path: mistralPath))
+        #expect(mistral.ropeScaling.betaFast == 8 && mistral.ropeScaling.betaSlow == 2)
         let longrope = try Self.tiny(as: "mistral3").write(metadataOverrides: [
             ("mistral3.rope.scaling.type", .string("longrope"))
         ])

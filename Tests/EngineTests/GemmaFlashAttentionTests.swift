@@ -47,7 +47,7 @@ struct GemmaFlashAttentionTests {
                                 v_cache: vp.baseAddress, kv_stride: Int32(nKV * hd), n_head: Int32(nHead),
                                 n_kv_head: Int32(nKV), head_dim: Int32(hd), n_tokens: Int32(nTokens),
                                 pos0: Int32(pos0), scale: 0.0625, out: op.baseAddress, out_stride: Int32(nHead * hd),
-                                scratch: nil, scratch_stride: 0, window: Int32(window), call_rows: 0)
+                                scratch: nil, scratch_stride: 0, window: Int32(window), call_rows: 0, sinks: nil)
                             switch kernel {
                             case .rows: ck_attention_flash_rows(&args)
                             case .tiled(let pool): ck_attention_flash_tiled(pool, &args)

@@ -79,7 +79,7 @@ struct KVCacheQ8Tests {
                                 n_head: Int32(shape.nHead), n_kv_head: Int32(shape.nKV), head_dim: Int32(hd),
                                 n_tokens: Int32(shape.nTokens), pos0: Int32(shape.pos0), scale: scale,
                                 out: ob.baseAddress!, out_stride: Int32(qDim), scratch: sb.baseAddress!,
-                                scratch_stride: Int32(stride), window: Int32(shape.window), call_rows: 0)
+                                scratch_stride: Int32(stride), window: Int32(shape.window), call_rows: 0, sinks: nil)
                             ck_attention_q8_0_many(pool?.raw, &args, 1)
                         }
                     }
@@ -165,9 +165,8 @@ struct KVCacheQ8Tests {
                                     n_kv_head: Int32(nKV), head_dim: Int32(hd), n_rot: Int32(hd), pos0: Int32(pos0),
                                     n_tokens: Int32(n), base: 10000, freq_scale: 1, freq_factors: nil, halves: 1,
                                     k_cache: kcb.baseAddress!.assumingMemoryBound(to: UInt16.self),
-                                    v_cache: vcb.baseAddress!.assumingMemoryBound(to: UInt16.self), ext_factor: 0,
-                                    attn_factor: 1,
-                                    corr_low: 0, corr_high: 0, q_scale: nil)
+                                    v_cache: vcb.baseAddress!.assumingMemoryBound(to: UInt16.self), yarn: nil,
+                                    q_scale: nil)
                                 if q8 {
                                     ck_rows_rope_kv_q8_0(pool.raw, &args)
                                 } else {

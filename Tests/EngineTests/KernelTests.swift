@@ -283,7 +283,7 @@ struct KernelTests {
                                     n_kv_head: Int32(nKV), head_dim: Int32(headDim), n_tokens: Int32(nTokens),
                                     pos0: Int32(pos0), scale: scale, out: ob.baseAddress!,
                                     out_stride: Int32(nHead * headDim), scratch: sb.baseAddress!,
-                                    scratch_stride: Int32(stride), window: Int32(window), call_rows: 0)
+                                    scratch_stride: Int32(stride), window: Int32(window), call_rows: 0, sinks: nil)
                                 ck_attention(pool.raw, &args)
                             }
                         }

@@ -7,7 +7,8 @@ import Testing
 /// `Tests/Fixtures/reference/tiny/shapes/` with head widths 8 to 256 (8, 12, 24 and 40 are not
 /// multiples of 16, 12 not even of 8), queries wider and narrower than the model, GQA ratios 1, 2,
 /// 3, 4 and 8, FFN widths 33 to 120, and 1 to 4 layers, in the `llama` (Llama 3 with
-/// `rope_freqs`, and plain), `qwen2`, `qwen3` and `gemma3` (a sliding window of 16) families.
+/// `rope_freqs`, and plain), `qwen2`, `qwen3` and `gemma3` (a sliding window of 16) families; YaRN
+/// files of the first three (one with MXFP4 matrices) and `gpt-oss` files (`make_tiny_gptoss.py`).
 /// `make_tiny.py shapes` writes them and `scripts/make-shape-references.sh` llama.cpp's answers:
 /// the top-10 log-probabilities after each of three token-id prompts (fed as one batch), then 24
 /// greedy tokens, with the attention arithmetic inferd follows for the family (llama.cpp's flash
@@ -30,6 +31,14 @@ struct ModelShapeTests {
         ("qwen2-hd8-gqa8", .qwen2), ("qwen3-hd48-gqa4", .qwen3), ("qwen3-hd128-gqa2", .qwen3),
         ("qwen3-hd12-gqa1", .qwen3), ("gemma3-hd24-gqa2", .gemma3), ("gemma3-hd8-gqa4", .gemma3),
         ("gemma3-hd12-gqa1", .gemma3),
+        // YaRN over an original context of 16 (make_tiny_gptoss.py yarn)
+        ("llama-yarn-hd32-gqa2", .llama), ("qwen2-yarn-hd16-gqa2", .qwen2), ("qwen3-yarn-hd64-gqa4", .qwen3),
+        // ... with every layer matrix MXFP4
+        ("llama-yarn-mxfp4-hd32", .llama),
+        // gpt-oss: sinks, biases, window 8 on even layers, YaRN, 4-32 experts top 1-4, swiglu_oai;
+        // F32, and llama-quantize's MXFP4_MOE (make_tiny_gptoss.py gptoss)
+        ("gptoss-e4-k1", .gptOSS), ("gptoss-e8-k2", .gptOSS), ("gptoss-e32-k4", .gptOSS),
+        ("gptoss-e8-k2-mxfp4", .gptOSS),
         // Issue #38's dense families (make_tiny_dense.py, scripts/make-dense-references.sh).
         ("smollm3-hd16-gqa2", .smollm3), ("smollm3-hd8-gqa4", .smollm3), ("phi3-hd32-gqa1", .phi3),
         ("phi3-hd16-gqa2-longrope", .phi3), ("phi3-hd24-rot16-short", .phi3), ("mistral3-hd32-gqa4-yarn", .mistral3),

@@ -348,7 +348,7 @@ struct ModelTinyTests {
         // The message names what is supported, for the start-up error a user reads.
         #expect(
             ModelError.unsupportedArchitecture("gpt2").description
-                == "unsupported architecture 'gpt2' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, smollm3, phi3, mistral3)"
+                == "unsupported architecture 'gpt2' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, smollm3, phi3, mistral3, gpt-oss)"
         )
         var tiny = TinyModel()
         tiny.metadata.removeAll { $0.0 == "llama.block_count" }

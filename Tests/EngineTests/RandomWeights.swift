@@ -39,6 +39,13 @@ enum RandomWeights {
             return rng.floats(columns, scale).flatMap { v in
                 withUnsafeBytes(of: UInt16(v.bitPattern >> 16).littleEndian, Array.init)
             }
+        case .mxfp4:
+            // Random codes; each block's E8M0 scale near the one giving values of `scale` (the
+            // codes' RMS is about 6), give or take a factor 2.
+            var bytes = (0..<type.rowBytes(elements: columns)!).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let e = 128 + Int((log2(Double(scale) / 6)).rounded())
+            for b in 0..<columns / 32 { bytes[b * 17] = UInt8(e + Int(rng.next() % 3) - 1) }
+            return bytes
         default: break
         }
         let (scales, minField) = scaleFields(type)

@@ -185,8 +185,7 @@ import Testing
                                             head_dim: Int32(headDim), n_rot: Int32(nRot), pos0: Int32(pos0),
                                             n_tokens: Int32(n), base: 10000, freq_scale: 0.5, freq_factors: f,
                                             halves: halves, k_cache: kc.baseAddress!, v_cache: vc.baseAddress!,
-                                            ext_factor: 0, attn_factor: 1,
-                                            corr_low: 0, corr_high: 0, q_scale: nil)
+                                            yarn: nil, q_scale: nil)
                                         ck_rows_rope_kv(pool.raw, &args)
                                     }
                                 }

@@ -9,7 +9,7 @@ import Testing
 @Suite(.serialized)
 struct WeightTypeKernelTests {
     static let types: [GGMLType] = [
-        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
+        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
     ]
 
     /// Activations in `type`'s form (quantized with the C quantizers, which other tests check).

@@ -5,7 +5,7 @@ import Testing
 @testable import Engine
 
 /// Prints the speed of the matrix products of Gemma 3 270M's hot weight types on its matrix
-/// shapes, in GB/s of weights read and multiply-adds per second (median of repetitions; one
+/// shapes (and of MXFP4 beside Q4_0), in GB/s of weights read and multiply-adds per second (median of repetitions; one
 /// thread timed by its CPU time, the 2-thread pool by the wall clock).
 /// Figures only: the machine is shared, so nothing here asserts a time.
 @Suite(.serialized)
@@ -13,6 +13,8 @@ struct WeightTypeSpeedTests {
     static let shapes: [(type: GGMLType, columns: Int, rows: Int)] = [
         (.q5_0, 640, 2048), (.q5_0, 640, 1024), (.q8_0, 640, 256), (.q4_K, 2048, 640), (.q4_K, 1024, 640),
         (.q6_K, 2048, 640),
+        // gpt-oss's expert type beside the four-bit type of the same block size
+        (.mxfp4, 2048, 640), (.q4_0, 2048, 640),
     ]
 
     /// Nanoseconds: the calling thread's CPU time (one thread: what other processes on this

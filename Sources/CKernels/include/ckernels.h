@@ -197,7 +197,18 @@ enum {
     CK_TYPE_Q6_K = 14,
     CK_TYPE_Q8_K = 15,
     CK_TYPE_BF16 = 30,
+    CK_TYPE_MXFP4 = 39,
 };
+
+/// 32 weights: value = kvalues_mxfp4[q] · 2^(e − 128) (ggml's doubled E2M1 table 0, ±1, ±2, ±3,
+/// ±4, ±6, ±8, ±12 and the E8M0 scale halved, as ggml_e8m0_to_fp32_half: e < 2 subnormal);
+/// element j < 16 is the low nibble of qs[j], element j + 16 its high nibble. 17 bytes.
+typedef struct {
+    uint8_t e;
+    uint8_t qs[16];
+} ck_block_mxfp4;
+/// 2^(e − 128) as ggml_e8m0_to_fp32_half builds it (the scale of an MXFP4 block).
+float ck_e8m0_to_fp32_half(uint8_t e);
 
 /// 32 weights: value = d * (q - 8), q in 0...15 (nibbles as in Q4_1).
 typedef struct {
@@ -326,6 +337,11 @@ typedef struct {
     // every row a decode step's (token by token, as when decoding drafted tokens verified in
     // one pass); 0: the n_tokens rows are the call.
     int call_rows;
+    // n_head sink logits (gpt-oss's attn_sinks), or NULL: head h's softmax takes exp(sinks[h])
+    // into its denominator as llama.cpp's soft_max with sinks does (the maximum taken over the
+    // scores and the sink, the sink's expf added to the double sum). The non-flash and q8_0
+    // kernels take them; the flash kernels (ck_attention_flash_*) do not.
+    const float *sinks;
 } ck_attention_args;
 
 /// The same attention with the arithmetic of llama.cpp's CPU flash attention taken row by row
@@ -392,6 +408,22 @@ void ck_rope(float *x, int n_heads, int head_dim, int n_rot, int pos, float base
 /// (2i, 2i + 1) (llama.cpp's normal mode), 1 rotates (i, i + n_rot / 2) (its NEOX mode).
 void ck_rope_ext(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
                  const float *freq_factors, int halves);
+/// YaRN's parameters as ggml's rope_ext takes them (llama.cpp's cparams): ext_factor (1 with
+/// `rope.scaling.type = yarn`, else 0), attn_factor (its yarn_attn_factor: the cosines and
+/// sines are multiplied by it, and with YaRN by 1 + 0.1 ln(1 / freq_scale) too), the original
+/// context and the betas that place the correction dimensions (32 and 1 by default).
+typedef struct {
+    float ext_factor;
+    float attn_factor;
+    float beta_fast;
+    float beta_slow;
+    int n_ctx_orig;
+} ck_rope_yarn;
+/// ggml_rope_yarn_corr_dims: the rotary dimensions (of n_dims) between which YaRN's ramp runs.
+void ck_rope_yarn_corr_dims(int n_dims, int n_ctx_orig, float base, float beta_fast, float beta_slow, float dims[2]);
+/// ck_rope_ext with YaRN (yarn NULL: none, ck_rope_ext's bits).
+void ck_rope_ext_yarn(float *x, int n_heads, int head_dim, int n_rot, int pos, float base, float freq_scale,
+                      const float *freq_factors, int halves, const ck_rope_yarn *yarn);
 /// In place softmax over n values.
 void ck_softmax(float *x, int n);
 /// log Σ exp(x[i]) over n values, NaN and -inf weighing 0 (-inf when nothing else is left):
@@ -406,6 +438,10 @@ void ck_silu_mul(const float *gate, const float *up, float *out, int n);
 float ck_gelu(float x);
 /// out = gelu(gate) * up, with ck_gelu.
 void ck_gelu_mul(const float *gate, const float *up, float *out, int n);
+/// gpt-oss's gated activation as ggml's CPU swiglu_oai computes it: g = min(gate, limit),
+/// u = clamp(up, -limit, limit), out = g / (1 + expf(alpha * -g)) * (u + 1), in that order of
+/// float operations (no fused multiply-add).
+void ck_swiglu_oai_mul(const float *gate, const float *up, float *out, int n, float alpha, float limit);
 /// x *= s
 void ck_scale(float *x, float s, int n);
 /// y += x
@@ -428,14 +464,20 @@ int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y
 /// y = x rounded to f16 (nearest even) and back, n values: the activations of a product with F16
 /// weights, as llama.cpp converts them to its F16 vec_dot_type first.
 void ck_round_row_f16(const float *x, float *y, int n);
-/// out = ck_gelu_mul (gelu != 0) or ck_silu_mul of gate and up, n rows of width.
-void ck_rows_glu(ck_pool *pool, int gelu, const float *gate, const float *up, float *out, int n, int width);
+/// The gated feed-forward's activations (ck_rows_glu's kind).
+enum { CK_GLU_SILU = 0, CK_GLU_GELU = 1, CK_GLU_SWIGLU_OAI = 2 };
+/// gpt-oss's constants for ck_swiglu_oai_mul, as llama.cpp passes them (build_moe_ffn).
+#define CK_SWIGLU_OAI_ALPHA 1.702f
+#define CK_SWIGLU_OAI_LIMIT 7.0f
+/// out = ck_silu_mul, ck_gelu_mul or ck_swiglu_oai_mul (gpt-oss's constants) of gate and up, n
+/// rows of width, by kind (a CK_GLU_*).
+void ck_rows_glu(ck_pool *pool, int kind, const float *gate, const float *up, float *out, int n, int width);
 /// y += x over n rows of width.
 void ck_rows_add(ck_pool *pool, float *y, const float *x, int n, int width);
 
 // MARK: - Mixture of experts (experts.c)
 
-enum { CK_GATING_SOFTMAX = 0, CK_GATING_SIGMOID = 1 };
+enum { CK_GATING_SOFTMAX = 0, CK_GATING_SIGMOID = 1, CK_GATING_SOFTMAX_WEIGHT = 2 };
 /// For each of n tokens, its router logits ([n × n_expert]) to the k experts it uses: ids
 /// ([n × k], the most probable first) and their weights ([n × k]), the probabilities (softmax as
 /// ggml computes it, or sigmoid: `gating`), divided by their sum when `normalize`. probs: scratch
@@ -470,15 +512,12 @@ typedef struct {
     int halves;
     uint16_t *k_cache;
     uint16_t *v_cache;
-    /// YaRN (ggml's rope_yarn): the mix of extrapolated angles (0: none) over the pairs between
-    /// corr_low and corr_high, and the factor on every cosine and sine (1: none). n_rot 0 rotates
-    /// nothing (a layer without rotary positions).
-    float ext_factor;
-    float attn_factor;
-    float corr_low;
-    float corr_high;
+    /// YaRN and the attention factor (ck_rope_ext_yarn; the correction dimensions from this
+    /// call's base, so a layer with its own base gets its own), or NULL: none.
+    const ck_rope_yarn *yarn;
     /// n_tokens factors each row's query is multiplied by after RoPE (an attention temperature,
-    /// or the attention scale applied before the products), or NULL.
+    /// or the attention scale applied before the products), or NULL. n_rot 0 rotates nothing (a
+    /// layer without rotary positions).
     const float *q_scale;
 } ck_rope_kv_args;
 void ck_rows_rope_kv(ck_pool *pool, const ck_rope_kv_args *args);

@@ -22,12 +22,14 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
     case i64 = 27
     case f64 = 28
     case bf16 = 30
+    /// 32 four-bit E2M1 codes with one E8M0 scale byte (gpt-oss's experts).
+    case mxfp4 = 39
 
     /// Elements per block.
     public var blockSize: Int {
         switch self {
         case .f32, .f16, .i8, .i16, .i32, .i64, .f64, .bf16: 1
-        case .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1: 32
+        case .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1, .mxfp4: 32
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K: 256
         }
     }
@@ -51,6 +53,7 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
         case .q5_K: 176
         case .q6_K: 210
         case .q8_K: 292
+        case .mxfp4: 17
         }
     }
 
@@ -76,6 +79,7 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
         case .i32: "I32"
         case .i64: "I64"
         case .f64: "F64"
+        case .mxfp4: "MXFP4"
         }
     }
 

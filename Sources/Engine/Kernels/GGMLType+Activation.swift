@@ -3,11 +3,11 @@ import CKernels
 /// The form activations take for a product with weights of each type: ggml's `vec_dot_type`,
 /// so the integer dot products and their roundings are llama.cpp's.
 extension GGMLType {
-    /// Q8_0 for Q4_0, Q5_0 and Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for Q2_K...Q6_K; f32 for the
+    /// Q8_0 for Q4_0, Q5_0, Q8_0 and MXFP4; Q8_1 for Q4_1 and Q5_1; Q8_K for Q2_K...Q6_K; f32 for the
     /// float types (F32, F16, BF16). nil for types matrix products do not take.
     var activationForm: GGMLType? {
         switch self {
-        case .q4_0, .q5_0, .q8_0: .q8_0
+        case .q4_0, .q5_0, .q8_0, .mxfp4: .q8_0
         case .q4_1, .q5_1: .q8_1
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: .q8_K
         case .f32, .f16, .bf16: .f32

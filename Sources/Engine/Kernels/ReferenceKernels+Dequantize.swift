@@ -16,6 +16,7 @@ extension ReferenceKernels {
         case .q3_K: return blocks(bytes, type: type, count: count, q3K)
         case .q4_K, .q5_K: return blocks(bytes, type: type, count: count, q45K)
         case .q6_K: return blocks(bytes, type: type, count: count, q6K)
+        case .mxfp4: return blocks(bytes, type: type, count: count, mxfp4)
         case .q8_K:
             return blocks(bytes, type: type, count: count) { b, _ in
                 let d = Float(bitPattern: le32(b, 0))
@@ -218,6 +219,21 @@ extension ReferenceKernels {
                     out[128 * n + 32 * part + l] = d * Float(sc) * Float(q[part] - 32)
                 }
             }
+        }
+        return out
+    }
+
+    /// MXFP4: e (E8M0) qs[16]; value = the doubled E2M1 value of the code times 2^(e − 128),
+    /// the halved scale built from its bits as ggml_e8m0_to_fp32_half builds it (subnormal for
+    /// e < 2; 255 is a plain power of two there, not NaN).
+    private static func mxfp4(_ b: [UInt8], _: GGMLType) -> [Float] {
+        let e = UInt32(b[0])
+        let d = Float(bitPattern: e < 2 ? 0x0020_0000 << e : (e - 1) << 23)
+        let table: [Int8] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]
+        var out = [Float](repeating: 0, count: 32)
+        for j in 0..<16 {
+            out[j] = Float(table[Int(b[1 + j] & 0x0F)]) * d
+            out[j + 16] = Float(table[Int(b[1 + j] >> 4)]) * d
         }
         return out
     }

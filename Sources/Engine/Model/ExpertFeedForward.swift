@@ -17,12 +17,16 @@ struct ExpertFeedForward {
     /// Experts each token uses.
     let used: Int
     let gating: Architecture.ExpertGating
+    /// Biases (`Architecture.expertBiases`): on the router's logits ([count]), and per expert on
+    /// its gate and up outputs ([expert width] each) and its down output ([width]).
+    let biases: ExpertBiases?
 
     var count: Int { router.rows }
 
     /// Loads layer `prefix`'s router and experts ("blk.N.").
     init(
-        gguf: GGUFFile, prefix: String, width: Int, experts: ModelConfig.Experts, gating: Architecture.ExpertGating
+        gguf: GGUFFile, prefix: String, width: Int, experts: ModelConfig.Experts, gating: Architecture.ExpertGating,
+        withBiases: Bool = false
     ) throws(ModelError) {
         router = try WeightMatrix(
             gguf: gguf, name: prefix + "ffn_gate_inp.weight", columns: width, rows: experts.count)
@@ -36,6 +40,7 @@ struct ExpertFeedForward {
         down = try stack("ffn_down_exps", f, width)
         used = experts.used
         self.gating = gating
+        biases = withBiases ? try ExpertBiases(gguf: gguf, prefix: prefix, width: width, experts: experts) : nil
     }
 
     var matrices: [WeightMatrix] { [router] + gate + up + down }

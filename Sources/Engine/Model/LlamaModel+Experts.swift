@@ -55,6 +55,7 @@ extension LlamaModel {
         var routerActivations = PreparedActivations(
             source: input, n: m, columns: dim, orders: UnsafePointer(s.rowOrders))
         matmul(ffn.router, &routerActivations, into: s.logits, ldy: count)
+        if let biases = ffn.biases { addBias(biases.router, to: s.logits, n: m, width: count) }
         ck_moe_route(
             s.logits, Int32(m), Int32(count), Int32(k), ffn.gating.kernelGating, ffn.gating.normalizesChosen ? 1 : 0,
             s.probabilities, s.ids, s.weights)
@@ -97,14 +98,25 @@ extension LlamaModel {
                 w, x: x.pointer + offset * x.rowBytes, xRowBytes: x.rowBytes, rows: rows, y: out + offset * width,
                 ldy: width, orders: s.expertOrders + offset)
         }
-        let gelu: Int32 = config.architecture.activation == .geluTanh ? 1 : 0
-        ck_rows_glu(pool.raw, gelu, s.gate, s.up, s.act, Int32(slotCount), Int32(width))
+        if let biases = ffn.biases {
+            for e in 0..<count where s.counts[e] > 0 {
+                addBias(biases.gate[e], to: s.gate + s.starts[e] * width, n: s.counts[e], width: width)
+                addBias(biases.up[e], to: s.up + s.starts[e] * width, n: s.counts[e], width: width)
+            }
+        }
+        let activation = config.architecture.activation.kernelKind
+        ck_rows_glu(pool.raw, activation, s.gate, s.up, s.act, Int32(slotCount), Int32(width))
         let downInput = expertActivations(
             ffn.down[0].type, s.act, rows: slotCount, columns: width, into: s.quantizedA)
         expertProducts(s, counts: count, products: 1) { e, _, rows, offset in
             Self.productArguments(
                 ffn.down[e], x: downInput.pointer + offset * downInput.rowBytes, xRowBytes: downInput.rowBytes,
                 rows: rows, y: s.expertDown + offset * dim, ldy: dim, orders: s.expertOrders + offset)
+        }
+        if let biases = ffn.biases {
+            for e in 0..<count where s.counts[e] > 0 {
+                addBias(biases.down[e], to: s.expertDown + s.starts[e] * dim, n: s.counts[e], width: dim)
+            }
         }
         for p in 0..<slotCount { (s.slotOutputs + s.slots[p] * dim).update(from: s.expertDown + p * dim, count: dim) }
 

@@ -77,9 +77,15 @@ extension LlamaModel {
             throw .unsupported(
                 "\(prefix)expert_count \(experts): mixture-of-experts layers of \(config.architecture.name)")
         }
-        // Biases llama.cpp adds where a file has them; no supported file of these families has them.
-        var biases = ["attn_qkv.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"]
-        if !config.architecture.attentionBiases { biases += ["attn_q.bias", "attn_k.bias", "attn_v.bias"] }
+        // Biases llama.cpp adds where a file has them, refused unless the recipe adds them
+        // (gpt-oss's output and expert biases); no supported file of the other families has them.
+        let arch = config.architecture
+        var biases = ["attn_qkv.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"]
+        if !arch.attentionBiases { biases += ["attn_q.bias", "attn_k.bias", "attn_v.bias"] }
+        if !arch.outputBias { biases += ["attn_output.bias"] }
+        if !arch.expertBiases {
+            biases += ["ffn_gate_inp.bias", "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"]
+        }
         for layer in 0..<config.blockCount {
             for bias in biases where gguf.tensors["blk.\(layer).\(bias)"] != nil {
                 throw .unsupported("tensor 'blk.\(layer).\(bias)' (a bias this engine does not add)")

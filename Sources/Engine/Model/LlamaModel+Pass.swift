@@ -71,50 +71,56 @@ extension LlamaModel {
             dumpTensor("Qcur_normed-\(l)", q, count: n * qDim)
             dumpTensor("Kcur_normed-\(l)", k, count: n * kvDim)
             // RoPE and the new keys and values into each sequence's cache, then every sequence's
-            // attention in one pool task.
-            withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
-                for (i, segment) in segments.enumerated() {
-                    let offset = segment.row
-                    let kCache = segment.cache.keys(layer: l)
-                    let vCache = segment.cache.values(layer: l)
-                    let pos0 = segment.cache.count
-                    let rows = segment.tokens.count
-                    ropeAndCache(
-                        q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
-                        position: pos0, base: layer.ropeBase, rotates: arch.usesRope(layer: l), keys: kCache,
-                        values: vCache)
-                    list.initializeElement(
-                        at: i,
-                        to: ck_attention_args(
-                            q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
-                            kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
-                            head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
-                            scale: arch.scalesQueryBeforeAttention ? 1 : c.attentionScale, out: attn + offset * qDim,
-                            out_stride: Int32(qDim),
-                            scratch: attnScratch, scratch_stride: Int32(attnScratchStride), window: Int32(layer.window),
-                            call_rows: Int32(segment.microBatch))
-                    )
+            // attention in one pool task (with the layer's sink logits, where it has them).
+            let sinkValues = layer.sinks ?? []
+            sinkValues.withUnsafeBufferPointer { sinkBuffer in
+                let sinks = layer.sinks == nil ? nil : sinkBuffer.baseAddress
+                withUnsafeTemporaryAllocation(of: ck_attention_args.self, capacity: segments.count) { list in
+                    for (i, segment) in segments.enumerated() {
+                        let offset = segment.row
+                        let kCache = segment.cache.keys(layer: l)
+                        let vCache = segment.cache.values(layer: l)
+                        let pos0 = segment.cache.count
+                        let rows = segment.tokens.count
+                        ropeAndCache(
+                            q: q + offset * qDim, k: k + offset * kvDim, v: v + offset * kvDim, rows: rows,
+                            position: pos0, base: layer.ropeBase, rotates: arch.usesRope(layer: l), keys: kCache,
+                            values: vCache)
+                        list.initializeElement(
+                            at: i,
+                            to: ck_attention_args(
+                                q: q + offset * qDim, q_stride: Int32(qDim), k_cache: kCache, v_cache: vCache,
+                                kv_stride: Int32(kvDim), n_head: Int32(c.headCount), n_kv_head: Int32(c.headCountKV),
+                                head_dim: Int32(c.headDim), n_tokens: Int32(rows), pos0: Int32(pos0),
+                                scale: arch.scalesQueryBeforeAttention ? 1 : c.attentionScale,
+                                out: attn + offset * qDim, out_stride: Int32(qDim),
+                                scratch: attnScratch, scratch_stride: Int32(attnScratchStride),
+                                window: Int32(layer.window),
+                                call_rows: Int32(segment.microBatch), sinks: sinks)
+                        )
+                    }
+                    if let stage = kvStage {
+                        attendQuantized(list, segments, stage: stage)
+                        return
+                    }
+                    // Architectures whose references ran llama.cpp's flash attention get its
+                    // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
+                    // KV view of 512+ cells split over its threads (here ours); else row by row.
+                    var rest = 0
+                    for i in 0..<segments.count {
+                        if attendFlash(list[i], microBatch: segments[i].microBatch) { continue }
+                        list.swapAt(rest, i)
+                        rest += 1
+                    }
+                    if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
                 }
-                if let stage = kvStage {
-                    attendQuantized(list, segments, stage: stage)
-                    return
-                }
-                // Architectures whose references ran llama.cpp's flash attention get its
-                // arithmetic, as its micro-batch picks it: tiles from 64 rows; a lone row over a
-                // KV view of 512+ cells split over its threads (here ours); else row by row.
-                var rest = 0
-                for i in 0..<segments.count {
-                    if attendFlash(list[i], microBatch: segments[i].microBatch) { continue }
-                    list.swapAt(rest, i)
-                    rest += 1
-                }
-                if rest > 0 { ck_attention_many(pool.raw, list.baseAddress!, Int32(rest)) }
             }
             var attnActivations = PreparedActivations(source: attn, n: n, columns: qDim, orders: orders)
             dumpTensor("Qcur-\(l)#2", q, count: n * qDim)
             dumpTensor("Kcur-\(l)#2", k, count: n * kvDim)
             dumpTensor("kqv_out-\(l)", attn, count: n * qDim)
             matmul(layer.wo, &attnActivations, into: proj, ldy: dim)
+            addBias(layer.oBias, to: proj, n: n, width: dim)
             if let norm = layer.postAttentionNorm { rmsNorm(proj, norm, into: proj, n: n, width: dim) }
             dumpTensor("attn_post_norm-\(l)", proj, count: n * dim)
             ck_rows_add(pool.raw, x, proj, Int32(n), Int32(dim))
@@ -131,10 +137,10 @@ extension LlamaModel {
                 matmul(
                     Product(weights: gate, out: gateOut, ldy: ffn), Product(weights: up, out: upOut, ldy: ffn),
                     activations: &ffnActivations)
-                ck_rows_glu(pool.raw, arch.activation == .geluTanh ? 1 : 0, gateOut, upOut, act, Int32(n), Int32(ffn))
+                ck_rows_glu(pool.raw, arch.activation.kernelKind, gateOut, upOut, act, Int32(n), Int32(ffn))
                 dumpTensor("ffn_gate-\(l)", gateOut, count: n * ffn)
                 dumpTensor("ffn_up-\(l)", upOut, count: n * ffn)
-                dumpTensor(arch.activation == .geluTanh ? "ffn_geglu-\(l)" : "ffn_swiglu-\(l)", act, count: n * ffn)
+                dumpTensor("\(arch.activation.tensorName)-\(l)", act, count: n * ffn)
                 var downActivations = PreparedActivations(source: act, n: n, columns: ffn, orders: ffnOrders)
                 matmul(down, &downActivations, into: proj, ldy: dim)
                 dumpTensor("ffn_out-\(l)", proj, count: n * dim)
@@ -249,19 +255,22 @@ extension LlamaModel {
     ) {
         let c = config
         let scaling = c.ropeScaling
+        let yarn = scaling.kernelArguments
         func run(_ factors: UnsafePointer<Float>?, _ queryScales: UnsafePointer<Float>?) {
-            var args = ck_rope_kv_args(
-                q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v, kv_stride: Int32(c.kvDim),
-                n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
-                n_rot: rotates ? Int32(c.ropeDimensionCount) : 0, pos0: Int32(position), n_tokens: Int32(rows),
-                base: base, freq_scale: c.ropeFreqScale, freq_factors: factors,
-                halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys, v_cache: values,
-                ext_factor: scaling.extFactor, attn_factor: scaling.attnFactor, corr_low: scaling.correctionLow,
-                corr_high: scaling.correctionHigh, q_scale: queryScales)
-            if kvCacheType == .q8_0 {
-                ck_rows_rope_kv_q8_0(pool.raw, &args)
-            } else {
-                ck_rows_rope_kv(pool.raw, &args)
+            withUnsafePointer(to: yarn) { yarn in
+                var args = ck_rope_kv_args(
+                    q: q, q_stride: Int32(c.queryDim), n_head: Int32(c.headCount), k: k, v: v,
+                    kv_stride: Int32(c.kvDim),
+                    n_kv_head: Int32(c.headCountKV), head_dim: Int32(c.headDim),
+                    n_rot: rotates ? Int32(c.ropeDimensionCount) : 0, pos0: Int32(position), n_tokens: Int32(rows),
+                    base: base, freq_scale: c.ropeFreqScale, freq_factors: factors,
+                    halves: c.architecture.ropeStyle == .halves ? 1 : 0, k_cache: keys, v_cache: values,
+                    yarn: yarn, q_scale: queryScales)
+                if kvCacheType == .q8_0 {
+                    ck_rows_rope_kv_q8_0(pool.raw, &args)
+                } else {
+                    ck_rows_rope_kv(pool.raw, &args)
+                }
             }
         }
         func withFactors(_ queryScales: UnsafePointer<Float>?) {

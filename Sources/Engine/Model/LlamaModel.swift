@@ -2,7 +2,8 @@ import CKernels
 import Foundation
 
 /// A decoder-only transformer of one of the supported families (`Architecture`: Llama, Qwen 2,
-/// Qwen 3, Gemma 3, SmolLM3, Phi-3, Mistral 3) whose weights stay in the mapped GGUF file.
+/// Qwen 3, Qwen 3 MoE, Gemma 3, SmolLM3, Phi-3, Mistral 3, gpt-oss) whose weights stay in the
+/// mapped GGUF file.
 ///
 /// Numerics follow llama.cpp on CPU: activations are quantized into the form each weight type's
 /// dot product takes (Q8_0, Q8_1 or Q8_K: `GGMLType.activationForm`) before each matrix product,
@@ -55,6 +56,10 @@ public final class LlamaModel: @unchecked Sendable {
         let qNorm: [Float]?
         let kNorm: [Float]?
         var wo: WeightMatrix
+        /// The output projection's bias (`Architecture.outputBias`).
+        let oBias: [Float]?
+        /// One sink logit per query head (`Architecture.attentionSinks`).
+        let sinks: [Float]?
         /// RMSNorm on the attention output before the residual add (`Architecture.postNorms`).
         let postAttentionNorm: [Float]?
         let ffnNorm: [Float]
@@ -168,7 +173,9 @@ public final class LlamaModel: @unchecked Sendable {
             func feedForward() throws -> FeedForward {
                 if let gating = arch.expertGating, let experts = config.experts {
                     return .experts(
-                        try ExpertFeedForward(gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating))
+                        try ExpertFeedForward(
+                            gguf: gguf, prefix: p, width: dim, experts: experts, gating: gating,
+                            withBiases: arch.expertBiases))
                 }
                 let gateUp = try Self.gateAndUp(gguf, layer: i, dim: dim, ffn: ffn, fused: arch.fusedGateUp)
                 return .dense(gate: gateUp.gate, up: gateUp.up, down: try matrix("ffn_down", ffn, dim))
@@ -185,8 +192,11 @@ public final class LlamaModel: @unchecked Sendable {
                     qNorm: try vector("attn_q_norm.weight", config.headDim, if: arch.queryKeyNorms),
                     kNorm: try vector("attn_k_norm.weight", config.headDim, if: arch.queryKeyNorms),
                     wo: try matrix("attn_output", qDim, dim),
+                    oBias: try vector("attn_output.bias", dim, if: arch.outputBias),
+                    sinks: try vector("attn_sinks.weight", config.headCount, if: arch.attentionSinks),
                     postAttentionNorm: try vector("post_attention_norm.weight", dim, if: arch.postNorms),
-                    ffnNorm: try VectorLoader.load(gguf: gguf, name: p + "ffn_norm.weight", count: dim),
+                    ffnNorm: try VectorLoader.load(
+                        gguf: gguf, name: p + arch.feedForwardNormTensor + ".weight", count: dim),
                     feedForward: try feedForward(),
                     postFFNNorm: try vector("post_ffw_norm.weight", dim, if: arch.postNorms),
                     window: sliding ? config.slidingWindow : 0,

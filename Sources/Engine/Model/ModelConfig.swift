@@ -11,8 +11,9 @@ public struct ModelConfig: Sendable, Equatable {
     public var headDim: Int
     public var ropeDimensionCount: Int
     public var ropeFreqBase: Float
-    /// Linear RoPE scaling (`rope.scaling.factor` of type `linear`): positions are multiplied by it.
-    public var ropeFreqScale: Float
+    /// RoPE scaling's frequency factor (1 / `rope.scaling.factor` for `linear` and `yarn`):
+    /// positions are multiplied by it.
+    public var ropeFreqScale: Float { ropeScaling.freqScale }
     public var rmsNormEpsilon: Float
     /// The context the engine serves: the trained one, capped by the `context_length` setting.
     public var contextLength: Int
@@ -25,7 +26,8 @@ public struct ModelConfig: Sendable, Equatable {
     public var attentionScale: Float
     /// The mixture-of-experts feed-forward's sizes; nil for a dense one.
     public var experts: Experts?
-    /// YaRN, LongRoPE and the attention temperature (`ModelConfig+RopeScaling.swift`).
+    /// RoPE scaling (linear, YaRN, LongRoPE's attention factor) and the attention temperature
+    /// (`RopeScaling`, read in `ModelConfig+RopeScaling.swift`).
     public var ropeScaling: RopeScaling
 
     /// Width of the query projection and of the attention output.
@@ -81,7 +83,6 @@ public struct ModelConfig: Sendable, Equatable {
             throw .invalidHyperParameter("attention.value_length \(valueLength) differs from key_length \(headDim)")
         }
         ropeDimensionCount = gguf.optionalInt(prefix + "rope.dimension_count") ?? headDim
-        ropeFreqScale = 1
         ropeScaling = RopeScaling()
         slidingWindow =
             architecture.slidingWindowPattern == nil ? 0 : gguf.optionalInt(prefix + "attention.sliding_window") ?? 0

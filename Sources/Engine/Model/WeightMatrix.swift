@@ -5,7 +5,7 @@ import CKernels
 /// Matrix products may read an interleaved copy instead (see `interleave(into:)`).
 struct WeightMatrix {
     static let supportedTypes: Set<GGMLType> = [
-        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K,
+        .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
     ]
 
     let name: String
@@ -91,6 +91,24 @@ struct WeightMatrix {
 
 /// A 1-D f32 vector (norm weights), copied out of the file at load time.
 enum VectorLoader {
+    /// All `count` values of a float tensor of any shape, in storage order (biases stored 2-D).
+    static func loadFlat(gguf: GGUFFile, name: String, count: Int) throws(ModelError) -> [Float] {
+        guard let info = gguf.tensors[name] else { throw .missingTensor(name) }
+        guard info.shape.reduce(1, *) == count else {
+            throw .wrongShape(tensor: name, expected: [count], actual: info.shape)
+        }
+        guard info.type == .f32 || info.type == .f16 || info.type == .bf16 else {
+            throw .unsupportedTensorType(tensor: name, type: info.type)
+        }
+        let bytes: UnsafeRawBufferPointer
+        do { bytes = try gguf.tensorData(name) } catch { throw .missingTensor(name) }
+        var out = [Float](repeating: 0, count: count)
+        out.withUnsafeMutableBufferPointer { dst in
+            ck_dequantize_row(Int32(info.type.rawValue), bytes.baseAddress!, dst.baseAddress!, Int32(count))
+        }
+        return out
+    }
+
     static func load(gguf: GGUFFile, name: String, count: Int) throws(ModelError) -> [Float] {
         guard let info = gguf.tensors[name] else { throw .missingTensor(name) }
         guard info.shape == [count] else { throw .wrongShape(tensor: name, expected: [count], actual: info.shape) }

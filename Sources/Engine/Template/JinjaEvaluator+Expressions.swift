@@ -195,6 +195,11 @@ extension JinjaEvaluator {
             return try checked(try callMethod(name, on: receiver, positional, named))
         case .function("raise_exception"):
             throw .raised(positional.first?.rendered().text ?? "raise_exception called")
+        case .function("strftime_now"):
+            guard let now, case .string(let format)? = positional.first else {
+                throw .evaluation("strftime_now takes a format string")
+            }
+            return try checked(.string(try now.formatted(format.text), origin: .data))
         case .function("namespace"), .function("dict"):
             var pairs: [(key: String, value: JinjaValue)] = []
             if case .dict(let initial)? = positional.first { pairs = initial }
@@ -224,7 +229,8 @@ extension JinjaEvaluator {
             return try checked(.list(values))
         case .undefined(let name):
             if name == "strftime_now" {
-                throw .evaluation("strftime_now is not available: templates get no clock")
+                throw .evaluation(
+                    "strftime_now is not available: templates read no clock, and this rendering was given no time")
             }
             throw .evaluation("'\(name)' is undefined and cannot be called")
         default:

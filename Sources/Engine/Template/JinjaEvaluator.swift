@@ -1,6 +1,7 @@
 /// Runs a parsed template: statements here, expressions in `JinjaEvaluator+Expressions.swift`,
 /// filters, tests and methods in their own files. Counts steps, loop iterations, nesting and
-/// output against `JinjaLimits`; it has no access to files, the environment or clocks.
+/// output against `JinjaLimits`; it has no access to files, the environment or clocks (its
+/// `strftime_now` formats the time its caller hands it, and is undefined without one).
 final class JinjaEvaluator {
     enum Flow {
         case normal
@@ -16,10 +17,13 @@ final class JinjaEvaluator {
     /// Innermost last; index 0 holds the context and template-level `set`s.
     var scopes: [[String: JinjaValue]]
     var output = JinjaString()
+    /// What `strftime_now` formats (the request's time, given by the caller); nil: no such function.
+    let now: JinjaTime?
 
-    init(context: [String: JinjaValue], limits: JinjaLimits) {
+    init(context: [String: JinjaValue], limits: JinjaLimits, now: JinjaTime? = nil) {
         self.limits = limits
         self.scopes = [context]
+        self.now = now
     }
 
     func run(_ nodes: [JinjaNode]) throws(JinjaError) -> JinjaString {
@@ -97,6 +101,7 @@ final class JinjaEvaluator {
         }
         switch name {
         case "raise_exception", "namespace", "range", "dict": return .function(name)
+        case "strftime_now" where now != nil: return .function(name)
         default: return .undefined(name)
         }
     }

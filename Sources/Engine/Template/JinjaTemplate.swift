@@ -14,8 +14,9 @@ public struct JinjaTemplate: @unchecked Sendable {
         self.nodes = try JinjaParser.parse(source, limits: limits)
     }
 
-    /// Renders with `context` as the template's variables.
-    func render(_ context: [String: JinjaValue]) throws(JinjaError) -> JinjaString {
-        try JinjaEvaluator(context: context, limits: limits).run(nodes)
+    /// Renders with `context` as the template's variables; `now`, when given, is the time
+    /// `strftime_now` formats (templates read no clock of their own).
+    func render(_ context: [String: JinjaValue], now: JinjaTime? = nil) throws(JinjaError) -> JinjaString {
+        try JinjaEvaluator(context: context, limits: limits, now: now).run(nodes)
     }
 }

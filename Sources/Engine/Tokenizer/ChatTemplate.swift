@@ -1,3 +1,5 @@
+import Foundation
+
 /// Renders conversations into prompts by running a chat template (Jinja) with the bounded
 /// interpreter in `Sources/Engine/Template`: the model's own `tokenizer.chat_template`, or a
 /// built-in or file given as an override (`--chat-template`).
@@ -48,7 +50,7 @@ public struct ChatTemplate: Sendable {
             ChatMessage(role: .assistant, content: "Hi."), ChatMessage(role: .user, content: "Bye"),
         ]
         do {
-            _ = try template.render(context(probe, addGenerationPrompt: true))
+            _ = try template.render(context(probe, addGenerationPrompt: true), now: JinjaTime(Date()))
         } catch {
             throw .testRenderFailed(origin: origin, error)
         }
@@ -147,15 +149,17 @@ public struct ChatTemplate: Sendable {
     /// assistant turn. Throws when the template raises (say, roles that do not alternate) or
     /// passes a bound.
     /// `tools` are passed as the template's `tools` variable; `arguments` (a JSON object's text,
-    /// `chat_template_kwargs`) sets further variables such as `enable_thinking`.
+    /// `chat_template_kwargs`) sets further variables such as `enable_thinking`. `now` is the
+    /// time `strftime_now` formats, in UTC (gpt-oss's template writes the current date).
     public func render(
         _ messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil,
-        addGenerationPrompt: Bool = true
+        addGenerationPrompt: Bool = true, now: Date = Date()
     ) throws(ChatTemplateError) -> [PromptPiece] {
         let output: JinjaString
         do {
             output = try template.render(
-                context(messages, addGenerationPrompt: addGenerationPrompt, tools: tools, arguments: arguments))
+                context(messages, addGenerationPrompt: addGenerationPrompt, tools: tools, arguments: arguments),
+                now: JinjaTime(now))
         } catch {
             throw .renderFailed(origin: origin, error)
         }
@@ -165,9 +169,10 @@ public struct ChatTemplate: Sendable {
     /// The rendered prompt as text; for display and debugging.
     public func renderText(
         _ messages: [ChatMessage], tools: [ToolDefinition] = [], arguments: String? = nil,
-        addGenerationPrompt: Bool = true
+        addGenerationPrompt: Bool = true, now: Date = Date()
     ) throws(ChatTemplateError) -> String {
-        try render(messages, tools: tools, arguments: arguments, addGenerationPrompt: addGenerationPrompt).map {
+        try render(messages, tools: tools, arguments: arguments, addGenerationPrompt: addGenerationPrompt, now: now).map
+        {
             piece in
             switch piece {
             case .text(let text), .template(let text): return text

@@ -6,20 +6,23 @@
 /// (a whitespace run followed by more text leaves its last character to start the next word).
 /// `smollm` first cuts out every `\p{N}` code point as a word of its own, then applies the GPT-2
 /// pattern to each remaining stretch separately. `llama3` and `qwen2` are Llama 3's and Qwen 2's
-/// patterns (`PreTokenizer+Llama3.swift`); `tekken` is Mistral's (`PreTokenizer+Tekken.swift`);
-/// `default` is llama.cpp's fallback cascade (`PreTokenizer+Default.swift`).
+/// patterns (`PreTokenizer+Llama3.swift`); `gpt4o` is GPT-4o's (gpt-oss's,
+/// `PreTokenizer+GPT4o.swift`); `tekken` is Mistral's (`PreTokenizer+Tekken.swift`); `default` is
+/// llama.cpp's fallback cascade (`PreTokenizer+Default.swift`).
 enum PreTokenizer: Sendable, Equatable {
     case gpt2
     case smollm
     case llama3
     case qwen2
+    case gpt4o
     case tekken
     /// llama.cpp's `default`, also what it uses when `tokenizer.ggml.pre` is missing.
     case `default`
 
     /// The `tokenizer.ggml.pre` values accepted, for error messages.
     static let supportedNames = [
-        "gpt-2", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen", "tekken", "default",
+        "gpt-2", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen", "gpt-4o", "llama4",
+        "tekken", "default",
     ]
 
     init?(name: String) {
@@ -29,6 +32,8 @@ enum PreTokenizer: Sendable, Equatable {
         // The names llama.cpp maps to its LLAMA3 pre-tokenizer for Llama 3 models.
         case "llama-bpe", "llama3", "llama-v3": self = .llama3
         case "qwen2", "deepseek-r1-qwen": self = .qwen2
+        // The names llama.cpp maps to its GPT4O pre-tokenizer.
+        case "gpt-4o", "llama4": self = .gpt4o
         case "tekken": self = .tekken
         case "default": self = .default
         default: return nil
@@ -60,6 +65,8 @@ enum PreTokenizer: Sendable, Equatable {
             Self.splitLlama3(scalars, 0, scalars.count, maxDigits: 3, into: &words)
         case .qwen2:
             Self.splitLlama3(scalars, 0, scalars.count, maxDigits: 1, into: &words)
+        case .gpt4o:
+            Self.splitGPT4o(scalars, into: &words)
         case .tekken:
             Self.splitTekken(scalars, 0, scalars.count, into: &words)
         case .default:

@@ -10,6 +10,9 @@ extension Architecture {
             case softmax
             /// Each expert's sigmoid on its own.
             case sigmoid
+            /// The raw logits choose the experts; the softmax of the chosen ones weighs them
+            /// (llama.cpp's SOFTMAX_WEIGHT, gpt-oss).
+            case softmaxOfChosen
         }
 
         public let probabilities: Probabilities
@@ -17,6 +20,12 @@ extension Architecture {
         public let normalizesChosen: Bool
 
         /// `gating` of `ck_moe_route`.
-        var kernelGating: Int32 { Int32(probabilities == .softmax ? CK_GATING_SOFTMAX : CK_GATING_SIGMOID) }
+        var kernelGating: Int32 {
+            switch probabilities {
+            case .softmax: Int32(CK_GATING_SOFTMAX)
+            case .sigmoid: Int32(CK_GATING_SIGMOID)
+            case .softmaxOfChosen: Int32(CK_GATING_SOFTMAX_WEIGHT)
+            }
+        }
     }
 }

@@ -6,5 +6,5 @@ extension Architecture {
     public static let mistral3 = Architecture(
         name: "mistral3", ropeStyle: .adjacentPairs, activation: .silu, attentionBiases: false, queryKeyNorms: false,
         postNorms: false, scalesEmbeddings: false, readsRopeFrequencyFactors: true, slidingWindowPattern: nil,
-        slidingWindowRopeBase: nil, readsYarnAndTemperature: true)
+        slidingWindowRopeBase: nil, readsYarnTuningAndTemperature: true)
 }

@@ -16,6 +16,8 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
         case silu
         /// GELU with the tanh approximation, as ggml evaluates it (through f16; see `ck_gelu_mul`).
         case geluTanh
+        /// gpt-oss's clamped SwiGLU (ggml's `swiglu_oai`, α 1.702, limit 7; `ck_swiglu_oai_mul`).
+        case swigluOAI
     }
 
     /// `general.architecture`, also the prefix of the family's metadata keys.
@@ -49,6 +51,15 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     /// A mixture of experts in place of the dense feed-forward, weighed as this says
     /// (`{arch}.expert_count` experts of `{arch}.expert_feed_forward_length`); nil: dense.
     public var expertGating: ExpertGating? = nil
+    /// A bias on the attention output (`attn_output.bias`; gpt-oss).
+    public var outputBias: Bool = false
+    /// One sink logit per query head (`attn_sinks.weight`) in the attention softmax (gpt-oss).
+    public var attentionSinks: Bool = false
+    /// The tensor of the RMSNorm before the feed-forward (`blk.N.<name>.weight`): `ffn_norm`, or
+    /// gpt-oss's `post_attention_norm`.
+    public var feedForwardNormTensor: String = "ffn_norm"
+    /// Biases on the router's logits and on each expert's three products (gpt-oss).
+    public var expertBiases: Bool = false
     /// Layers without rotary positions (NoPE): layer `l` skips RoPE when `(l + 1) % step == 0`
     /// (llama.cpp's `n_no_rope_layer_step`, fixed at 4 for SmolLM3); nil: every layer rotates.
     public var noRopeLayerStep: Int? = nil
@@ -63,16 +74,17 @@ public struct Architecture: Sendable, Equatable, CustomStringConvertible {
     /// the served context is within `rope.scaling.original_context_length`, the long ones past it,
     /// and `rope.scaling.attn_factor` on the rotations (Phi-3 128k, Phi-3.5, Phi-4-mini).
     public var readsLongRopeFactors: Bool = false
-    /// YaRN RoPE scaling (`rope.scaling.type yarn`) and Llama 4's attention temperature
-    /// (`attention.temperature_scale`: the query times 1 + scale · ln(⌊pos / original context⌋ + 1))
-    /// are read (Ministral 3).
-    public var readsYarnAndTemperature: Bool = false
+    /// YaRN's tuning keys (`rope.scaling.yarn_beta_fast`, `yarn_beta_slow`, `yarn_log_multiplier`)
+    /// and Llama 4's attention temperature (`attention.temperature_scale`: the query times
+    /// 1 + scale · ln(⌊pos / original context⌋ + 1)) are read (Ministral 3; llama.cpp reads them
+    /// for few families). YaRN itself (`rope.scaling.type yarn`) is read for every family.
+    public var readsYarnTuningAndTemperature: Bool = false
 
     public var description: String { name }
 
     /// The families the engine runs, by `general.architecture`.
     public static let supported: [Architecture] = [
-        .llama, .qwen2, .qwen3, .qwen3moe, .gemma3, .smollm3, .phi3, .mistral3,
+        .llama, .qwen2, .qwen3, .qwen3moe, .gemma3, .smollm3, .phi3, .mistral3, .gptOSS,
     ]
 
     /// The recipe for `general.architecture`, or nil for a family the engine does not run.
