@@ -9,28 +9,9 @@
 #
 #   scripts/make-dense-references.sh [LLAMA_DIR]     (default /tmp/llama-cpp)
 set -eu
-dir=${1:-/tmp/llama-cpp}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-src=$dir/llama_cpp_python-0.3.36/vendor/llama.cpp
-tool=$dir/llama-cpp-shapes
-g++ -O2 -std=c++17 -o "$tool" "$here/llama-cpp-shapes.cpp" \
-    -I"$src/include" -I"$src/ggml/include" -I"$src/common" -I"$src/vendor" \
-    -L"$src/build/bin" -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,"$src/build/bin"
-out=$root/Tests/Fixtures/reference/tiny
-cd "$out"
-mkdir -p shapes
+. "$(dirname "$0")/shape-references-common.sh"
+shapes_setup "${1:-/tmp/llama-cpp}"
 python3 make_tiny_dense.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" shapes
 for model in shapes/smollm3-*.gguf shapes/phi3-*.gguf shapes/mistral3-*.gguf; do
-    name=$(basename "$model" .gguf)
-    # As make-shape-references.sh: 5, 12 and 40 ids from 17..511, seeded by the name (no BOS:
-    # these files do not add one).
-    prompts=$(python3 -c "
-import random, sys, zlib
-rng = random.Random(zlib.crc32(sys.argv[1].encode()))
-print(';'.join(','.join(str(rng.randrange(17, 512)) for _ in range(n)) for n in (5, 12, 40)))
-" "$name")
-    PROMPTS=$prompts N_PREDICT=24 "$tool" -m "$model" -t 2 -c 512 -fa off >"shapes/$name.json" 2>"shapes/$name.log"
-    rm "shapes/$name.log"
-    echo "$name"
+    shapes_reference "$(basename "$model" .gguf)" off
 done

@@ -8,32 +8,16 @@
 #
 #   scripts/make-gptoss-references.sh [LLAMA_DIR]     (default /tmp/llama-cpp)
 set -eu
-dir=${1:-/tmp/llama-cpp}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-src=$dir/llama_cpp_python-0.3.36/vendor/llama.cpp
-link="-I$src/include -I$src/ggml/include -I$src/common -I$src/vendor -L$src/build/bin -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,$src/build/bin"
-g++ -O2 -std=c++17 -o "$dir/llama-cpp-shapes" "$here/llama-cpp-shapes.cpp" $link
-g++ -O2 -std=c++17 -o "$dir/llama-cpp-tokenize" "$here/llama-cpp-tokenize.cpp" $link
-out=$root/Tests/Fixtures/reference/tiny
-cd "$out"
-mkdir -p shapes
+. "$(dirname "$0")/shape-references-common.sh"
+shapes_setup "${1:-/tmp/llama-cpp}"
+# shellcheck disable=SC2086
+g++ -O2 -std=c++17 -o "$dir/llama-cpp-tokenize" "$root/scripts/llama-cpp-tokenize.cpp" $link
 python3 make_tiny_gptoss.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" yarn
 python3 make_tiny_gptoss.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" vocab
 for model in shapes/*-yarn-*.gguf; do
-    name=$(basename "$model" .gguf)
-    prompts=$(python3 -c "
-import random, sys, zlib
-name = sys.argv[1]
-rng = random.Random(zlib.crc32(name.encode()))
-bos = [1] if name.startswith('llama') else []
-print(';'.join(','.join(map(str, bos + [rng.randrange(17, 512) for _ in range(n)])) for n in (5, 12, 40)))
-" "$name")
-    PROMPTS=$prompts N_PREDICT=24 "$dir/llama-cpp-shapes" -m "$model" -t 2 -c 512 -fa off >"shapes/$name.json" 2>"shapes/$name.log"
-    rm "shapes/$name.log"
-    echo "$name"
+    shapes_reference "$(basename "$model" .gguf)" off
 done
-"$dir/llama-cpp-tokenize" tiny-gpt4o-vocab.gguf "$here/gpt4o-strings.json" >tiny-gpt4o.json
+"$dir/llama-cpp-tokenize" tiny-gpt4o-vocab.gguf "$root/scripts/gpt4o-strings.json" >tiny-gpt4o.json
 echo tiny-gpt4o
 # gpt-oss shapes (for the mixture-of-experts layers' tests): F32 files, and llama-quantize's
 # MXFP4_MOE of one (experts MXFP4, the other matrices Q8_0). Its Q8_0 matrices would go to the
@@ -42,13 +26,5 @@ echo tiny-gpt4o
 python3 make_tiny_gptoss.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" gptoss
 "$src/build/bin/llama-quantize" shapes/gptoss-e8-k2.gguf shapes/gptoss-e8-k2-mxfp4.gguf MXFP4_MOE >/dev/null 2>&1
 for name in gptoss-e4-k1 gptoss-e8-k2 gptoss-e32-k4 gptoss-e8-k2-mxfp4; do
-    prompts=$(python3 -c "
-import random, sys, zlib
-rng = random.Random(zlib.crc32(sys.argv[1].encode()))
-print(';'.join(','.join(map(str, [rng.randrange(17, 512) for _ in range(n)])) for n in (5, 12, 40)))
-" "$name")
-    LD_LIBRARY_PATH=$dir/build-noamx/bin PROMPTS=$prompts N_PREDICT=24 "$dir/llama-cpp-shapes" -m "shapes/$name.gguf" \
-        -t 2 -c 512 -fa off >"shapes/$name.json" 2>"shapes/$name.log"
-    rm "shapes/$name.log"
-    echo "$name"
+    shapes_reference "$name" off "$dir/build-noamx/bin"
 done

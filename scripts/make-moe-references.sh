@@ -12,16 +12,9 @@
 #
 #   scripts/make-moe-references.sh [LLAMA_DIR]     (default /tmp/llama-cpp)
 set -eu
-dir=${1:-/tmp/llama-cpp}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
-src=$dir/llama_cpp_python-0.3.36/vendor/llama.cpp
-tool=$dir/llama-cpp-shapes
-[ -x "$tool" ] || { echo "build $tool first (scripts/make-shape-references.sh)" >&2; exit 1; }
-export LD_LIBRARY_PATH=$dir/build-noamx/bin
-out=$root/Tests/Fixtures/reference/tiny
-cd "$out"
-mkdir -p shapes
+. "$(dirname "$0")/shape-references-common.sh"
+shapes_setup "${1:-/tmp/llama-cpp}"
+noamx=$dir/build-noamx/bin
 python3 make_tiny_moe.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" shapes
 tmp=$(mktemp -d)
 python3 make_tiny_moe.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$tmp" --sources
@@ -32,14 +25,5 @@ python3 make_tiny_moe.py "$root/models/SmolLM2-135M-Instruct.Q4_1.gguf" "$tmp" -
 "$src/build/bin/llama-quantize" --allow-requantize "$tmp/qwen3moe-e4-k2-hd128-gqa2-f32.gguf" shapes/qwen3moe-e4-k2-hd128-gqa2-q6_k.gguf Q6_K >/dev/null 2>&1
 rm -r "$tmp"
 for model in shapes/qwen3moe-*.gguf; do
-    name=$(basename "$model" .gguf)
-    # Prompts of 5, 12 and 40 ids from 17..511, seeded by the name (make-shape-references.sh's).
-    prompts=$(python3 -c "
-import random, sys, zlib
-rng = random.Random(zlib.crc32(sys.argv[1].encode()))
-print(';'.join(','.join(str(rng.randrange(17, 512)) for _ in range(n)) for n in (5, 12, 40)))
-" "$name")
-    PROMPTS=$prompts N_PREDICT=24 "$tool" -m "$model" -t 2 -c 512 -fa off >"shapes/$name.json" 2>"shapes/$name.log"
-    rm "shapes/$name.log"
-    echo "$name"
+    shapes_reference "$(basename "$model" .gguf)" off "$noamx"
 done
