@@ -8,7 +8,7 @@ import Testing
 /// Phi-3's `<|user|>\n` prompt tokenizes without the newline. Against llama.cpp:
 /// `Tests/Fixtures/reference/tiny/phi3-tokenizations.json` holds its ids (special tokens parsed)
 /// for 11 texts with the default model's vocabulary plus Phi-3's control tokens
-/// (`tiny/make_phi3_tokenizations.py`).
+/// (`tiny/make_server_tokenizations.py phi3`).
 @Suite struct Phi3TokenizerTests {
     static let extra = ["<unk>", "<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
 

@@ -7,7 +7,7 @@ import Testing
 /// `Tests/Fixtures/reference/tiny/tekken-tokenizations.json` holds llama.cpp's ids for 24 texts
 /// (case changes inside words, capitals and non-ASCII letters, digits, slashes, line breaks,
 /// marks, emoji, non-ASCII spaces) with the default model's vocabulary and merges under
-/// `tokenizer.ggml.pre = tekken` (`tiny/make_tekken_tokenizations.py`). The vocabulary is
+/// `tokenizer.ggml.pre = tekken` (`tiny/make_server_tokenizations.py tekken`). The vocabulary is
 /// borrowed, so what is compared is where the words are cut and Tekken's `ignore_merges`.
 @Suite struct TekkenTokenizerTests {
     static func tekkenTokenizer() throws -> Tokenizer {
