@@ -30,26 +30,7 @@ struct MoEShapeTests {
         let (model, reference) = try ModelShapeTests.shapeModel(name)
         #expect(model.config.architecture == .qwen3moe)
         #expect(model.config.experts != nil)
-        let check = ReferenceModelCheck(model: model, reference: reference)
-        for outcome in try check.logits() {
-            print("\(name) \(outcome.name): largest |Δ logprob| \(outcome.largestLogprobDifference)")
-            for (id, difference) in outcome.logprobDifferences {
-                #expect(
-                    difference <= ModelShapeTests.logprobBound,
-                    "\(name) \(outcome.name): token \(id) |Δ logprob| = \(difference)")
-            }
-        }
-        let cases = reference["greedy"] as? [[String: Any]] ?? []
-        for (outcome, c) in zip(try check.greedy(), cases) {
-            guard !outcome.identical else { continue }
-            let step = outcome.firstDifference
-            let theirMargin = (c["generated_margins"] as? [Double])?[step] ?? .infinity
-            let ours = outcome.divergenceMargin ?? .infinity
-            print("\(name) greedy \(outcome.name): differs at \(step), margins ours \(ours), llama.cpp \(theirMargin)")
-            #expect(
-                ours < ModelShapeTests.nearTie || Float(theirMargin) < ModelShapeTests.nearTie,
-                "\(name) \(outcome.name): got \(outcome.generated), llama.cpp \(outcome.expected)")
-        }
+        try ModelShapeTests.expectMatchesLlamaCpp(name, model: model, reference: reference)
     }
 
     /// The sweep holds the shapes it claims, and the quantized files the expert types.

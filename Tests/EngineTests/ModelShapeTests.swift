@@ -62,12 +62,19 @@ struct ModelShapeTests {
     func shapeMatchesLlamaCpp(name: String, architecture: Architecture) throws {
         let (model, reference) = try Self.shapeModel(name)
         #expect(model.config.architecture == architecture)
+        try Self.expectMatchesLlamaCpp(name, model: model, reference: reference)
+    }
+
+    /// llama.cpp's top-10 log-probabilities within `logprobBound` for each case, and its greedy
+    /// tokens until a near-tie (either side's top two logits within `nearTie`). Shared with the
+    /// mixture-of-experts sweep (MoEShapeTests).
+    static func expectMatchesLlamaCpp(_ name: String, model: LlamaModel, reference: [String: Any]) throws {
         let check = ReferenceModelCheck(model: model, reference: reference)
         for outcome in try check.logits() {
             print("\(name) \(outcome.name): largest |Δ logprob| \(outcome.largestLogprobDifference)")
             for (id, difference) in outcome.logprobDifferences {
                 #expect(
-                    difference <= Self.logprobBound, "\(name) \(outcome.name): token \(id) |Δ logprob| = \(difference)")
+                    difference <= logprobBound, "\(name) \(outcome.name): token \(id) |Δ logprob| = \(difference)")
             }
         }
         let cases = reference["greedy"] as? [[String: Any]] ?? []
@@ -78,7 +85,7 @@ struct ModelShapeTests {
             let ours = outcome.divergenceMargin ?? .infinity
             print("\(name) greedy \(outcome.name): differs at \(step), margins ours \(ours), llama.cpp \(theirMargin)")
             #expect(
-                ours < Self.nearTie || Float(theirMargin) < Self.nearTie,
+                ours < nearTie || Float(theirMargin) < nearTie,
                 "\(name) \(outcome.name): got \(outcome.generated), llama.cpp \(outcome.expected)")
         }
     }
