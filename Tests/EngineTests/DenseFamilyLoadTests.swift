@@ -103,6 +103,19 @@ import Testing
         #expect(expertError?.description.contains("blk.0.ffn_gate_exps.bias") == true)
     }
 
+    /// Attention sinks outside gpt-oss: refused, not silently left out of the softmax.
+    @Test func attentionSinksOutsideGptOssAreRefusedNamingTheTensor() throws {
+        let heads = TinyModel.heads
+        let sinks = TinyModel.Tensor(
+            name: "blk.0.attn_sinks.weight", columns: heads, rows: 1, type: .f32,
+            values: [Float](repeating: 0, count: heads), data: [UInt8](repeating: 0, count: heads * 4))
+        for family in ["llama", "mistral3"] {
+            let path = try Self.tiny(as: family, extraTensors: [sinks]).write()
+            let error = #expect(throws: ModelError.self) { try Self.load(path) }
+            #expect(error?.description.contains("blk.0.attn_sinks.weight") == true, "\(String(describing: error))")
+        }
+    }
+
     /// YaRN is read for every family (as llama.cpp reads it); its betas and log multiplier only
     /// where the recipe reads them (mistral3 here, as in llama.cpp); other types are refused.
     @Test func yarnIsReadForEveryFamilyItsTuningWhereTheRecipeReadsIt() throws {

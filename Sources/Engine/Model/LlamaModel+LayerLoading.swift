@@ -90,6 +90,11 @@ extension LlamaModel {
             for bias in biases where gguf.tensors["blk.\(layer).\(bias)"] != nil {
                 throw .unsupported("tensor 'blk.\(layer).\(bias)' (a bias this engine does not add)")
             }
+            // Sinks change every attention row's softmax; ignoring them would answer wrongly.
+            if !arch.attentionSinks, gguf.tensors["blk.\(layer).attn_sinks.weight"] != nil {
+                throw .unsupported(
+                    "tensor 'blk.\(layer).attn_sinks.weight' (attention sinks, which \(arch.name) does not use)")
+            }
         }
     }
 }
