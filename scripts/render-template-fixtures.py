@@ -20,6 +20,7 @@ TOKENS = {
     "gemma3": ("<bos>", "<eos>"),
     "qwen2.5": ("", "<|im_end|>"),
     "qwen3": ("", "<|im_end|>"),
+    "smollm3": ("", "<|im_end|>"),
 }
 
 CONVERSATIONS = {
@@ -37,6 +38,13 @@ CONVERSATIONS = {
     "thinking": [
         {"role": "user", "content": "Q1"},
         {"role": "assistant", "content": "<think>\nreason\n</think>\n\nA1"},
+        {"role": "user", "content": "Q2"},
+    ],
+    # SmolLM3's switch (a system message holding /no_think), which the others render as text.
+    "no-think": [
+        {"role": "system", "content": "Be brief. /no_think  "},
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "\nA1"},
         {"role": "user", "content": "Q2"},
     ],
 }

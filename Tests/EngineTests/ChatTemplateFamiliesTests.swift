@@ -3,8 +3,8 @@ import Testing
 
 @testable import Engine
 
-/// The real chat templates of SmolLM2 (from the model file), Llama 3, Qwen 2.5, Qwen 3 and
-/// Gemma 3 (`Fixtures/templates/*.jinja`), rendered by inferd's interpreter and compared with
+/// The real chat templates of SmolLM2 (from the model file), Llama 3, Qwen 2.5, Qwen 3, Gemma 3
+/// and SmolLM3 (`Fixtures/templates/*.jinja`), rendered by inferd's interpreter and compared with
 /// (a) `expected.json`, made by jinja2 configured as Hugging Face configures it
 /// (`scripts/render-template-fixtures.py`), and (b) prompts written out by hand from each
 /// family's documented format.
@@ -40,6 +40,7 @@ import Testing
         "gemma3": ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"],
         "qwen2.5": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
         "qwen3": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
+        "smollm3": ["<|im_start|>", "<|im_end|>"],
     ]
 
     static func template(_ name: String, bos: String, eos: String) throws -> ChatTemplate {
@@ -90,6 +91,25 @@ import Testing
                 + "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
                 + "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
                 + "<|start_header_id|>assistant<|end_header_id|>\n\n")
+    }
+
+    /// SmolLM3: a metadata system block always, reasoning on unless the system message says
+    /// `/no_think` (taken out of the instructions), and then an empty think block opens each
+    /// assistant turn.
+    @Test func smolLM3TurnsReasoningOffWithNoThink() throws {
+        let template = try Self.template("smollm3", bos: "", eos: "<|im_end|>")
+        let header = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: "
+        let off = try template.renderText([
+            ChatMessage(role: .system, content: "Be brief. /no_think"), ChatMessage(role: .user, content: "Hi"),
+        ])
+        #expect(
+            off
+                == header + "/no_think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n"
+                + "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n")
+        let on = try template.renderText([ChatMessage(role: .user, content: "Hi")])
+        #expect(
+            on.hasPrefix(header + "/think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM"))
+        #expect(on.hasSuffix("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"))
     }
 
     @Test func gemma3MatchesItsDocumentedFormat() throws {
