@@ -31,8 +31,13 @@ head), --layers of them (default 8 of the real 48, so the F16 source, ~10 GB, fi
 DIR/shape-a3b-L8-TYPE.gguf. The tables' "active GB" is what one decoded token reads (the matrices
 but the embedding, the experts' tensors at 8/128), the size the memory probe is compared with.
 
+--shape smollm3-3b, phi3-mini, ministral3-3b: the dense families of #38 at their real layer
+shapes (SmolLM3-3B: smollm3, every fourth layer without RoPE; Phi-3-mini: phi3, fused QKV and
+gate/up, untied head; Ministral 3 3B: mistral3 with YaRN and the attention temperature), 12
+layers each by default and the default model's vocabulary.
+
 Usage (from the package root; needs PyPI's gguf and numpy):
-    python3 scripts/big-model-bench.py [--shape 1.7b|a3b] [--layers N] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
+    python3 scripts/big-model-bench.py [--shape 1.7b|a3b|smollm3-3b|phi3-mini|ministral3-3b] [--layers N] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
         [--threads 1,2] [--rounds 3] [--inferd .build/release/inferd] [--llama /tmp/llama-cpp]
         [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only]
     python3 scripts/big-model-bench.py --report OUT [OUT...]   (the tables again, runs merged)
@@ -61,12 +66,16 @@ class Shape:
     """One benchmark model's architecture and dimensions."""
 
     def __init__(self, name, arch, layers, width, heads, kv_heads, head, ffn, rope_base, rms_eps, context,
-                 description, experts=0, experts_used=0, expert_ffn=0, tied=True, qk_norm=False):
+                 description, experts=0, experts_used=0, expert_ffn=0, tied=True, qk_norm=False, fused=False,
+                 extra=None):
         self.name, self.arch, self.layers, self.width = name, arch, layers, width
         self.heads, self.kv_heads, self.head, self.ffn = heads, kv_heads, head, ffn
         self.rope_base, self.rms_eps, self.context, self.description = rope_base, rms_eps, context, description
         self.experts, self.experts_used, self.expert_ffn = experts, experts_used, expert_ffn
         self.tied, self.qk_norm = tied, qk_norm
+        # fused: phi3's one attn_qkv and one ffn_up holding gate and up; extra: GGUFWriter
+        # method name -> value, the family's own keys (rope scaling and the like).
+        self.fused, self.extra = fused, extra or {}
 
 
 def shape_named(name, layers=None):
@@ -84,7 +93,33 @@ def shape_named(name, layers=None):
         return Shape(f"shape-a3b-L{n}", "qwen3moe", n, 2048, 32, 4, 128, 6144, 1000000.0, 1e-6, 8192,
                      f"Qwen3-30B-A3B's layer shape, {n} layers", experts=128, experts_used=8, expert_ffn=768,
                      tied=False, qk_norm=True)
-    sys.exit(f"unknown --shape {name} (1.7b or a3b)")
+    # The dense families of #38 at their real layer shapes, 12 layers each (the per-token work of
+    # a layer is the real model's; the full depth would not fit the disk beside the other files)
+    # and the default model's vocabulary (a smaller head than the real models').
+    if name == "smollm3-3b":
+        # SmolLM3-3B's config: hidden 2048, 16 query and 4 KV heads of 128, intermediate 11008,
+        # rope_theta 5e6, every fourth layer without RoPE (the architecture's rule), tied; 36 layers.
+        n = layers or 12
+        return Shape(f"shape-smollm3-3b-L{n}", "smollm3", n, 2048, 16, 4, 128, 11008, 5000000.0, 1e-6, 8192,
+                     f"SmolLM3-3B's layer shape, {n} layers")
+    if name == "phi3-mini":
+        # Phi-3-mini-4k's config: hidden 3072, 32 heads of 96 (no GQA), intermediate 8192, fused
+        # QKV and gate/up, rope_theta 10000, rms 1e-5, context 4096, an untied head; 32 layers.
+        n = layers or 12
+        return Shape(f"shape-phi3-mini-L{n}", "phi3", n, 3072, 32, 32, 96, 8192, 10000.0, 1e-5, 4096,
+                     f"Phi-3-mini's layer shape, {n} layers", tied=False, fused=True)
+    if name == "ministral3-3b":
+        # Ministral 3 3B's text config: hidden 3072, 32 query and 8 KV heads of 128, intermediate
+        # 9216, rope_theta 1e9 with YaRN (factor 16 over 16384, betas 32/1) and the attention
+        # temperature (0.1), tied; 26 layers.
+        n = layers or 12
+        return Shape(f"shape-ministral3-3b-L{n}", "mistral3", n, 3072, 32, 8, 128, 9216, 1000000000.0, 1e-5, 16384,
+                     f"Ministral 3 3B's layer shape, {n} layers",
+                     extra={"add_rope_scaling_type": "yarn", "add_rope_scaling_factor": 16.0,
+                            "add_rope_scaling_orig_ctx_len": 16384, "add_rope_scaling_yarn_log_mul": 1.0,
+                            "add_rope_scaling_yarn_beta_fast": 32.0, "add_rope_scaling_yarn_beta_slow": 1.0,
+                            "add_attn_temperature_scale": 0.1})
+    sys.exit(f"unknown --shape {name} (1.7b, a3b, smollm3-3b, phi3-mini or ministral3-3b)")
 
 
 def log(*parts):
@@ -116,10 +151,15 @@ def tensor_plan(shape, vocab):
         p = f"blk.{layer}."
         plan += [
             (p + "attn_norm.weight", (S.width,), "norm"),
-            (p + "attn_q.weight", (S.heads * S.head, S.width), "matrix"),
-            (p + "attn_k.weight", (S.kv_heads * S.head, S.width), "matrix"),
-            (p + "attn_v.weight", (S.kv_heads * S.head, S.width), "matrix"),
         ]
+        if S.fused:
+            plan.append((p + "attn_qkv.weight", ((S.heads + 2 * S.kv_heads) * S.head, S.width), "matrix"))
+        else:
+            plan += [
+                (p + "attn_q.weight", (S.heads * S.head, S.width), "matrix"),
+                (p + "attn_k.weight", (S.kv_heads * S.head, S.width), "matrix"),
+                (p + "attn_v.weight", (S.kv_heads * S.head, S.width), "matrix"),
+            ]
         if S.qk_norm:
             plan += [(p + "attn_q_norm.weight", (S.head,), "norm"), (p + "attn_k_norm.weight", (S.head,), "norm")]
         plan += [
@@ -132,6 +172,11 @@ def tensor_plan(shape, vocab):
                 (p + "ffn_gate_exps.weight", (S.experts, S.expert_ffn, S.width), "matrix"),
                 (p + "ffn_up_exps.weight", (S.experts, S.expert_ffn, S.width), "matrix"),
                 (p + "ffn_down_exps.weight", (S.experts, S.width, S.expert_ffn), "matrix"),
+            ]
+        elif S.fused:
+            plan += [
+                (p + "ffn_up.weight", (2 * S.ffn, S.width), "matrix"),
+                (p + "ffn_down.weight", (S.width, S.ffn), "matrix"),
             ]
         else:
             plan += [
@@ -165,7 +210,9 @@ def write_source(shape, path, seed, source_model):
     S = shape
     w = gguf.GGUFWriter(path + ".part", S.arch)
     w.add_type("model")
-    w.add_name(f"{S.name} random seed {seed}")
+    # Not "phi3" in the name: llama.cpp gives a file whose general.name says phi3 or phi-3 Phi-3's
+    # token attributes, which look up tokens the borrowed vocabulary lacks.
+    w.add_name(f"{S.name.replace('phi3', 'p3')} random seed {seed}")
     w.add_uint32("inferd.bench.seed", seed)
     w.add_context_length(S.context)
     w.add_embedding_length(S.width)
@@ -176,9 +223,14 @@ def write_source(shape, path, seed, source_model):
     w.add_rope_freq_base(S.rope_base)
     w.add_layer_norm_rms_eps(S.rms_eps)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    if S.experts:
+    if S.heads * S.head != S.width:
         w.add_key_length(S.head)
         w.add_value_length(S.head)
+    for method, value in S.extra.items():
+        if method == "add_rope_scaling_type":
+            value = gguf.RopeScalingType(value)
+        getattr(w, method)(value)
+    if S.experts:
         w.add_expert_count(S.experts)
         w.add_expert_used_count(S.experts_used)
         w.add_expert_feed_forward_length(S.expert_ffn)
@@ -210,7 +262,10 @@ def make_files(args):
     os.makedirs(args.dir, exist_ok=True)
     NAME = args.shape.name
     source = os.path.join(args.dir, f"{NAME}-F16.gguf")
-    if marker_ok(source, args.seed):
+    made = [t for t in args.types if t != "F16" and marker_ok(os.path.join(args.dir, f"{NAME}-{t}.gguf"), args.seed)]
+    if len(made) == len(args.types):
+        log(f"{NAME}: every file present, the F16 source not needed")
+    elif marker_ok(source, args.seed):
         log(f"{source}: present")
     else:
         log(f"writing {source} (seed {args.seed})")
@@ -520,8 +575,9 @@ def main():
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", default="/work/bigmodels", help="where the model files go (not the repository)")
-    p.add_argument("--shape", default="1.7b", help="1.7b (SmolLM2-1.7B, llama) or a3b (Qwen3-30B-A3B's layers, qwen3moe)")
-    p.add_argument("--layers", type=int, help="layers of the shape (default: 24 for 1.7b, 8 for a3b)")
+    p.add_argument("--shape", default="1.7b", help="1.7b (SmolLM2-1.7B, llama), a3b (Qwen3-30B-A3B's layers, qwen3moe), "
+                   "smollm3-3b, phi3-mini or ministral3-3b (their layers)")
+    p.add_argument("--layers", type=int, help="layers of the shape (default: 24 for 1.7b, 8 for a3b, 12 for the others)")
     p.add_argument("--types", default=DEFAULT_TYPES, help=f"llama-quantize types (default {DEFAULT_TYPES})")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--rounds", type=int, default=3)
