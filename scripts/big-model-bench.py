@@ -36,8 +36,16 @@ shapes (SmolLM3-3B: smollm3, every fourth layer without RoPE; Phi-3-mini: phi3, 
 gate/up, untied head; Ministral 3 3B: mistral3 with YaRN and the attention temperature), 12
 layers each by default and the default model's vocabulary.
 
+--shape gpt-oss-20b writes gpt-oss-20b's layers (#38: gpt-oss, width 2880, 64 query and 8 KV heads
+of 64 with Q/K/V/O biases and attention sinks, a 128-token sliding window on alternate layers,
+YaRN factor 32 over 4096 positions, 32 experts of FFN 2880 with 4 used per token and biases, an
+untied output head; the default model's vocabulary, not o200k's), --layers of them (default 4 of
+24: the F16 source is 7.2 GB): DIR/shape-gpt-oss-20b-L4-TYPE.gguf, made for MXFP4_MOE (experts
+MXFP4, the other matrices Q8_0). --delete-source removes the F16 once the types are made; a
+type whose file is complete does not need it again.
+
 Usage (from the package root; needs PyPI's gguf and numpy):
-    python3 scripts/big-model-bench.py [--shape 1.7b|a3b|smollm3-3b|phi3-mini|ministral3-3b] [--layers N] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
+    python3 scripts/big-model-bench.py [--shape 1.7b|a3b|gpt-oss-20b|smollm3-3b|phi3-mini|ministral3-3b] [--layers N] [--delete-source] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
         [--threads 1,2] [--rounds 3] [--inferd .build/release/inferd] [--llama /tmp/llama-cpp]
         [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only]
     python3 scripts/big-model-bench.py --report OUT [OUT...]   (the tables again, runs merged)
@@ -66,8 +74,8 @@ class Shape:
     """One benchmark model's architecture and dimensions."""
 
     def __init__(self, name, arch, layers, width, heads, kv_heads, head, ffn, rope_base, rms_eps, context,
-                 description, experts=0, experts_used=0, expert_ffn=0, tied=True, qk_norm=False, fused=False,
-                 extra=None):
+                 description, experts=0, experts_used=0, expert_ffn=0, tied=True, qk_norm=False, gptoss=None,
+                 fused=False, extra=None):
         self.name, self.arch, self.layers, self.width = name, arch, layers, width
         self.heads, self.kv_heads, self.head, self.ffn = heads, kv_heads, head, ffn
         self.rope_base, self.rms_eps, self.context, self.description = rope_base, rms_eps, context, description
@@ -76,6 +84,17 @@ class Shape:
         # fused: phi3's one attn_qkv and one ffn_up holding gate and up; extra: GGUFWriter
         # method name -> value, the family's own keys (rope scaling and the like).
         self.fused, self.extra = fused, extra or {}
+        # gpt-oss's extras (GptOss below), or None for the llama and qwen3moe layouts.
+        self.gptoss = gptoss
+
+
+class GptOss:
+    """What gpt-oss's layers add to a Shape: Q/K/V/O and router and expert biases, one attention
+    sink logit per head, post_attention_norm in place of ffn_norm, a sliding window on alternate
+    layers, YaRN scaling (factor over an original context)."""
+
+    def __init__(self, window, yarn_factor, yarn_original):
+        self.window, self.yarn_factor, self.yarn_original = window, yarn_factor, yarn_original
 
 
 def shape_named(name, layers=None):
@@ -93,6 +112,19 @@ def shape_named(name, layers=None):
         return Shape(f"shape-a3b-L{n}", "qwen3moe", n, 2048, 32, 4, 128, 6144, 1000000.0, 1e-6, 8192,
                      f"Qwen3-30B-A3B's layer shape, {n} layers", experts=128, experts_used=8, expert_ffn=768,
                      tied=False, qk_norm=True)
+    if name == "gpt-oss-20b":
+        # gpt-oss-20b's config (and its GGUF metadata): hidden 2880, 64 query heads and 8 KV heads
+        # of 64, 32 experts of 2880 with 4 used per token, a 128-token sliding window on alternate
+        # layers, attention sinks, rope_theta 150000 with YaRN (factor 32 over 4096 positions),
+        # rms_norm_eps 1e-5, context 131072; 24 layers, fewer here (--layers, default 4) so the
+        # F16 source (~1.6 GB a layer) fits the disk. The vocabulary is the default model's
+        # 49,152 tokens, not o200k's 201,088: the benchmark feeds token ids only, and with 4 of 24
+        # layers the real output head (201,088 x 2880, 0.6 GB in Q8_0) would be most of what a
+        # decoded token reads instead of about a fifth as in the real model.
+        n = layers or 4
+        return Shape(f"shape-gpt-oss-20b-L{n}", "gpt-oss", n, 2880, 64, 8, 64, 2880, 150000.0, 1e-5, 131072,
+                     f"gpt-oss-20b's layer shape, {n} layers", experts=32, experts_used=4, expert_ffn=2880,
+                     tied=False, gptoss=GptOss(window=128, yarn_factor=32.0, yarn_original=4096))
     # The dense families of #38 at their real layer shapes, 12 layers each (the per-token work of
     # a layer is the real model's; the full depth would not fit the disk beside the other files)
     # and the default model's vocabulary (a smaller head than the real models').
@@ -119,7 +151,7 @@ def shape_named(name, layers=None):
                             "add_rope_scaling_orig_ctx_len": 16384, "add_rope_scaling_yarn_log_mul": 1.0,
                             "add_rope_scaling_yarn_beta_fast": 32.0, "add_rope_scaling_yarn_beta_slow": 1.0,
                             "add_attn_temperature_scale": 0.1})
-    sys.exit(f"unknown --shape {name} (1.7b, a3b, smollm3-3b, phi3-mini or ministral3-3b)")
+    sys.exit(f"unknown --shape {name} (1.7b, a3b, gpt-oss-20b, smollm3-3b, phi3-mini or ministral3-3b)")
 
 
 def log(*parts):
@@ -162,6 +194,23 @@ def tensor_plan(shape, vocab):
             ]
         if S.qk_norm:
             plan += [(p + "attn_q_norm.weight", (S.head,), "norm"), (p + "attn_k_norm.weight", (S.head,), "norm")]
+        if S.gptoss:
+            plan += [
+                (p + "attn_q.bias", (S.heads * S.head,), "bias"),
+                (p + "attn_k.bias", (S.kv_heads * S.head,), "bias"),
+                (p + "attn_v.bias", (S.kv_heads * S.head,), "bias"),
+                (p + "attn_output.weight", (S.width, S.heads * S.head), "matrix"),
+                (p + "attn_output.bias", (S.width,), "bias"),
+                (p + "attn_sinks.weight", (S.heads,), "router"),
+                (p + "post_attention_norm.weight", (S.width,), "norm"),
+                (p + "ffn_gate_inp.weight", (S.experts, S.width), "router"),
+                (p + "ffn_gate_inp.bias", (S.experts,), "bias"),
+            ]
+            for kind, rows, cols in (("gate", S.expert_ffn, S.width), ("up", S.expert_ffn, S.width),
+                                     ("down", S.width, S.expert_ffn)):
+                plan += [(p + f"ffn_{kind}_exps.weight", (S.experts, rows, cols), "matrix"),
+                         (p + f"ffn_{kind}_exps.bias", (S.experts, rows), "bias")]
+            continue
         plan += [
             (p + "attn_output.weight", (S.width, S.heads * S.head), "matrix"),
             (p + "ffn_norm.weight", (S.width,), "norm"),
@@ -198,6 +247,8 @@ def tensor_values(index, shape, kind, seed):
         return values * np.float32(0.02) + np.float32(1.0)  # F32, as converted models keep norms
     if kind == "router":
         return values  # F32 as converted MoE models keep the router; std 1 spreads the choices
+    if kind == "bias":
+        return values * np.float32(0.02)  # F32, as converted models keep biases (and sinks)
     values *= np.float32(0.02)
     return values.astype(np.float16)
 
@@ -234,9 +285,15 @@ def write_source(shape, path, seed, source_model):
         w.add_expert_count(S.experts)
         w.add_expert_used_count(S.experts_used)
         w.add_expert_feed_forward_length(S.expert_ffn)
+    if S.gptoss:
+        w.add_sliding_window(S.gptoss.window)
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(S.gptoss.yarn_factor)
+        w.add_rope_scaling_orig_ctx_len(S.gptoss.yarn_original)
     vocab = len(src.fields["tokenizer.ggml.tokens"].data)
     w.add_vocab_size(vocab)
-    w.add_rope_dimension_count(S.head)
+    if not S.gptoss:
+        w.add_rope_dimension_count(S.head)
     # The tokenizer as the default model's, key by key with its value types.
     for key, field in src.fields.items():
         if not key.startswith("tokenizer."):
@@ -262,9 +319,9 @@ def make_files(args):
     os.makedirs(args.dir, exist_ok=True)
     NAME = args.shape.name
     source = os.path.join(args.dir, f"{NAME}-F16.gguf")
-    made = [t for t in args.types if t != "F16" and marker_ok(os.path.join(args.dir, f"{NAME}-{t}.gguf"), args.seed)]
-    if len(made) == len(args.types):
-        log(f"{NAME}: every file present, the F16 source not needed")
+    needed = [t for t in args.types if t == "F16" or not marker_ok(os.path.join(args.dir, f"{NAME}-{t}.gguf"), args.seed)]
+    if not needed:
+        log("every file present (the F16 source is not needed)")
     elif marker_ok(source, args.seed):
         log(f"{source}: present")
     else:
@@ -286,6 +343,10 @@ def make_files(args):
         os.replace(out + ".part", out)
         write_marker(out, args.seed, type=t)
         log(f"wrote {out}: {os.path.getsize(out) / 1e9:.2f} GB in {time.time() - start:.0f} s")
+    if args.delete_source and "F16" not in args.types and os.path.exists(source):
+        os.remove(source)
+        os.remove(source + ".done")
+        log(f"deleted {source} (--delete-source)")
     return files
 
 
@@ -575,9 +636,11 @@ def main():
     root = os.path.dirname(here)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", default="/work/bigmodels", help="where the model files go (not the repository)")
-    p.add_argument("--shape", default="1.7b", help="1.7b (SmolLM2-1.7B, llama), a3b (Qwen3-30B-A3B's layers, qwen3moe), "
-                   "smollm3-3b, phi3-mini or ministral3-3b (their layers)")
-    p.add_argument("--layers", type=int, help="layers of the shape (default: 24 for 1.7b, 8 for a3b, 12 for the others)")
+    p.add_argument("--shape", default="1.7b", help="1.7b (SmolLM2-1.7B, llama), a3b (Qwen3-30B-A3B's layers, "
+                   "qwen3moe), gpt-oss-20b (gpt-oss-20b's layers, gpt-oss), smollm3-3b, phi3-mini or ministral3-3b "
+                   "(their layers)")
+    p.add_argument("--layers", type=int, help="layers of the shape (default: 24 for 1.7b, 8 for a3b, 4 for gpt-oss-20b, "
+                   "12 for the others)")
     p.add_argument("--types", default=DEFAULT_TYPES, help=f"llama-quantize types (default {DEFAULT_TYPES})")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--rounds", type=int, default=3)
@@ -590,6 +653,8 @@ def main():
                    help="before each run, wait up to this many seconds for other processes to use < 0.1 core")
     p.add_argument("--timeout", type=float, default=900, help="seconds one engine's run may take")
     p.add_argument("--files-only", action="store_true", help="make the files, run no benchmark")
+    p.add_argument("--delete-source", action="store_true",
+                   help="delete the F16 source once the --types files are made (gpt-oss-20b's is ~7 GB)")
     p.add_argument("--report", nargs="+", metavar="JSON", help="print the tables of earlier --json files and stop")
     args = p.parse_args()
     if args.report:

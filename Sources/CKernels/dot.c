@@ -304,6 +304,8 @@ int ck_interleaving_pays(int type) {
     if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     // Q5_1's has VNNI kernels only, which need AVX-512 BW too (interleave_q5_1.c).
     if (type == CK_TYPE_Q5_1) return ck_cpu_has_vnni_hw() && ck_q5_1x8_cpu_has_bw();
+    // MXFP4's has AVX2 ones too (interleave_mxfp4.c).
+    if (type == CK_TYPE_MXFP4) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     if (type != CK_TYPE_Q4_0 && type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
     if (ck_cpu_has_vnni_hw()) return 1;
     return ck_cpu_has_avx2_fma();  // Q5_0 through the Q8_0 form there (interleave.c)
@@ -434,7 +436,8 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot4 = ck_pick_dot4_legacy(type, fast);
     k.dot_rows = ck_pick_dot_rows(type, fast);
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
-        type == CK_TYPE_Q5_1_X8 || type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8) {
+        type == CK_TYPE_Q5_1_X8 || type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8 ||
+        type == CK_TYPE_MXFP4_X8) {
         k.interleaved = 1;
         k.interleaved_fast = !fast                ? CK_INTERLEAVED_PORTABLE
                              : ck_cpu_has_vnni() ? CK_INTERLEAVED_VNNI

@@ -54,6 +54,7 @@ size_t ck_interleaved_group_bytes(int type, int k) {
     const size_t nb = (size_t)(k / CK_QK);
     switch (type) {
     case CK_TYPE_Q4_0: return ck_q4_0x8_group_bytes(k);
+    case CK_TYPE_MXFP4: return ck_mxfp4x8_group_bytes(k);
     case CK_TYPE_Q4_1: return nb * sizeof(ck_block_q4_1x8);
     case CK_TYPE_Q5_1: return ck_q5_1x8_group_bytes(k);
     case CK_TYPE_Q8_0: return nb * sizeof(ck_block_q8_0x8);
@@ -99,6 +100,10 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     if (type == CK_TYPE_Q5_1) {
         ck_interleave_q5_1x8(src, src_row_bytes, rows, k, dst);
         return CK_TYPE_Q5_1_X8;
+    }
+    if (type == CK_TYPE_MXFP4) {
+        ck_interleave_mxfp4x8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_MXFP4_X8;
     }
     const int nb = k / CK_QK;
     const int form = type == CK_TYPE_Q4_1 ? CK_TYPE_Q4_1_X8 : type == CK_TYPE_Q5_0 ? q5_0_form() : CK_TYPE_Q8_0_X8;
@@ -404,6 +409,10 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     }
     if (p->type == CK_TYPE_Q5_1_X8) {
         ck_matmul_q5_1x8_rows(p, r0, r1, fast);
+        return;
+    }
+    if (p->type == CK_TYPE_MXFP4_X8) {
+        ck_matmul_mxfp4x8_rows(p, r0, r1, fast);
         return;
     }
     const int base_type = p->type == CK_TYPE_Q4_1_X8   ? CK_TYPE_Q4_1

@@ -86,6 +86,16 @@ typedef struct {
     uint8_t qh[256];
 } ck_block_q5_Kx8;
 
+// MXFP4 × 8 rows, one 32-column block (136 bytes, the same 17 per row as MXFP4): e[8], the rows'
+// E8M0 scale bytes, then 4 vectors of 32 bytes as in Q4_0 × 8 (vector c, lane r = row r's
+// qs[4c..4c+3]: low nibbles elements 4c..4c+3, high nibbles 16+4c..16+4c+3), the codes as stored
+// (interleave_mxfp4.c).
+typedef struct {
+    uint8_t e[8];
+    uint8_t qs[128];
+} ck_block_mxfp4x8;
+
+_Static_assert(sizeof(ck_block_mxfp4x8) == 136, "MXFP4x8 block");
 _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
 _Static_assert(sizeof(ck_block_q5_Kx8) == 1440, "Q5_Kx8 block");
 _Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
@@ -117,6 +127,11 @@ void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q5_kx8_group_bytes(int k);
 void ck_interleave_q5_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// MXFP4's form (interleave_mxfp4.c), k a multiple of 32: the same, with the AVX-512 VNNI (and
+/// BW) kernels for CK_INTERLEAVED_VNNI, the AVX2 ones for CK_INTERLEAVED_AVX2.
+size_t ck_mxfp4x8_group_bytes(int k);
+void ck_interleave_mxfp4x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_mxfp4x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);

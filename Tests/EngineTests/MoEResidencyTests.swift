@@ -13,6 +13,8 @@ import Testing
 struct MoEResidencyTests {
     static let models = [
         "qwen3moe-e8-k2-hd32-gqa2-q8_0", "qwen3moe-e4-k2-hd64-gqa2-q4_k_m", "qwen3moe-e4-k2-hd128-gqa2-q6_k",
+        // gpt-oss's MXFP4 experts (llama-quantize MXFP4_MOE): their interleaved form counted and dropped alike.
+        "gptoss-e8-k2-mxfp4",
     ]
     static let tokens: [Int32] = [3, 17, 60, 0, 42, 42, 7, 33, 15, 8, 1, 5]
 
