@@ -4,8 +4,8 @@
 // The per-row kernels spend most of their time per row and super-block unpacking the 6-bit
 // scales, the 2-bit codes and the high bits, and on a shuffle per pair of groups. Here the codes
 // and high bits keep the file's packing, in four-byte chunks of eight rows (vector 8h + c of qs
-// and vector c of hmask: lane r = row r's bytes 4c..4c+3), so one shift, and, and ternary-logic
-// op per chunk (AVX2: two ands and an or) give the eight rows' q + 4 in 0..7, which vpdpbusd
+// and vector c of hmask: lane r = row r's bytes 4c..4c+3), so two shifts, an and and a
+// ternary-logic op per chunk (AVX2: two ands and an or) give eight rows' q + 4 in 0..7, which vpdpbusd
 // multiplies by four activation bytes broadcast. The bias is taken out exactly in the integer
 // sums: a group's Σ q a = Σ (q + 4) a - 4 Σ a, the -4 Σ a (the Q8_K group sum for a group, the
 // four bytes' sum for a chunk) put in the low int16 of the accumulator the products go into.
