@@ -302,6 +302,8 @@ int ck_interleaving_pays(int type) {
     if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw();
     // Q5_K's has AVX2 ones too (interleave_q5_k_avx2.c).
     if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
+    // So have Q3_K's and Q2_K's (interleave_q3_k.c, interleave_q2_k.c).
+    if (type == CK_TYPE_Q3_K || type == CK_TYPE_Q2_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     // Q5_1's has VNNI kernels only, which need AVX-512 BW too (interleave_q5_1.c).
     if (type == CK_TYPE_Q5_1) return ck_cpu_has_vnni_hw() && ck_q5_1x8_cpu_has_bw();
     // MXFP4's has AVX2 ones too (interleave_mxfp4.c).
@@ -437,7 +439,7 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     k.dot_rows = ck_pick_dot_rows(type, fast);
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
         type == CK_TYPE_Q5_1_X8 || type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8 ||
-        type == CK_TYPE_MXFP4_X8) {
+        type == CK_TYPE_Q3_K_X8 || type == CK_TYPE_Q2_K_X8 || type == CK_TYPE_MXFP4_X8) {
         k.interleaved = 1;
         k.interleaved_fast = !fast                ? CK_INTERLEAVED_PORTABLE
                              : ck_cpu_has_vnni() ? CK_INTERLEAVED_VNNI

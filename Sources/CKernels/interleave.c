@@ -50,6 +50,8 @@ size_t ck_interleaved_group_bytes(int type, int k) {
     if (type == CK_TYPE_Q4_K) return k > 0 && k % CK_QK_K == 0 ? ck_q4_kx8_group_bytes(k) : 0;
     if (type == CK_TYPE_Q5_K) return k > 0 && k % CK_QK_K == 0 ? ck_q5_kx8_group_bytes(k) : 0;
     if (type == CK_TYPE_Q6_K) return k > 0 && k % CK_QK_K == 0 ? ck_q6_kx8_group_bytes(k) : 0;
+    if (type == CK_TYPE_Q3_K) return k > 0 && k % CK_QK_K == 0 ? ck_q3_kx8_group_bytes(k) : 0;
+    if (type == CK_TYPE_Q2_K) return k > 0 && k % CK_QK_K == 0 ? ck_q2_kx8_group_bytes(k) : 0;
     if (k <= 0 || k % CK_QK != 0) return 0;
     const size_t nb = (size_t)(k / CK_QK);
     switch (type) {
@@ -92,6 +94,14 @@ int ck_interleave(int type, const void *src, size_t src_row_bytes, int rows, int
     if (type == CK_TYPE_Q6_K) {
         ck_interleave_q6_kx8(src, src_row_bytes, rows, k, dst);
         return CK_TYPE_Q6_K_X8;
+    }
+    if (type == CK_TYPE_Q3_K) {
+        ck_interleave_q3_kx8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_Q3_K_X8;
+    }
+    if (type == CK_TYPE_Q2_K) {
+        ck_interleave_q2_kx8(src, src_row_bytes, rows, k, dst);
+        return CK_TYPE_Q2_K_X8;
     }
     if (type == CK_TYPE_Q4_0) {
         ck_interleave_q4_0x8(src, src_row_bytes, rows, k, dst);
@@ -401,6 +411,14 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     }
     if (p->type == CK_TYPE_Q6_K_X8) {
         ck_matmul_q6_kx8_rows(p, r0, r1, fast);
+        return;
+    }
+    if (p->type == CK_TYPE_Q3_K_X8) {
+        ck_matmul_q3_kx8_rows(p, r0, r1, fast);
+        return;
+    }
+    if (p->type == CK_TYPE_Q2_K_X8) {
+        ck_matmul_q2_kx8_rows(p, r0, r1, fast);
         return;
     }
     if (p->type == CK_TYPE_Q4_0_X8) {

@@ -86,6 +86,29 @@ typedef struct {
     uint8_t qh[256];
 } ck_block_q5_Kx8;
 
+// Q3_K × 8 rows, one super-block (912 bytes; 880 as Q3_K): d[8] as fp16; sc[g][r], row r's
+// scale of group g (16 values) unpacked to int8 (-32..31); then the 2-bit codes as they are, 16
+// vectors of 32 bytes: vector 8h + c, lane r = row r's qs[32h + 4c..32h + 4c + 3], whose bits
+// 2s, 2s + 1 are the codes of values 128h + 32s + 4c.. (+ 0..3); then hmask in the same chunks,
+// 8 vectors: vector c, lane r = row r's hmask[4c..4c+3], bit 4h + s the high bit of those values
+// (interleave_q3_k.c).
+typedef struct {
+    uint16_t d[8];
+    int8_t sc[16][8];
+    uint8_t qs[512];
+    uint8_t hm[256];
+} ck_block_q3_Kx8;
+
+// Q2_K × 8 rows, one super-block (672 bytes, the same 84 per row as Q2_K): d[8], dmin[8] as
+// fp16; scales[g][r], row r's byte of group g as in the file (low nibble the scale, high the
+// min); then the 2-bit codes as Q3_K × 8's qs (interleave_q2_k.c).
+typedef struct {
+    uint16_t d[8];
+    uint16_t dmin[8];
+    uint8_t scales[16][8];
+    uint8_t qs[512];
+} ck_block_q2_Kx8;
+
 // MXFP4 × 8 rows, one 32-column block (136 bytes, the same 17 per row as MXFP4): e[8], the rows'
 // E8M0 scale bytes, then 4 vectors of 32 bytes as in Q4_0 × 8 (vector c, lane r = row r's
 // qs[4c..4c+3]: low nibbles elements 4c..4c+3, high nibbles 16+4c..16+4c+3), the codes as stored
@@ -97,6 +120,8 @@ typedef struct {
 
 _Static_assert(sizeof(ck_block_mxfp4x8) == 136, "MXFP4x8 block");
 _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
+_Static_assert(sizeof(ck_block_q3_Kx8) == 912, "Q3_Kx8 block");
+_Static_assert(sizeof(ck_block_q2_Kx8) == 672, "Q2_Kx8 block");
 _Static_assert(sizeof(ck_block_q5_Kx8) == 1440, "Q5_Kx8 block");
 _Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_0x8) == 144, "Q4_0x8 block");
@@ -132,6 +157,15 @@ void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_mxfp4x8_group_bytes(int k);
 void ck_interleave_mxfp4x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_mxfp4x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q3_K's and Q2_K's forms (interleave_q3_k.c, interleave_q2_k.c): the same, with AVX2 kernels
+/// for CK_INTERLEAVED_AVX2 too; tokens flagged CK_ORDER_TILED in the tiled order, the others in
+/// the per-row kernels' one-token order.
+size_t ck_q3_kx8_group_bytes(int k);
+void ck_interleave_q3_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q3_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+size_t ck_q2_kx8_group_bytes(int k);
+void ck_interleave_q2_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
+void ck_matmul_q2_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
@@ -186,6 +220,14 @@ static inline __attribute__((always_inline)) CK_FAST __m256i ck_q5_k_bsum_pair(c
 void ck_groups_q5_kx8_tiled_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_K *const *x,
                                  float *const *y, int T);
 void ck_group_q5_kx8_lanes_avx2(int nb, const ck_block_q5_Kx8 *w, const ck_block_q8_K *a, float *y);
+
+/// Q3_K × 8 and Q2_K × 8 in the tiled order, pairs of groups from g0 through the 16-row VNNI
+/// kernels (interleave_q23_k_wide.c) against T <= 8 tokens, bit for bit the eight-row ones;
+/// returns the first group not done (an odd last one, or g0 where the gather buffer failed).
+int ck_groups_q3_kx16_tiled(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,
+                            float *const *y, int T);
+int ck_groups_q2_kx16_tiled(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,
+                            float *const *y, int T);
 
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into
 /// y[t], with AVX2 only (interleave_avx2.c): each output bit for bit that of the per-row AVX2

@@ -8,7 +8,8 @@ import Testing
 /// ggml's orders, whichever order each token has, on every path: Q4_K's one-token order (one
 /// FMA per super-block) and four-token order (per 64 values, tokens in whole groups of four);
 /// Q6_K's and Q5_K's one-token order (eight lanes per row) and tiled order (micro-batches of 8+
-/// rows). Q5_K's form is made on AVX2 CPUs too (it has AVX2 kernels).
+/// rows), and Q3_K's and Q2_K's the same two. The forms of Q5_K, Q3_K and Q2_K are made on AVX2
+/// CPUs too (they have AVX2 kernels).
 @Suite(.serialized)
 struct InterleavedKQuantTests {
     static let group4 = UInt8(CK_ORDER_GROUP4)
@@ -53,10 +54,30 @@ struct InterleavedKQuantTests {
         #expect(ck_interleaved_group_bytes(t, 640) == 0)
     }
 
+    @Test(arguments: [(GGMLType.q3_K, 912), (.q2_K, 672)])
+    func theQ3KAndQ2KFormsAreMadeWhereTheCPUHasAVX2(type: GGMLType, blockBytes: Int) {
+        let t = Int32(type.rawValue)
+        #expect(ck_interleaving_pays(t) == (ck_cpu_has_avx2_fma() != 0 || InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
+        #expect(ck_interleaved_group_bytes(t, 256) == blockBytes)
+        #expect(ck_interleaved_group_bytes(t, 8192) == 32 * blockBytes)
+        #expect(ck_interleaved_group_bytes(t, 640) == 0)
+        // Rows not a multiple of 8 have no form (WeightMatrix keeps the file layout).
+        let file = [UInt8](repeating: 0, count: 12 * type.rowBytes(elements: 256)!)
+        var packed = [UInt8](repeating: 0, count: 2 * blockBytes)
+        let made = file.withUnsafeBytes { src in
+            packed.withUnsafeMutableBytes {
+                ck_interleave(t, src.baseAddress!, file.count / 12, 12, 256, $0.baseAddress!)
+            }
+        }
+        #expect(made == -1)
+    }
+
     static func form(_ type: GGMLType) -> Int32 {
         switch type {
         case .q4_K: Int32(CK_TYPE_Q4_K_X8)
         case .q5_K: Int32(CK_TYPE_Q5_K_X8)
+        case .q3_K: Int32(CK_TYPE_Q3_K_X8)
+        case .q2_K: Int32(CK_TYPE_Q2_K_X8)
         default: Int32(CK_TYPE_Q6_K_X8)
         }
     }
@@ -65,11 +86,13 @@ struct InterleavedKQuantTests {
         switch type {
         case .q4_K: 1184
         case .q5_K: 1440
+        case .q3_K: 912
+        case .q2_K: 672
         default: 2192
         }
     }
 
-    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_K])
+    @Test(arguments: [GGMLType.q4_K, .q6_K, .q5_K, .q3_K, .q2_K])
     func interleavedProductsAreThePerRowProductsInEachOrder(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
         var rng = SeededRandom(seed: 4_747 + UInt64(type.rawValue))
@@ -125,6 +148,66 @@ struct InterleavedKQuantTests {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// Q3_K's and Q2_K's kernels keep group sums in int16 halves (the forms' files say why that
+    /// is exact): blocks at the ends of the codes and scales, against activations all at ±127,
+    /// make the largest sums there are (Q3_K: 16 × 4 × 127 per group, scale -32). Each row is
+    /// one extreme or a random one; rows are checked bit for bit against the per-row kernels.
+    @Test(arguments: [GGMLType.q3_K, .q2_K])
+    func extremeBlocksGiveThePerRowProducts(type: GGMLType) throws {
+        var rng = SeededRandom(seed: 9_191 + UInt64(type.rawValue))
+        let kernelType = Int32(type.rawValue)
+        let (rows, k) = (32, 512)
+        var file = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
+        let rowBytes = file.count / rows
+        let blockBytes = type.blockBytes
+        for r in 0..<rows {
+            for b in 0..<k / 256 {
+                let at = r * rowBytes + b * blockBytes
+                // Q3_K: hmask[32], qs[64], scales[12], d; Q2_K: scales[16], qs[64], d, dmin.
+                switch (type, r % 4) {
+                case (.q3_K, 0): for i in 0..<108 { file[at + i] = 0 }  // q = -4, scale -32
+                case (.q3_K, 1): for i in 0..<96 { file[at + i] = 0xFF }  // q = 3
+                case (.q3_K, 2):  // q = -4, scale 31 (6-bit 63: low nibbles 15, high bits 3)
+                    for i in 0..<96 { file[at + i] = 0 }
+                    for i in 96..<108 { file[at + i] = 0xFF }
+                case (.q2_K, 0), (.q2_K, 1): for i in 0..<80 { file[at + i] = 0xFF }  // q = 3, scale and min 15
+                case (.q2_K, 2): for i in 16..<80 { file[at + i] = 0 }
+                default: break
+                }
+            }
+        }
+        let groupBytes = ck_interleaved_group_bytes(kernelType, Int32(k))
+        var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+        let packedType = file.withUnsafeBytes { src in
+            packed.withUnsafeMutableBytes { dst in
+                ck_interleave(kernelType, src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+            }
+        }
+        try #require(packedType == Self.form(type))
+        for n in [1, 9] {
+            var activations: [UInt8] = []
+            for t in 0..<n {
+                // Q8_K maps the first largest value to -127: all equal, or alternating signs.
+                let x = (0..<k).map { i in t % 2 == 0 ? Float(1) : (i % 2 == 0 ? 1 : -1) }
+                var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
+                q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
+                activations += q
+            }
+            for orders in [nil, [UInt8](repeating: Self.tiled, count: n)] {
+                bothPaths { path in
+                    let perRow = Self.product(
+                        type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
+                        n: n, orders: orders, pool: nil)
+                    let got = Self.product(
+                        type: packedType, weights: packed, stride: groupBytes, rows: rows, k: k,
+                        activations: activations, n: n, orders: orders, pool: nil)
+                    #expect(perRow.allSatisfy { $0.isFinite })
+                    #expect(got.map(\.bitPattern) == perRow.map(\.bitPattern), "\(path) n=\(n) orders=\(orders ?? [])")
                 }
             }
         }

@@ -7,7 +7,7 @@ import Testing
 /// own layout: the logits bit for bit, token by token (decode's one-token orders) and as one
 /// batch (a prompt's tiled orders), on 1 and 2 threads, on every kernel path. The wide tiny
 /// model mixes the types (Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q8_0 among them), so each form
-/// the CPU makes is in the pass; a Q5_K-only variant makes sure Q5_K's is.
+/// the CPU makes is in the pass; Q5_K-, Q3_K- and Q2_K-only variants make sure those are.
 @Suite(.serialized)
 struct InterleavedModelTests {
     static let tokens: [Int32] = [3, 17, 60, 0, 42, 42, 7, 33, 15, 8, 1]
@@ -32,12 +32,12 @@ struct InterleavedModelTests {
         return out
     }
 
-    @Test(arguments: [false, true])
-    func interleavedModelGivesTheFileLayoutsLogits(q5KOnly: Bool) throws {
+    @Test(arguments: [nil, GGMLType.q5_K, .q3_K, .q2_K])
+    func interleavedModelGivesTheFileLayoutsLogits(only: GGMLType?) throws {
         let tiny = WideTinyModel()
-        let path = try tiny.write(replacing: q5KOnly ? Self.uniform(tiny, .q5_K) : [:])
-        if q5KOnly {
-            #expect(ck_interleaving_pays(Int32(GGMLType.q5_K.rawValue)) == 1, "this CPU makes the Q5_K form")
+        let path = try tiny.write(replacing: only.map { Self.uniform(tiny, $0) } ?? [:])
+        if let only {
+            #expect(ck_interleaving_pays(Int32(only.rawValue)) == 1, "this CPU makes the \(only) form")
         }
         for threads in [1, 2] {
             let file = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, interleave: false)

@@ -166,17 +166,20 @@ enum {
     CK_TYPE_Q5_0_X8 = 1006,
     CK_TYPE_Q5_1_X8 = 1007,
     CK_TYPE_Q8_0_X8 = 1008,
+    CK_TYPE_Q2_K_X8 = 1010,
+    CK_TYPE_Q3_K_X8 = 1011,
     CK_TYPE_Q4_K_X8 = 1012,
     CK_TYPE_Q5_K_X8 = 1013,
     CK_TYPE_Q6_K_X8 = 1014,
     CK_TYPE_MXFP4_X8 = 1039,
 };
 /// 1 when this CPU has kernels that make the interleaved form of `type` (a CK_TYPE_*) pay:
-/// AVX-512 VNNI or AVX2 ones for Q4_0, Q4_1, Q5_0, Q8_0, Q5_K and MXFP4; AVX-512 VNNI ones for
-/// Q4_K and Q6_K; AVX-512 VNNI and BW ones for Q5_1.
+/// AVX-512 VNNI or AVX2 ones for Q4_0, Q4_1, Q5_0, Q8_0, Q2_K, Q3_K, Q5_K and MXFP4; AVX-512 VNNI
+/// ones for Q4_K and Q6_K; AVX-512 VNNI and BW ones for Q5_1.
 int ck_interleaving_pays(int type);
 /// Bytes of one group of eight rows of k columns in the interleaved form of `type` (Q4_0, Q4_1,
-/// Q5_0, Q5_1, Q8_0 or MXFP4 with k a multiple of 32; Q4_K, Q5_K and Q6_K with k a multiple of 256), or 0 when it has none. Q5_0's form depends on the
+/// Q5_0, Q5_1, Q8_0 or MXFP4 with k a multiple of 32; Q2_K...Q6_K with k a multiple of 256), or 0
+/// when it has none. Q5_0's form depends on the
 /// kernels picked now: packed (CK_TYPE_Q5_0_X8) with AVX-512 BW and VNNI, else widened into
 /// CK_TYPE_Q8_0_X8 (exact: the same products, 34 bytes per block instead of 22).
 size_t ck_interleaved_group_bytes(int type, int k);
