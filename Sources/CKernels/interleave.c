@@ -498,3 +498,22 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
         }
     }
 }
+
+void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens) {
+    for (int tiled = 1; tiled >= 0; tiled--) {
+        const int most = tiled ? 8 : 1;
+        const ck_block_q8_K *xs[8];
+        float *ys[8];
+        int count = 0;
+        for (int t = 0; t < p->n; t++) {
+            if ((p->orders && (p->orders[t] & CK_ORDER_TILED)) != tiled) continue;
+            xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+            ys[count++] = p->y + (size_t)t * p->ldy;
+            if (count == most) {
+                tokens(p, r0, r1, fast, tiled, xs, ys, count);
+                count = 0;
+            }
+        }
+        if (count > 0) tokens(p, r0, r1, fast, tiled, xs, ys, count);
+    }
+}

@@ -166,6 +166,12 @@ void ck_matmul_q3_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q2_kx8_group_bytes(int k);
 void ck_interleave_q2_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q2_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Rows r0..<r1 of a product over the Q2_K, Q3_K, Q5_K and Q6_K forms, token by token in its
+/// order: tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of
+/// them without orders) the one-token order, one at a time; each batch goes to `tokens`.
+typedef void (*ck_kx8_tokens_fn)(const ck_matmul_args *p, int r0, int r1, int fast, int tiled,
+                                 const ck_block_q8_K *const *xs, float *const *ys, int count);
+void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);

@@ -259,23 +259,6 @@ static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
     }
 }
 
-// Tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of them
-// without orders) the one-token order, one at a time.
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
-    for (int tiled = 1; tiled >= 0; tiled--) {
-        const int most = tiled ? 8 : 1;
-        const ck_block_q8_K *xs[8];
-        float *ys[8];
-        int count = 0;
-        for (int t = 0; t < p->n; t++) {
-            if ((p->orders && (p->orders[t] & CK_ORDER_TILED)) != tiled) continue;
-            xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
-            ys[count++] = p->y + (size_t)t * p->ldy;
-            if (count == most) {
-                q6_kx8_tokens(p, r0, r1, fast, tiled, xs, ys, count);
-                count = 0;
-            }
-        }
-        if (count > 0) q6_kx8_tokens(p, r0, r1, fast, tiled, xs, ys, count);
-    }
+    ck_matmul_kx8_by_order(p, r0, r1, fast, q6_kx8_tokens);
 }
