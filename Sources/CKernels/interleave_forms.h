@@ -166,6 +166,28 @@ void ck_matmul_q3_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 size_t ck_q2_kx8_group_bytes(int k);
 void ck_interleave_q2_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q2_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// NAME: groups g0..<g1 of a BLOCK form against T <= 8 tokens in the tiled order, group by group,
+/// the tokens four at a time (TILE(nb, group, x, y, n), n a constant) while the group's
+/// super-blocks are in L1 (Q2_K's and Q3_K's VNNI and AVX2 kernels).
+#define CK_KX8_TILES(NAME, BLOCK, TILE, ATTR)                                                                          \
+    ATTR static void NAME(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,            \
+                          float *const *y, int T) {                                                                    \
+        for (int g = g0; g < g1; g++) {                                                                                \
+            const BLOCK *wg = (const BLOCK *)(w + (size_t)g * gb);                                                     \
+            for (int t0 = 0; t0 < T; t0 += 4) {                                                                        \
+                float *yg[4];                                                                                          \
+                const int n = T - t0 < 4 ? T - t0 : 4;                                                                 \
+                for (int t = 0; t < n; t++) yg[t] = y[t0 + t] + 8 * g;                                                 \
+                switch (n) {                                                                                           \
+                case 4: TILE(nb, wg, x + t0, yg, 4); break;                                                            \
+                case 3: TILE(nb, wg, x + t0, yg, 3); break;                                                            \
+                case 2: TILE(nb, wg, x + t0, yg, 2); break;                                                            \
+                default: TILE(nb, wg, x + t0, yg, 1); break;                                                           \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
 /// Rows r0..<r1 of a product over the Q2_K, Q3_K, Q5_K and Q6_K forms, token by token in its
 /// order: tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of
 /// them without orders) the one-token order, one at a time; each batch goes to `tokens`.

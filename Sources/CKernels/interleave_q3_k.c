@@ -276,28 +276,8 @@ CK_FAST static void group_q3_kx8_lanes_avx2(int nb, const ck_block_q3_Kx8 *w, co
     _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));
 }
 
-// Groups g0..<g1 against T <= 8 tokens in the tiled order: group by group, the tokens four at
-// a time while the group's super-blocks are in L1.
-#define Q3_TILES(NAME, TILE, ATTR)                                                                                   \
-    ATTR static void NAME(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,          \
-                          float *const *y, int T) {                                                                  \
-        for (int g = g0; g < g1; g++) {                                                                              \
-            const ck_block_q3_Kx8 *wg = (const ck_block_q3_Kx8 *)(w + (size_t)g * gb);                               \
-            for (int t0 = 0; t0 < T; t0 += 4) {                                                                      \
-                float *yg[4];                                                                                        \
-                const int n = T - t0 < 4 ? T - t0 : 4;                                                               \
-                for (int t = 0; t < n; t++) yg[t] = y[t0 + t] + 8 * g;                                               \
-                switch (n) {                                                                                         \
-                case 4: TILE(nb, wg, x + t0, yg, 4); break;                                                          \
-                case 3: TILE(nb, wg, x + t0, yg, 3); break;                                                          \
-                case 2: TILE(nb, wg, x + t0, yg, 2); break;                                                          \
-                default: TILE(nb, wg, x + t0, yg, 1); break;                                                         \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
-    }
-Q3_TILES(groups_q3_kx8_tiled_vnni, tile_q3_kx8_tiled_vnni, CK_FORMS_VNNI)
-Q3_TILES(groups_q3_kx8_tiled_avx2, tile_q3_kx8_tiled_avx2, CK_FAST)
+CK_KX8_TILES(groups_q3_kx8_tiled_vnni, ck_block_q3_Kx8, tile_q3_kx8_tiled_vnni, CK_FORMS_VNNI)
+CK_KX8_TILES(groups_q3_kx8_tiled_avx2, ck_block_q3_Kx8, tile_q3_kx8_tiled_avx2, CK_FAST)
 #endif
 
 // MARK: - Matrix product over a range of rows
