@@ -108,6 +108,8 @@ final class ConnectionGuard: @unchecked Sendable {
 
     var untrustedReceiving: Int { locked { ledger.untrustedReceiving } }
     var tracked: Int { locked { ledger.entries.count } }
+    /// Connections whose head is in and whose body is still arriving.
+    var receivingBody: Int { locked { ledger.entries.values.filter { $0.stage == .receivingBody }.count } }
 
     // MARK: sweeping
 

@@ -44,7 +44,10 @@ extension HTTPServerSocketTests {
             let body = try TestClient(port: port)
             body.send(
                 "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            // The body's deadline starts when the server has read its head, not at accept: wait
+            // for that too, or a slow server thread starts it after the first advance.
             #expect(await eventually { server.connectionGuard.tracked == 2 })
+            #expect(await eventually { server.connectionGuard.receivingBody == 1 })
             clock.advance(by: .milliseconds(4900))
             try await offPool {
                 head.send("a")
