@@ -65,13 +65,15 @@ typedef struct {
     uint8_t qs[1024];
 } ck_block_q4_Kx8;
 
-// Q6_K × 8 rows, one super-block (2,192 bytes; 1,680 as Q6_K): d[8] as fp16; scales[s][r], the
-// int8 scale of group s (16 values) of row r; then the 6-bit values unpacked into bytes q + 32
-// (0..63), 64 vectors of 32 bytes: vector ch, lane r = row r's values 4ch..4ch+3.
+// Q6_K × 8 rows, one super-block (1,680 bytes, the same 210 per row as Q6_K): d[8] as fp16;
+// scales[s][r], the int8 scale of group s (16 values) of row r; then the file's ql and qh in
+// four-byte chunks: ql vector v, lane r = row r's ql[4v..4v+3], qh vector v, lane r = row r's
+// qh[4v..4v+3] (interleave_q6_k.c says which values each holds).
 typedef struct {
     uint16_t d[8];
     int8_t scales[16][8];
-    uint8_t q[2048];
+    uint8_t ql[1024];
+    uint8_t qh[512];
 } ck_block_q6_Kx8;
 
 // Q5_K × 8 rows, one super-block (1,440 bytes; 1,408 as Q5_K): d, dmin, sc and m as in Q4_K × 8,
@@ -123,7 +125,7 @@ _Static_assert(sizeof(ck_block_q4_Kx8) == 1184, "Q4_Kx8 block");
 _Static_assert(sizeof(ck_block_q3_Kx8) == 912, "Q3_Kx8 block");
 _Static_assert(sizeof(ck_block_q2_Kx8) == 672, "Q2_Kx8 block");
 _Static_assert(sizeof(ck_block_q5_Kx8) == 1440, "Q5_Kx8 block");
-_Static_assert(sizeof(ck_block_q6_Kx8) == 2192, "Q6_Kx8 block");
+_Static_assert(sizeof(ck_block_q6_Kx8) == 1680, "Q6_Kx8 block");
 _Static_assert(sizeof(ck_block_q4_0x8) == 144, "Q4_0x8 block");
 _Static_assert(sizeof(ck_block_q4_1x8) == 160, "Q4_1x8 block");
 _Static_assert(sizeof(ck_block_q5_0x8) == 176, "Q5_0x8 block");

@@ -1,8 +1,17 @@
 // Q6_K re-laid out at load time for eight rows per VNNI instruction (see interleave_q4_k.c).
 //
-// Its values are unpacked into bytes (0..63; 274 bytes per row and super-block instead of 210)
-// and interleaved four at a time: vector ch, lane r = row r's values 4ch..4ch+3. Both of ggml's
-// orders are kept bit for bit (dot_kquants.c):
+// The form keeps the file's bytes (210 per row and super-block): ql and qh are interleaved four
+// bytes at a time, as Q4_K's nibbles are. Element e = 128n + 32i + 4L + j (half n, quarter i of
+// the half, chunk L of the quarter, j < 4) of row r is
+//   low four bits   ql vector 16n + 8(i & 1) + L, lane r, byte j, nibble i >> 1
+//   high two bits   qh vector 8n + L,              lane r, byte j, bits 2i, 2i + 1
+// so one qh vector and two ql vectors give the four chunks (i = 0..3) of lane L in a half.
+// Decode reads the form as it is; a prompt's tokens (the tiled order) read values unpacked into
+// bytes in a buffer per thread, a pass of rows at a time, so the unpacking is paid once for
+// every token of the pass (the form was 274 bytes per row unpacked before: decode read 1.3x the
+// file's bytes).
+//
+// Both of ggml's orders are kept bit for bit (dot_kquants.c):
 // - tiled (micro-batches of 8+ rows, CK_ORDER_TILED): per super-block the exact integer sum of
 //   scale * (q - 32) * a, times fp16(d_w), one FMA with d_a. With rows in lanes this is
 //   vpdpbusd per chunk, one multiply by the group's scales per 16 values, and the FMA on eight
@@ -10,8 +19,8 @@
 // - its AVX2 one-token order: eight integer lanes per row (lane L: bytes 4L..4L+3 of each
 //   32-value quarter, each scaled by its group's scale, less 32 * its two groups' sums), one
 //   FMA per lane and super-block, the lanes added in ck_hsum8's order. Here lane L of a row is
-//   accumulator L's lane r; each chunk's sum is multiplied by its scale in a vpdpwssd. That
-//   serves decode and rows alone.
+//   accumulator L's lane r; each chunk's sum is multiplied by its scale in a vpdpwssd (integer
+//   sums, so the order the chunks come in does not matter). That serves decode and rows alone.
 #include <string.h>
 
 #include "interleave_forms.h"
@@ -27,11 +36,20 @@ void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k
                 const ck_block_q6_K *in = (const ck_block_q6_K *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
                 out->d[r] = in->d;
                 for (int s = 0; s < 16; s++) out->scales[s][r] = in->scales[s];
-                for (int e = 0; e < CK_QK_K; e++) out->q[32 * (e / 4) + 4 * r + e % 4] = (uint8_t)(ck_q6_k_value(in, e) + 32);
+                for (int v = 0; v < 32; v++) memcpy(out->ql + 32 * v + 4 * r, in->ql + 4 * v, 4);
+                for (int v = 0; v < 16; v++) memcpy(out->qh + 32 * v + 4 * r, in->qh + 4 * v, 4);
             }
         }
     }
 }
+
+// The values unpacked into bytes q + 32 (0..63), what the tiled kernels read: 64 vectors of 32
+// bytes, vector ch, lane r = row r's values 4ch..4ch+3 (2,192 bytes per eight rows).
+typedef struct {
+    uint16_t d[8];
+    int8_t scales[16][8];
+    uint8_t q[2048];
+} ck_block_q6_Kx8u;
 
 // MARK: - Portable (the reference beside the VNNI kernel)
 
@@ -40,7 +58,13 @@ void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k
 // per-row kernel's: the super-block's exact sum times d_a * fp16(d_w), added up).
 enum { Q6_ORDER_TILED, Q6_ORDER_LANES, Q6_ORDER_SCALAR };
 
-static inline int q6_value(const ck_block_q6_Kx8 *w, int r, int e) { return w->q[32 * (e / 4) + 4 * r + e % 4]; }
+// Element e of row r as q + 32 (0..63).
+static inline int q6_value(const ck_block_q6_Kx8 *w, int r, int e) {
+    const int n = e / 128, i = (e % 128) / 32, L = (e % 32) / 4, j = e % 4;
+    const int lo = w->ql[32 * (16 * n + 8 * (i & 1) + L) + 4 * r + j] >> (4 * (i >> 1)) & 0x0f;
+    const int hi = w->qh[32 * (8 * n + L) + 4 * r + j] >> (2 * i) & 3;
+    return lo | hi << 4;
+}
 
 static void group_q6_kx8_portable(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, int order, float *y) {
     for (int r = 0; r < 8; r++) {
@@ -84,17 +108,17 @@ static void group_q6_kx8_portable(int nb, const ck_block_q6_Kx8 *w, const ck_blo
 // MARK: - VNNI
 
 #ifndef CK_Q6K_AHEAD
-#define CK_Q6K_AHEAD 2  // super-blocks of 2,192 bytes ahead (decode: 1, 3 and 4 measured within noise of it)
+#define CK_Q6K_AHEAD 2  // super-blocks ahead (of 2,192 bytes when measured unpacked: 1, 3 and 4 within noise of 2)
 #endif
 
 #if CK_X86
 // Eight rows' scales of group s as eight int32 lanes.
-static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_lanes(const ck_block_q6_Kx8 *w, int s) {
-    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w->scales[s]));
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_lanes(const int8_t *scales) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)scales));
 }
 
 // The tiled order, eight rows × T tokens (a constant after inlining).
-static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx8_tiled(int nb, const ck_block_q6_Kx8 *w,
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx8_tiled(int nb, const ck_block_q6_Kx8u *w,
                                                                                  const ck_block_q8_K *const *x,
                                                                                  float *const *y, const int T) {
     __m256 acc[4];
@@ -109,7 +133,7 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx8_tile
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].q + 32 * (4 * s + c)));
                 for (int t = 0; t < T; t++) g[t] = _mm256_dpbusd_epi32(g[t], v, ck_bcast4(x[t][b].qs + 16 * s + 4 * c));
             }
-            const __m256i sc = scale_lanes(&w[b], s);
+            const __m256i sc = scale_lanes(w[b].scales[s]);
             for (int t = 0; t < T; t++) sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(g[t], sc));
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
@@ -123,12 +147,32 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx8_tile
 
 // Eight rows' scales of group s as int16 in the low half of eight int32 lanes (high half 0):
 // the form vpdpwssd multiplies a chunk's sum by (the sum fits an int16: |4 * 63 * 128| < 2^15).
-static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_words(const ck_block_q6_Kx8 *w, int s) {
-    return _mm256_cvtepu16_epi32(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)w->scales[s])));
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i scale_words(const int8_t *scales) {
+    return _mm256_cvtepu16_epi32(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)scales)));
 }
 
-// The one-token order, eight rows, one token. Quarter by quarter (its two groups' scales
-// loaded once), chunk L of the quarter goes to lane L's integer accumulator.
+// Lane r of a ql and a qh vector (`lo`: ql's nibbles already shifted down, or not) into the bytes
+// q + 32 of one chunk, bits 0-3 from lo and 4-5 from hi (whose other bits are clear).
+static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i q6_join(__m256i lo, __m256i hi) {
+    return _mm256_ternarylogic_epi32(lo, hi, _mm256_set1_epi8(0x0f), 0xec);  // (lo & 0x0f) | hi
+}
+
+// The four chunks (quarters i = 0..3) of lane L in half n of super-block w, unpacked.
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks(const ck_block_q6_Kx8 *w, int n, int L,
+                                                                          __m256i v[4]) {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (16 * n + L)));
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (16 * n + 8 + L)));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * (8 * n + L)));
+    const __m256i m = _mm256_set1_epi8(0x30);
+    // 16-bit shifts: the bits kept never cross a byte (they move within bits 0-5 of their own).
+    v[0] = q6_join(a, _mm256_and_si256(_mm256_slli_epi16(h, 4), m));
+    v[1] = q6_join(b, _mm256_and_si256(_mm256_slli_epi16(h, 2), m));
+    v[2] = q6_join(_mm256_srli_epi16(a, 4), _mm256_and_si256(h, m));
+    v[3] = q6_join(_mm256_srli_epi16(b, 4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m));
+}
+
+// The one-token order, eight rows, one token, read from the form as it is. Chunk
+// 32n + 8i + L (group 8n + 2i + L / 4) goes to lane L's integer accumulator.
 CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y) {
     __m256 acc[8];
     for (int L = 0; L < 8; L++) acc[L] = _mm256_setzero_ps();
@@ -138,18 +182,22 @@ CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 
         __m256i lane[8];
         for (int L = 0; L < 8; L++) {
             // Lane L's offset: 32 * (its two groups' sums times their scales), taken off first.
-            const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(a[b].bsums[2 * L]), scale_lanes(&w[b], 2 * L)),
+            const __m256i o = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(a[b].bsums[2 * L]), scale_lanes(w[b].scales[2 * L])),
                                                _mm256_mullo_epi32(_mm256_set1_epi32(a[b].bsums[2 * L + 1]),
-                                                                  scale_lanes(&w[b], 2 * L + 1)));
+                                                                  scale_lanes(w[b].scales[2 * L + 1])));
             lane[L] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(o, 5));
         }
-        for (int quarter = 0; quarter < 8; quarter++) {
-            const __m256i low = scale_words(&w[b], 2 * quarter), high = scale_words(&w[b], 2 * quarter + 1);
+        for (int n = 0; n < 2; n++) {
+            __m256i sw[8];  // group 8n + g's scales
+            for (int g = 0; g < 8; g++) sw[g] = scale_words(w[b].scales[8 * n + g]);
             for (int L = 0; L < 8; L++) {
-                const int ch = 8 * quarter + L;
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].q + 32 * ch));
-                const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), v, ck_bcast4(a[b].qs + 4 * ch));
-                lane[L] = _mm256_dpwssd_epi32(lane[L], s, L < 4 ? low : high);
+                __m256i v[4];
+                q6_chunks(&w[b], n, L, v);
+                for (int i = 0; i < 4; i++) {
+                    const int ch = 32 * n + 8 * i + L;
+                    const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), v[i], ck_bcast4(a[b].qs + 4 * ch));
+                    lane[L] = _mm256_dpwssd_epi32(lane[L], s, sw[2 * i + L / 4]);
+                }
             }
         }
         for (int L = 0; L < 8; L++) acc[L] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane[L]), acc[L]);
@@ -157,13 +205,31 @@ CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 
     _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));
 }
 
+// Groups g0..<g1 of the form into the unpacked blocks of `out` (nb per group).
+CK_FORMS_VNNI static void q6_unpack_groups(int nb, const char *w, size_t group_bytes, int g0, int g1, ck_block_q6_Kx8u *out) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_q6_Kx8 *in = (const ck_block_q6_Kx8 *)(w + (size_t)g * group_bytes);
+        for (int b = 0; b < nb; b++, in++, out++) {
+            memcpy(out->d, in->d, sizeof out->d);
+            memcpy(out->scales, in->scales, sizeof out->scales);
+            for (int n = 0; n < 2; n++) {
+                for (int L = 0; L < 8; L++) {
+                    __m256i v[4];
+                    q6_chunks(in, n, L, v);
+                    for (int i = 0; i < 4; i++) _mm256_storeu_si256((__m256i *)(out->q + 32 * (32 * n + 8 * i + L)), v[i]);
+                }
+            }
+        }
+    }
+}
+
 // tile_q6_kx8_tiled for two neighbouring groups in 512-bit vectors (lanes 0-7 group a's rows,
 // 8-15 group b's, each lane's arithmetic exactly the 8-row kernel's) and up to eight tokens: where
 // 512-bit products run on two ports (Intel's server cores) twice the products per cycle, and each
 // weight vector serves eight tokens (a Q5_K_M prompt's Q6_K matrices took a quarter of its time
 // at 1.8x the 8-row Q5_K kernel's cost per product).
-static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_tiled(int nb, const ck_block_q6_Kx8 *wa,
-                                                                                  const ck_block_q6_Kx8 *wb,
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_tiled(int nb, const ck_block_q6_Kx8u *wa,
+                                                                                  const ck_block_q6_Kx8u *wb,
                                                                                   const ck_block_q8_K *const *x,
                                                                                   float *const *y, const int T) {
     __m512 acc[8];
@@ -204,8 +270,8 @@ CK_FORMS_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t
                                                    const ck_block_q8_K *const *x, float *const *y, int T) {
     int g = g0;
     for (; g + 2 <= g1; g += 2) {
-        const ck_block_q6_Kx8 *wa = (const ck_block_q6_Kx8 *)(w + (size_t)g * group_bytes);
-        const ck_block_q6_Kx8 *wb = (const ck_block_q6_Kx8 *)(w + (size_t)(g + 1) * group_bytes);
+        const ck_block_q6_Kx8u *wa = (const ck_block_q6_Kx8u *)(w + (size_t)g * group_bytes);
+        const ck_block_q6_Kx8u *wb = (const ck_block_q6_Kx8u *)(w + (size_t)(g + 1) * group_bytes);
         float *yg[8];
         for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
         switch (T) {
@@ -220,7 +286,7 @@ CK_FORMS_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t
         }
     }
     for (; g < g1; g++) {
-        const ck_block_q6_Kx8 *wg = (const ck_block_q6_Kx8 *)(w + (size_t)g * group_bytes);
+        const ck_block_q6_Kx8u *wg = (const ck_block_q6_Kx8u *)(w + (size_t)g * group_bytes);
         float *yg[8];
         for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
         int t = 0;
@@ -233,20 +299,18 @@ CK_FORMS_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t
 
 // MARK: - Matrix product over a range of rows
 
-// Rows r0..<r1 against `count` tokens all in one order: tiled (up to eight) or not (one).
+// Rows r0..<r1 against `count` tokens all in one order, reading the form as it is: the VNNI
+// one-token kernel, and the portable references (the AVX2 paths give ggml's AVX2 order through
+// them; the form is made only where the CPU has VNNI).
 static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, const ck_block_q8_K *const *xs,
                           float *const *ys, int count) {
     const int nb = p->k / CK_QK_K;
     const char *w = (const char *)p->w;
     const size_t gb = p->w_row_bytes;
 #if CK_X86
-    if (fast == CK_INTERLEAVED_VNNI) {
-        if (tiled) {
-            groups_q6_kx8_tiled_vnni(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count);
-        } else {
-            for (int g = r0 / 8; g < r1 / 8; g++) {
-                group_q6_kx8_lanes_vnni(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), xs[0], ys[0] + 8 * g);
-            }
+    if (fast == CK_INTERLEAVED_VNNI && !tiled) {
+        for (int g = r0 / 8; g < r1 / 8; g++) {
+            group_q6_kx8_lanes_vnni(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), xs[0], ys[0] + 8 * g);
         }
         return;
     }
@@ -259,6 +323,68 @@ static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
     }
 }
 
+#if CK_X86
+// A pass of groups unpacked is about this many bytes, or two groups where those are more (it
+// stays in L2 while every tiled token of the product walks it).
+#define Q6_PASS_BYTES (128 * 1024)
+
+// The unpacked pass lives in a buffer per thread, grown as needed.
+static _Thread_local ck_block_q6_Kx8u *q6_unpacked;
+static _Thread_local size_t q6_unpacked_blocks;
+
+static inline int is_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
+
+// Rows r0..<r1 on VNNI: tiled tokens a pass of groups at a time from the values unpacked (each
+// pass unpacked once for all of them, eight tokens per walk), then the one-token ones from the
+// form. Returns 0, having done nothing, when the buffer could not be had.
+CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r1) {
+    const int nb = p->k / CK_QK_K, groups = (r1 - r0) / 8;
+    const size_t ub = (size_t)nb * sizeof(ck_block_q6_Kx8u);
+    int any_tiled = 0;
+    for (int t = 0; t < p->n && !any_tiled; t++) any_tiled = is_tiled(p, t);
+    if (any_tiled && groups > 0) {
+        // Whole pairs of groups, at least one: the 16-row kernel takes groups two at a time.
+        int per = (int)(Q6_PASS_BYTES / ub) & ~1;
+        per = per < 2 ? 2 : per;
+        per = per > groups ? groups : per;
+        const size_t blocks = (size_t)per * nb;
+        if (blocks > q6_unpacked_blocks) {
+            free(q6_unpacked);
+            q6_unpacked = (ck_block_q6_Kx8u *)malloc(blocks * sizeof(ck_block_q6_Kx8u));
+            q6_unpacked_blocks = q6_unpacked ? blocks : 0;
+            if (!q6_unpacked) return 0;
+        }
+        for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
+            const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;
+            q6_unpack_groups(nb, (const char *)p->w, p->w_row_bytes, g0, g1, q6_unpacked);
+            const ck_block_q8_K *xs[8];
+            float *ys[8];
+            int count = 0;
+            for (int t = 0; t < p->n; t++) {
+                if (!is_tiled(p, t)) continue;
+                xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+                ys[count++] = p->y + (size_t)t * p->ldy + 8 * g0;
+                if (count == 8) {
+                    groups_q6_kx8_tiled_vnni(nb, (const char *)q6_unpacked, ub, 0, g1 - g0, xs, ys, count);
+                    count = 0;
+                }
+            }
+            if (count > 0) groups_q6_kx8_tiled_vnni(nb, (const char *)q6_unpacked, ub, 0, g1 - g0, xs, ys, count);
+        }
+    }
+    for (int t = 0; t < p->n; t++) {
+        if (is_tiled(p, t)) continue;
+        const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+        float *y = p->y + (size_t)t * p->ldy;
+        q6_kx8_tokens(p, r0, r1, CK_INTERLEAVED_VNNI, 0, &x, &y, 1);
+    }
+    return 1;
+}
+#endif
+
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+#if CK_X86
+    if (fast == CK_INTERLEAVED_VNNI && q6_kx8_rows_vnni(p, r0, r1)) return;
+#endif
     ck_matmul_kx8_by_order(p, r0, r1, fast, q6_kx8_tokens);
 }
