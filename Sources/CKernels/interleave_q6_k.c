@@ -51,6 +51,16 @@ typedef struct {
     uint8_t q[2048];
 } ck_block_q6_Kx8u;
 
+// Two neighbouring groups' values unpacked side by side for the 16-row kernel (4,384 bytes per
+// super-block): lanes 0-7 the first group's rows, 8-15 the second's; vector ch (64 bytes) is the
+// first group's chunk ch, then the second's.
+typedef struct {
+    uint16_t d[16];
+    int8_t scales[16][16];
+    uint8_t q[4096];
+} ck_block_q6_Kx16u;
+_Static_assert(sizeof(ck_block_q6_Kx16u) == 2 * sizeof(ck_block_q6_Kx8u), "a pair takes the room of two groups");
+
 // MARK: - Portable (the reference beside the VNNI kernel)
 
 // Eight rows against one activation row in `order`: Q6_ORDER_TILED, Q6_ORDER_LANES (ggml's
@@ -171,6 +181,23 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks(const 
     v[3] = q6_join(_mm256_srli_epi16(b, 4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m));
 }
 
+// q6_chunks for two groups at once, a's chunks in the low 256 bits and b's in the high (32-bit
+// shifts: like the 16-bit ones, they keep every bit used within its own byte).
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks_pair(const ck_block_q6_Kx8 *a,
+                                                                               const ck_block_q6_Kx8 *b, int n, int L,
+                                                                               __m512i v[4]) {
+#define Q6_PAIR(field, index)                                                                             \
+    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a->field + 32 * (index)))), \
+                       _mm256_loadu_si256((const __m256i *)(b->field + 32 * (index))), 1)
+    const __m512i lo = Q6_PAIR(ql, 16 * n + L), hi = Q6_PAIR(ql, 16 * n + 8 + L), h = Q6_PAIR(qh, 8 * n + L);
+#undef Q6_PAIR
+    const __m512i m = _mm512_set1_epi32(0x30303030), low = _mm512_set1_epi32(0x0f0f0f0f);
+    v[0] = _mm512_ternarylogic_epi32(lo, _mm512_and_si512(_mm512_slli_epi32(h, 4), m), low, 0xec);
+    v[1] = _mm512_ternarylogic_epi32(hi, _mm512_and_si512(_mm512_slli_epi32(h, 2), m), low, 0xec);
+    v[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(lo, 4), _mm512_and_si512(h, m), low, 0xec);
+    v[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(hi, 4), _mm512_and_si512(_mm512_srli_epi32(h, 2), m), low, 0xec);
+}
+
 // The one-token order, eight rows, one token, read from the form as it is. Chunk
 // 32n + 8i + L (group 8n + 2i + L / 4) goes to lane L's integer accumulator.
 CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y) {
@@ -228,8 +255,7 @@ CK_FORMS_VNNI static void q6_unpack_groups(int nb, const char *w, size_t group_b
 // 512-bit products run on two ports (Intel's server cores) twice the products per cycle, and each
 // weight vector serves eight tokens (a Q5_K_M prompt's Q6_K matrices took a quarter of its time
 // at 1.8x the 8-row Q5_K kernel's cost per product).
-static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_tiled(int nb, const ck_block_q6_Kx8u *wa,
-                                                                                  const ck_block_q6_Kx8u *wb,
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_tiled(int nb, const ck_block_q6_Kx16u *w,
                                                                                   const ck_block_q8_K *const *x,
                                                                                   float *const *y, const int T) {
     __m512 acc[8];
@@ -241,21 +267,17 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_til
             __m512i g[8];
             for (int t = 0; t < T; t++) g[t] = _mm512_set1_epi32(-32 * x[t][b].bsums[s]);
             for (int c = 0; c < 4; c++) {
-                const __m512i v =
-                    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(wa[b].q + 32 * (4 * s + c)))),
-                                       _mm256_loadu_si256((const __m256i *)(wb[b].q + 32 * (4 * s + c))), 1);
+                const __m512i v = _mm512_loadu_si512((const void *)(w[b].q + 64 * (4 * s + c)));
                 for (int t = 0; t < T; t++) {
                     int32_t a4;
                     memcpy(&a4, x[t][b].qs + 16 * s + 4 * c, 4);
                     g[t] = _mm512_dpbusd_epi32(g[t], v, _mm512_set1_epi32(a4));
                 }
             }
-            const __m512i sc = _mm512_cvtepi8_epi32(
-                _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)wa[b].scales[s]), _mm_loadl_epi64((const __m128i *)wb[b].scales[s])));
+            const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)w[b].scales[s]));
             for (int t = 0; t < T; t++) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(g[t], sc));
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wa[b].d)), _mm_loadu_si128((const __m128i *)wb[b].d), 1));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w[b].d));
         for (int t = 0; t < T; t++) {
             const __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(sumi[t]), dw);
             acc[t] = _mm512_fmadd_ps(r, _mm512_set1_ps(x[t][b].d), acc[t]);
@@ -264,29 +286,58 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q6_kx16_til
     for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// Groups g0..<g1 against T <= 8 tokens: pairs through the 16-row kernel, an odd last group
-// through the 8-row one, four tokens at a time.
-CK_FORMS_VNNI static void groups_q6_kx8_tiled_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
-                                                   const ck_block_q8_K *const *x, float *const *y, int T) {
+// Groups g0..<g1 of the form unpacked for the tiled kernels into `out`: pairs as Kx16u, an odd
+// last group as Kx8u (nb blocks each; a pair takes the room of two groups).
+CK_FORMS_VNNI static void q6_unpack_pass(int nb, const char *w, size_t group_bytes, int g0, int g1, char *out) {
+    const size_t ub = (size_t)nb * sizeof(ck_block_q6_Kx8u);
     int g = g0;
     for (; g + 2 <= g1; g += 2) {
-        const ck_block_q6_Kx8u *wa = (const ck_block_q6_Kx8u *)(w + (size_t)g * group_bytes);
-        const ck_block_q6_Kx8u *wb = (const ck_block_q6_Kx8u *)(w + (size_t)(g + 1) * group_bytes);
+        const ck_block_q6_Kx8 *a = (const ck_block_q6_Kx8 *)(w + (size_t)g * group_bytes);
+        const ck_block_q6_Kx8 *b = (const ck_block_q6_Kx8 *)(w + (size_t)(g + 1) * group_bytes);
+        ck_block_q6_Kx16u *o = (ck_block_q6_Kx16u *)(out + (size_t)(g - g0) * ub);
+        for (int blk = 0; blk < nb; blk++, a++, b++, o++) {
+            memcpy(o->d, a->d, sizeof a->d);
+            memcpy(o->d + 8, b->d, sizeof b->d);
+            for (int s = 0; s < 16; s++) {
+                memcpy(o->scales[s], a->scales[s], 8);
+                memcpy(o->scales[s] + 8, b->scales[s], 8);
+            }
+            for (int n = 0; n < 2; n++) {
+                for (int L = 0; L < 8; L++) {
+                    __m512i v[4];
+                    q6_chunks_pair(a, b, n, L, v);
+                    for (int i = 0; i < 4; i++) _mm512_storeu_si512((void *)(o->q + 64 * (32 * n + 8 * i + L)), v[i]);
+                }
+            }
+        }
+    }
+    if (g < g1) q6_unpack_groups(nb, w, group_bytes, g, g1, (ck_block_q6_Kx8u *)(out + (size_t)(g - g0) * ub));
+}
+
+// A pass of `groups` groups unpacked by q6_unpack_pass against T <= 8 tokens (y[t]: the pass's
+// first row): pairs through the 16-row kernel, an odd last group through the 8-row one, four
+// tokens at a time.
+CK_FORMS_VNNI static void q6_pass_tiled(int nb, const char *u, int groups, const ck_block_q8_K *const *x, float *const *y,
+                                        int T) {
+    const size_t ub = (size_t)nb * sizeof(ck_block_q6_Kx8u);
+    int g = 0;
+    for (; g + 2 <= groups; g += 2) {
+        const ck_block_q6_Kx16u *w = (const ck_block_q6_Kx16u *)(u + (size_t)g * ub);
         float *yg[8];
         for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
         switch (T) {
-        case 8: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 8); break;
-        case 7: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 7); break;
-        case 6: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 6); break;
-        case 5: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 5); break;
-        case 4: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 4); break;
-        case 3: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 3); break;
-        case 2: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 2); break;
-        default: tile_q6_kx16_tiled(nb, wa, wb, x, yg, 1); break;
+        case 8: tile_q6_kx16_tiled(nb, w, x, yg, 8); break;
+        case 7: tile_q6_kx16_tiled(nb, w, x, yg, 7); break;
+        case 6: tile_q6_kx16_tiled(nb, w, x, yg, 6); break;
+        case 5: tile_q6_kx16_tiled(nb, w, x, yg, 5); break;
+        case 4: tile_q6_kx16_tiled(nb, w, x, yg, 4); break;
+        case 3: tile_q6_kx16_tiled(nb, w, x, yg, 3); break;
+        case 2: tile_q6_kx16_tiled(nb, w, x, yg, 2); break;
+        default: tile_q6_kx16_tiled(nb, w, x, yg, 1); break;
         }
     }
-    for (; g < g1; g++) {
-        const ck_block_q6_Kx8u *wg = (const ck_block_q6_Kx8u *)(w + (size_t)g * group_bytes);
+    if (g < groups) {
+        const ck_block_q6_Kx8u *wg = (const ck_block_q6_Kx8u *)(u + (size_t)g * ub);
         float *yg[8];
         for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
         int t = 0;
@@ -340,9 +391,9 @@ static inline int is_tiled(const ck_matmul_args *p, int t) { return p->orders &&
 CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r1) {
     const int nb = p->k / CK_QK_K, groups = (r1 - r0) / 8;
     const size_t ub = (size_t)nb * sizeof(ck_block_q6_Kx8u);
-    int any_tiled = 0;
-    for (int t = 0; t < p->n && !any_tiled; t++) any_tiled = is_tiled(p, t);
-    if (any_tiled && groups > 0) {
+    int tiled = 0;
+    for (int t = 0; t < p->n; t++) tiled += is_tiled(p, t);
+    if (tiled > 0 && groups > 0) {
         // Whole pairs of groups, at least one: the 16-row kernel takes groups two at a time.
         int per = (int)(Q6_PASS_BYTES / ub) & ~1;
         per = per < 2 ? 2 : per;
@@ -354,9 +405,19 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
             q6_unpacked_blocks = q6_unpacked ? blocks : 0;
             if (!q6_unpacked) return 0;
         }
+        const int walks = (tiled + 7) / 8;
         for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
             const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;
-            q6_unpack_groups(nb, (const char *)p->w, p->w_row_bytes, g0, g1, q6_unpacked);
+            q6_unpack_pass(nb, (const char *)p->w, p->w_row_bytes, g0, g1, (char *)q6_unpacked);
+            // The next pass's weights are asked for a slice before each walk of this one, so they
+            // arrive while this pass computes (-DQ6_NO_NEXT leaves it out, to measure: the
+            // unpacking's share of a two-thread 2048 x 8192 product, 128 tokens, went from 11 % to
+            // 9 % with it).
+            const char *next = (const char *)p->w + (size_t)g1 * p->w_row_bytes;
+            const int g2 = g1 + per < r1 / 8 ? g1 + per : r1 / 8;
+            const size_t next_bytes = g2 > g1 ? (size_t)(g2 - g1) * p->w_row_bytes : 0;
+            const size_t slice = (next_bytes / walks + 63) & ~(size_t)63;
+            size_t asked = 0;
             const ck_block_q8_K *xs[8];
             float *ys[8];
             int count = 0;
@@ -364,12 +425,17 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
                 if (!is_tiled(p, t)) continue;
                 xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
                 ys[count++] = p->y + (size_t)t * p->ldy + 8 * g0;
-                if (count == 8) {
-                    groups_q6_kx8_tiled_vnni(nb, (const char *)q6_unpacked, ub, 0, g1 - g0, xs, ys, count);
+                if (count == 8 || t == p->n - 1) {
+#ifndef Q6_NO_NEXT
+                    for (size_t end = asked + slice < next_bytes ? asked + slice : next_bytes; asked < end; asked += 64) {
+                        _mm_prefetch(next + asked, _MM_HINT_T1);
+                    }
+#endif
+                    q6_pass_tiled(nb, (const char *)q6_unpacked, g1 - g0, xs, ys, count);
                     count = 0;
                 }
             }
-            if (count > 0) groups_q6_kx8_tiled_vnni(nb, (const char *)q6_unpacked, ub, 0, g1 - g0, xs, ys, count);
+            if (count > 0) q6_pass_tiled(nb, (const char *)q6_unpacked, g1 - g0, xs, ys, count);
         }
     }
     for (int t = 0; t < p->n; t++) {
