@@ -517,3 +517,42 @@ void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, c
         if (count > 0) tokens(p, r0, r1, fast, tiled, xs, ys, count);
     }
 }
+
+#if CK_X86
+// Weight bytes one pass of the token tiles walks over (a 2048 × 8192 Q4_0 matrix is 9.4 MB;
+// without the passes one thread streamed it from memory once per four tokens).
+#define CK_CORRECTED_PASS_BYTES (128 * 1024)
+
+int ck_matmul_corrected_passes(const ck_matmul_args *p, int r0, int r1, ck_corrections_fn corrections,
+                               ck_corrected_groups_fn groups) {
+    const int nb = p->k / CK_QK;
+    const int tile = CK_CORRECTION_TABLE_BLOCKS / nb < 4 ? CK_CORRECTION_TABLE_BLOCKS / nb : 4;
+    if (tile <= 0) return 0;
+    const int n_groups = r1 / 8 - r0 / 8;
+    if (n_groups <= 0) return 1;
+    // Passes of equal size (each computes the corrections again), an even count of groups each.
+    const int most = p->w_row_bytes < CK_CORRECTED_PASS_BYTES / 2 ? (int)(CK_CORRECTED_PASS_BYTES / p->w_row_bytes) : 2;
+    const int passes = (n_groups + most - 1) / most;
+    const int pass_groups = ((n_groups + passes - 1) / passes + 1) & ~1;
+    const char *w = (const char *)p->w;
+    const char *x = (const char *)p->x;
+    int32_t table[CK_CORRECTION_TABLE_BLOCKS * 8];
+    for (int g0 = r0 / 8; g0 < r1 / 8; g0 += pass_groups) {
+        const int g1 = g0 + pass_groups < r1 / 8 ? g0 + pass_groups : r1 / 8;
+        for (int t0 = 0; t0 < p->n; t0 += tile) {
+            const int T = p->n - t0 < tile ? p->n - t0 : tile;
+            const ck_block_q8_0 *xs[4];
+            const int32_t *corr[4];
+            float *ys[4];
+            for (int t = 0; t < T; t++) {
+                xs[t] = (const ck_block_q8_0 *)(x + (size_t)(t0 + t) * p->x_row_bytes);
+                ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
+                corr[t] = table + (size_t)t * nb * 8;
+                corrections(nb, xs[t], table + (size_t)t * nb * 8);
+            }
+            groups(nb, w, p->w_row_bytes, g0, g1, xs, corr, ys, T);
+        }
+    }
+    return 1;
+}
+#endif

@@ -245,6 +245,25 @@ static inline __attribute__((always_inline)) CK_FAST __m256i ck_q5_k_bsum_pair(c
     return _mm256_set1_epi32((int32_t)((uint32_t)lo | (uint32_t)hi << 16));
 }
 
+// Most blocks (tokens × blocks per row) one correction table holds: 32 KiB on the stack, four
+// tokens of k = 8192 (the widest product of a 1.7B model) or one token of k = 32768.
+#define CK_CORRECTION_TABLE_BLOCKS 1024
+
+// A 32-value form whose kernels take, beside each activation row, a table of per-chunk integer
+// corrections (Q4_0's -8 · Σx, MXFP4's -12 · Σx): `corrections` fills one row's, `groups` runs
+// groups g0..<g1 against T <= 4 tokens.
+typedef void (*ck_corrections_fn)(int nb, const ck_block_q8_0 *x, int32_t *corr);
+typedef void (*ck_corrected_groups_fn)(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                       const ck_block_q8_0 *const *x, const int32_t *const *corr, float *const *y, int T);
+
+/// Rows r0..<r1 (multiples of 8) of such a form, every token (interleave.c): rows in passes of
+/// about 128 KiB, an even count of groups each (the 16-row kernels take groups in pairs), every
+/// token going over one pass before the next so the weights stay in L2 while the tiles pass;
+/// tokens in tiles of up to four whose corrections fit one table. Returns 0, having done nothing,
+/// when not even one token's corrections fit (rows of more than CK_CORRECTION_TABLE_BLOCKS blocks).
+int ck_matmul_corrected_passes(const ck_matmul_args *p, int r0, int r1, ck_corrections_fn corrections,
+                               ck_corrected_groups_fn groups);
+
 /// Q5_K × 8 on AVX2 (interleave_q5_k_avx2.c): groups g0..<g1 against T <= 8 tokens in the tiled
 /// order, and one group against one token in the one-token order (dot_q5_k_fast's), bit for bit.
 void ck_groups_q5_kx8_tiled_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_K *const *x,

@@ -90,9 +90,6 @@ static void group_mxfp4x8_portable(int nb, const ck_block_mxfp4x8 *w, const ck_b
 
 // MARK: - The activations' corrections
 
-// Most blocks (tokens × blocks per row) one correction table holds (32 KiB on the stack).
-#define CK_MX_TABLE_BLOCKS 1024
-
 // corr[8b + c] = -12 * (x_b's chunk c sum), for the nb blocks of one activation row: one
 // vpmaddubsw of 12 (unsigned) by the bytes, one vpmaddwd by -1 per block (exact: |pairs| <= 3072).
 CK_FAST static void corrections(int nb, const ck_block_q8_0 *x, int32_t *corr) {
@@ -270,6 +267,16 @@ static inline __attribute__((always_inline)) CK_MX_VNNI void tile_mxfp4x16(int n
     }
 }
 
+// Groups g0..<g1 against T <= 4 tokens with the AVX2 kernel, one token at a time.
+CK_FAST static void groups_mxfp4x8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                                        const ck_block_q8_0 *const *x, const int32_t *const *corr, float *const *y,
+                                        int T) {
+    for (int g = g0; g < g1; g++) {
+        const ck_block_mxfp4x8 *wg = (const ck_block_mxfp4x8 *)(w + (size_t)g * group_bytes);
+        for (int t = 0; t < T; t++) group_mxfp4x8_avx2(nb, wg, x[t], corr[t], y[t] + 8 * g);
+    }
+}
+
 // Groups g0..<g1 against T <= 4 tokens: pairs of groups in 512-bit tiles of up to two tokens, an
 // odd last group with the AVX2 kernel (the same bits).
 CK_MX_VNNI static void groups_mxfp4x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
@@ -294,48 +301,17 @@ CK_MX_VNNI static void groups_mxfp4x8_vnni(int nb, const char *w, size_t group_b
 
 // MARK: - Matrix product over a range of rows
 
-// Weight bytes one pass of the token tiles walks over (as Q4_0's form): the tokens go over one
-// block of rows before the next, so the weights stay in L2 while the tiles pass.
-#define CK_MX_PASS_BYTES (128 * 1024)
-
-// Rows r0..<r1 (multiples of 8), every token, tokens in tiles of up to four whose corrections fit
-// one table (the portable kernel past one token's worth).
+// Rows r0..<r1 (multiples of 8), every token: passes of rows, tiles of up to four tokens
+// (ck_matmul_corrected_passes); the portable kernel past one token's worth of corrections.
 void ck_matmul_mxfp4x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int nb = p->k / CK_QK;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
 #if CK_X86
-    const int tile = CK_MX_TABLE_BLOCKS / nb < 4 ? CK_MX_TABLE_BLOCKS / nb : 4;
-    if (fast != CK_INTERLEAVED_PORTABLE && tile > 0) {
-        const int groups = r1 / 8 - r0 / 8;
-        if (groups <= 0) return;
-        const int most = p->w_row_bytes < CK_MX_PASS_BYTES / 2 ? (int)(CK_MX_PASS_BYTES / p->w_row_bytes) : 2;
-        const int passes = (groups + most - 1) / most;
-        const int pass_groups = ((groups + passes - 1) / passes + 1) & ~1;
-        int32_t table[CK_MX_TABLE_BLOCKS * 8];
-        for (int g0 = r0 / 8; g0 < r1 / 8; g0 += pass_groups) {
-            const int g1 = g0 + pass_groups < r1 / 8 ? g0 + pass_groups : r1 / 8;
-            for (int t0 = 0; t0 < p->n; t0 += tile) {
-                const int T = p->n - t0 < tile ? p->n - t0 : tile;
-                const ck_block_q8_0 *xs[4];
-                const int32_t *corr[4];
-                float *ys[4];
-                for (int t = 0; t < T; t++) {
-                    xs[t] = (const ck_block_q8_0 *)(x + (size_t)(t0 + t) * p->x_row_bytes);
-                    ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
-                    corr[t] = table + (size_t)t * nb * 8;
-                    corrections(nb, xs[t], table + (size_t)t * nb * 8);
-                }
-                if (fast == CK_INTERLEAVED_VNNI && has_avx512bw()) {
-                    groups_mxfp4x8_vnni(nb, w, p->w_row_bytes, g0, g1, xs, corr, ys, T);
-                } else {
-                    for (int g = g0; g < g1; g++) {
-                        const ck_block_mxfp4x8 *wg = (const ck_block_mxfp4x8 *)(w + (size_t)g * p->w_row_bytes);
-                        for (int t = 0; t < T; t++) group_mxfp4x8_avx2(nb, wg, xs[t], corr[t], ys[t] + 8 * g);
-                    }
-                }
-            }
-        }
+    if (fast != CK_INTERLEAVED_PORTABLE &&
+        ck_matmul_corrected_passes(p, r0, r1, corrections,
+                                   fast == CK_INTERLEAVED_VNNI && has_avx512bw() ? groups_mxfp4x8_vnni
+                                                                                 : groups_mxfp4x8_avx2)) {
         return;
     }
 #endif

@@ -72,10 +72,6 @@ static void group_q4_0x8_portable(int nb, const ck_block_q4_0x8 *w, const ck_blo
 
 // MARK: - The activations' corrections
 
-// Most blocks (tokens × blocks per row) one correction table holds: 32 KiB on the stack, four
-// tokens of k = 8192 (the widest product of a 1.7B model) or one token of k = 32768.
-#define CK_Q40_TABLE_BLOCKS 1024
-
 #if CK_X86
 // corr[8b + c] = -8 * (x_b's chunk c sum), for the nb blocks of one activation row. One
 // vpmaddubsw of 8 (unsigned) by the bytes, one vpmaddwd by -1 per block: exact (|pairs| <= 2048).
@@ -262,49 +258,16 @@ CK_FAST static void groups_q4_0x8_avx2(int nb, const char *w, size_t group_bytes
 
 // MARK: - Matrix product over a range of rows
 
-// Weight bytes one pass of the token tiles walks over: the rows are taken in blocks of about
-// this many bytes (at least one group), every token going over one block before the next, so
-// the weights stay in L2 while the tiles pass (a 2048 × 8192 Q4_0 matrix is 9.4 MB; without the
-// blocks one thread streamed it from memory once per four tokens).
-#define CK_Q40_PASS_BYTES (128 * 1024)
-
-// Rows r0..<r1 (multiples of 8), every token, tokens in tiles of up to four whose corrections
-// fit one table (fewer for very wide rows; the portable kernel past one token's worth).
+// Rows r0..<r1 (multiples of 8), every token: passes of rows, tiles of up to four tokens
+// (ck_matmul_corrected_passes); the portable kernel past one token's worth of corrections.
 void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const int nb = p->k / CK_QK;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    const int tile = CK_Q40_TABLE_BLOCKS / nb < 4 ? CK_Q40_TABLE_BLOCKS / nb : 4;
 #if CK_X86
-    if (fast != CK_INTERLEAVED_PORTABLE && tile > 0) {
-        // Passes of equal size (each computes the corrections again), an even count of groups
-        // each: the VNNI kernel takes groups in pairs.
-        const int groups = r1 / 8 - r0 / 8;
-        if (groups <= 0) return;
-        const int most = p->w_row_bytes < CK_Q40_PASS_BYTES / 2 ? (int)(CK_Q40_PASS_BYTES / p->w_row_bytes) : 2;
-        const int passes = (groups + most - 1) / most;
-        const int pass_groups = ((groups + passes - 1) / passes + 1) & ~1;
-        int32_t table[CK_Q40_TABLE_BLOCKS * 8];
-        for (int g0 = r0 / 8; g0 < r1 / 8; g0 += pass_groups) {
-            const int g1 = g0 + pass_groups < r1 / 8 ? g0 + pass_groups : r1 / 8;
-            for (int t0 = 0; t0 < p->n; t0 += tile) {
-                const int T = p->n - t0 < tile ? p->n - t0 : tile;
-                const ck_block_q8_0 *xs[4];
-                const int32_t *corr[4];
-                float *ys[4];
-                for (int t = 0; t < T; t++) {
-                    xs[t] = (const ck_block_q8_0 *)(x + (size_t)(t0 + t) * p->x_row_bytes);
-                    ys[t] = p->y + (size_t)(t0 + t) * p->ldy;
-                    corr[t] = table + (size_t)t * nb * 8;
-                    q4_0_corrections_fast(nb, xs[t], table + (size_t)t * nb * 8);
-                }
-                if (fast == CK_INTERLEAVED_VNNI) {
-                    groups_q4_0x8_vnni(nb, w, p->w_row_bytes, g0, g1, xs, corr, ys, T);
-                } else {
-                    groups_q4_0x8_avx2(nb, w, p->w_row_bytes, g0, g1, xs, corr, ys, T);
-                }
-            }
-        }
+    if (fast != CK_INTERLEAVED_PORTABLE &&
+        ck_matmul_corrected_passes(p, r0, r1, q4_0_corrections_fast,
+                                   fast == CK_INTERLEAVED_VNNI ? groups_q4_0x8_vnni : groups_q4_0x8_avx2)) {
         return;
     }
 #endif
