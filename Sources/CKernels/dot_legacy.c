@@ -1,7 +1,8 @@
 // Dot products of the 32-value block types beyond Q4_1/Q8_0 (Q4_0 and Q5_0 against Q8_0
 // activations, Q5_1 against Q8_1) and of BF16 weights against f32 activations. Numerics follow
 // ggml's AVX2 kernels: per block an integer dot, then one accumulator of fp16(d_w) * fp16(d_a) *
-// isum in block order (8 float lanes on AVX2, reduced as ck_hsum8).
+// isum in block order (8 float lanes on AVX2, reduced as ck_hsum8); Q4_0 follows ggml's repacked
+// products instead (one scalar accumulator, see dot_q4_0_portable).
 #include <string.h>
 
 #include "internal.h"
@@ -14,6 +15,10 @@ static uint32_t qh_bits(const uint8_t *qh) {
 
 // MARK: - Portable (the scalar references)
 
+// Q4_0 in the order of ggml's repacked Q4_0 products, which llama.cpp runs for every Q4_0 matrix
+// of a multiple of 8 rows on AVX2 machines (interleave_q4_0.c): per block the exact integer sum
+// times fp16(d_w) * fp16(d_a), added in one FMA. Every Q4_0 kernel here keeps it, so a matrix
+// gives the same bits in the file's layout and in the interleaved form, on every path.
 static float dot_q4_0_portable(int k, const ck_block_q4_0 *w, const ck_block_q8_0 *a) {
     float sum = 0.0f;
     for (int i = 0; i < k / CK_QK; i++) {
@@ -22,7 +27,7 @@ static float dot_q4_0_portable(int k, const ck_block_q4_0 *w, const ck_block_q8_
             isum += ((w[i].qs[j] & 0x0f) - 8) * a[i].qs[j];
             isum += ((w[i].qs[j] >> 4) - 8) * a[i].qs[j + 16];
         }
-        sum += ck_fp16_to_fp32(w[i].d) * ck_fp16_to_fp32(a[i].d) * (float)isum;
+        sum = fmaf((float)isum, ck_fp16_to_fp32(w[i].d) * ck_fp16_to_fp32(a[i].d), sum);
     }
     return sum;
 }
@@ -103,14 +108,21 @@ CK_FAST static inline __m256 scale_product(uint16_t dw, uint16_t da) {
     return _mm256_broadcastss_ps(_mm_mul_ss(w, a));
 }
 
+// dot_q4_0_portable's order: the block's integer sum in SIMD, then one scalar FMA per block.
 CK_FAST static float dot_q4_0_fast(int k, const ck_block_q4_0 *w, const ck_block_q8_0 *a) {
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0.0f;
     for (int i = 0; i < k / CK_QK; i++) {
-        const __m256i q = _mm256_sub_epi8(nibbles32(w[i].qs), _mm256_set1_epi8(8));
-        const __m256 p = sum_s8_s8(q, _mm256_loadu_si256((const __m256i *)a[i].qs));
-        acc = _mm256_fmadd_ps(scale_product(w[i].d, a[i].d), p, acc);
+        const __m256i q = nibbles32(w[i].qs);  // unsigned 0..15; the -8 below, exact
+        const __m256i y = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y),
+                                               _mm256_maddubs_epi16(_mm256_set1_epi8(8), y));
+        const __m256i lanes = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+        s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+        acc = fmaf((float)_mm_cvtsi128_si32(s), _mm_cvtss_f32(_mm256_castps256_ps128(scale_product(w[i].d, a[i].d))), acc);
     }
-    return ck_hsum8(acc);
+    return acc;
 }
 
 CK_FAST static float dot_q5_0_fast(int k, const ck_block_q5_0 *w, const ck_block_q8_0 *a) {

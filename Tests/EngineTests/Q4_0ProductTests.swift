@@ -1,0 +1,131 @@
+import CKernels
+import Foundation
+import Testing
+
+@testable import Engine
+
+/// Q4_0 matrix products against llama.cpp's own (`Tests/Fixtures/reference/q4_0-products.json`,
+/// made by `scripts/llama-cpp-q4_0-products.cpp` with ggml's CPU backend at commit 0c1e57098): 24
+/// rows of K = 512 and 544 values times 1, 4 and 9 activation rows, quantized to Q8_0 as the model
+/// quantizes them. llama.cpp repacks every Q4_0 matrix of a multiple of 8 rows on an AVX2 machine
+/// (its default, what llama-server runs); its repacked GEMV and GEMM give the "repacked" bits, and
+/// every Q4_0 kernel here must give them: the file layout's per-row kernels and the interleaved
+/// form's, on the VNNI, AVX2 and portable paths, with and without the pool. The fixture's
+/// "plain" products (`--no-repack`: ggml's vec_dot row by row) differ from them in most outputs,
+/// which is what lets this test tell the two orders apart.
+@Suite(.serialized)
+struct Q4_0ProductTests {
+    struct Case {
+        let k: Int
+        let rows: Int
+        let n: Int
+        let weights: [UInt8]
+        let activations: [Float]
+        let repacked: [UInt32]
+        let plain: [UInt32]
+    }
+
+    static func load() throws -> [Case] {
+        let json = try TestFixtures.reference("q4_0-products.json")
+        var cases: [Case] = []
+        for c in try #require(json["cases"] as? [[String: Any]]) {
+            let hex = Array(try #require(c["weights"] as? String).utf8)
+            let weights = stride(from: 0, to: hex.count, by: 2).map {
+                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+            }
+            cases.append(
+                Case(
+                    k: try #require(c["k"] as? Int), rows: try #require(c["rows"] as? Int),
+                    n: try #require(c["n"] as? Int), weights: weights,
+                    activations: try #require(c["activations"] as? [Double]).map { Float($0) },
+                    repacked: try #require(c["repacked"] as? [String]).map { UInt32($0, radix: 16)! },
+                    plain: try #require(c["plain"] as? [String]).map { UInt32($0, radix: 16)! }))
+        }
+        return cases
+    }
+
+    static func quantized(_ c: Case) -> (x: [UInt8], rowBytes: Int) {
+        let xRowBytes = GGMLType.q8_0.rowBytes(elements: c.k)!
+        var x = [UInt8](repeating: 0, count: c.n * xRowBytes)
+        c.activations.withUnsafeBufferPointer { ab in
+            x.withUnsafeMutableBytes { xb in
+                _ = ck_rows_quantize(
+                    nil, Int32(GGMLType.q8_0.rawValue), ab.baseAddress!, Int32(c.k), xb.baseAddress!, xRowBytes,
+                    Int32(c.n))
+            }
+        }
+        return (x, xRowBytes)
+    }
+
+    /// How many of `y` (token-major, `rows` per token) differ from llama.cpp's bits, and the first.
+    static func differing(_ y: [Float], _ theirs: [UInt32], rows: Int, n: Int) -> (Int, String) {
+        var count = 0
+        var first = ""
+        for t in 0..<n {
+            for r in 0..<rows where y[t * rows + r].bitPattern != theirs[r + t * rows] {
+                count += 1
+                if first.isEmpty {
+                    first = "token \(t) row \(r): \(y[t * rows + r]) vs \(Float(bitPattern: theirs[r + t * rows]))"
+                }
+            }
+        }
+        return (count, first)
+    }
+
+    @Test func theFixtureTellsTheTwoOrdersApart() throws {
+        let cases = try Self.load()
+        #expect(cases.count == 6)
+        let differing = cases.map { c in zip(c.repacked, c.plain).filter { $0 != $1 }.count }
+        #expect(differing.allSatisfy { $0 > 0 }, "repacked and plain products differ in every case: \(differing)")
+        for c in cases {
+            for (a, b) in zip(c.repacked, c.plain) {
+                #expect(close(Float(bitPattern: a), Float(bitPattern: b), rel: 1e-5, abs: 1e-5))
+            }
+        }
+    }
+
+    @Test func fileLayoutProductsEqualLlamaCppsRepackedBits() throws {
+        for c in try Self.load() {
+            #expect(c.weights.count == c.rows * GGMLType.q4_0.rowBytes(elements: c.k)!)
+            let (x, xRowBytes) = Self.quantized(c)
+            try bothPaths { path in
+                let y = WeightTypeKernelTests.product(
+                    .q4_0, c.weights, rows: c.rows, k: c.k, x: x, xRowBytes: xRowBytes, n: c.n, orders: [])
+                _ = try #require(y.count == c.repacked.count)
+                let (count, first) = Self.differing(y, c.repacked, rows: c.rows, n: c.n)
+                #expect(count == 0, "\(path) k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))")
+            }
+        }
+    }
+
+    @Test func interleavedProductsEqualLlamaCppsRepackedBits() throws {
+        let pool = ComputePool(threads: 2)
+        for c in try Self.load() {
+            let (x, _) = Self.quantized(c)
+            let rowBytes = GGMLType.q4_0.rowBytes(elements: c.k)!
+            let groupBytes = ck_interleaved_group_bytes(Int32(GGMLType.q4_0.rawValue), Int32(c.k))
+            var packed = [UInt8](repeating: 0, count: c.rows / 8 * groupBytes)
+            let packedType = c.weights.withUnsafeBytes { src in
+                packed.withUnsafeMutableBytes { dst in
+                    ck_interleave(
+                        Int32(GGMLType.q4_0.rawValue), src.baseAddress!, rowBytes, Int32(c.rows), Int32(c.k),
+                        dst.baseAddress!)
+                }
+            }
+            #expect(packedType == Int32(CK_TYPE_Q4_0_X8))
+            try bothPaths { path in
+                for usePool in [false, true] {
+                    let y = packed.withUnsafeBytes { w in
+                        InterleavedKernelTests.product(
+                            type: packedType, weights: w.baseAddress!, stride: groupBytes, rows: c.rows, k: c.k,
+                            activations: x, n: c.n, pool: usePool ? pool : nil)
+                    }
+                    let (count, first) = Self.differing(y, c.repacked, rows: c.rows, n: c.n)
+                    #expect(
+                        count == 0,
+                        "\(path) pool=\(usePool) k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))")
+                }
+            }
+        }
+    }
+}
