@@ -67,13 +67,13 @@ typedef struct {
 
 // Q6_K × 8 rows, one super-block (1,680 bytes, the same 210 per row as Q6_K): d[8] as fp16;
 // scales[s][r], the int8 scale of group s (16 values) of row r; then the file's ql and qh in
-// four-byte chunks: ql vector v, lane r = row r's ql[4v..4v+3], qh vector v, lane r = row r's
-// qh[4v..4v+3] (interleave_q6_k.c says which values each holds).
+// four-byte chunks, in the order decode reads them: sixteen triples of 32-byte vectors, triple
+// 8n + L = ql vector 16n + L, ql vector 16n + 8 + L, qh vector 8n + L (ql vector v, lane r = row
+// r's ql[4v..4v+3]; qh likewise; interleave_q6_k.c says which values each holds).
 typedef struct {
     uint16_t d[8];
     int8_t scales[16][8];
-    uint8_t ql[1024];
-    uint8_t qh[512];
+    uint8_t q[1536];
 } ck_block_q6_Kx8;
 
 // Q5_K × 8 rows, one super-block (1,440 bytes; 1,408 as Q5_K): d, dmin, sc and m as in Q4_K × 8,

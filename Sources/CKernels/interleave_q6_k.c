@@ -5,7 +5,10 @@
 // the half, chunk L of the quarter, j < 4) of row r is
 //   low four bits   ql vector 16n + 8(i & 1) + L, lane r, byte j, nibble i >> 1
 //   high two bits   qh vector 8n + L,              lane r, byte j, bits 2i, 2i + 1
-// so one qh vector and two ql vectors give the four chunks (i = 0..3) of lane L in a half.
+// so one qh vector and two ql vectors give the four chunks (i = 0..3) of lane L in a half. The
+// three are stored side by side (triple 8n + L, 96 bytes), so decode reads the block from start
+// to end: read from three places at once (the ql and qh arrays of the file's block), a Zen 4 core
+// streamed a Q6_K decode walk at half the speed.
 // Decode reads the form as it is; a prompt's tokens (the tiled order) read values unpacked into
 // bytes in a buffer per thread, a pass of rows at a time, so the unpacking is paid once for
 // every token of the pass (the form was 274 bytes per row unpacked before: decode read 1.3x the
@@ -25,6 +28,10 @@
 
 #include "interleave_forms.h"
 
+// Where ql vector v (16n + 8h + L) and qh vector v (8n + L) start in a block's q.
+static inline int q6_ql_at(int v) { return 96 * (8 * (v / 16) + v % 8) + 32 * (v / 8 % 2); }
+static inline int q6_qh_at(int v) { return 96 * v + 64; }
+
 size_t ck_q6_kx8_group_bytes(int k) { return (size_t)(k / CK_QK_K) * sizeof(ck_block_q6_Kx8); }
 
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst) {
@@ -36,8 +43,8 @@ void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k
                 const ck_block_q6_K *in = (const ck_block_q6_K *)((const char *)src + (size_t)(8 * g + r) * src_row_bytes) + b;
                 out->d[r] = in->d;
                 for (int s = 0; s < 16; s++) out->scales[s][r] = in->scales[s];
-                for (int v = 0; v < 32; v++) memcpy(out->ql + 32 * v + 4 * r, in->ql + 4 * v, 4);
-                for (int v = 0; v < 16; v++) memcpy(out->qh + 32 * v + 4 * r, in->qh + 4 * v, 4);
+                for (int v = 0; v < 32; v++) memcpy(out->q + q6_ql_at(v) + 4 * r, in->ql + 4 * v, 4);
+                for (int v = 0; v < 16; v++) memcpy(out->q + q6_qh_at(v) + 4 * r, in->qh + 4 * v, 4);
             }
         }
     }
@@ -71,8 +78,8 @@ enum { Q6_ORDER_TILED, Q6_ORDER_LANES, Q6_ORDER_SCALAR };
 // Element e of row r as q + 32 (0..63).
 static inline int q6_value(const ck_block_q6_Kx8 *w, int r, int e) {
     const int n = e / 128, i = (e % 128) / 32, L = (e % 32) / 4, j = e % 4;
-    const int lo = w->ql[32 * (16 * n + 8 * (i & 1) + L) + 4 * r + j] >> (4 * (i >> 1)) & 0x0f;
-    const int hi = w->qh[32 * (8 * n + L) + 4 * r + j] >> (2 * i) & 3;
+    const int lo = w->q[q6_ql_at(16 * n + 8 * (i & 1) + L) + 4 * r + j] >> (4 * (i >> 1)) & 0x0f;
+    const int hi = w->q[q6_qh_at(8 * n + L) + 4 * r + j] >> (2 * i) & 3;
     return lo | hi << 4;
 }
 
@@ -170,9 +177,10 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i q6_join(__m25
 // The four chunks (quarters i = 0..3) of lane L in half n of super-block w, unpacked.
 static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks(const ck_block_q6_Kx8 *w, int n, int L,
                                                                           __m256i v[4]) {
-    const __m256i a = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (16 * n + L)));
-    const __m256i b = _mm256_loadu_si256((const __m256i *)(w->ql + 32 * (16 * n + 8 + L)));
-    const __m256i h = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * (8 * n + L)));
+    const uint8_t *t = w->q + 96 * (8 * n + L);  // ql vectors 16n + L, 16n + 8 + L, qh vector 8n + L
+    const __m256i a = _mm256_loadu_si256((const __m256i *)t);
+    const __m256i b = _mm256_loadu_si256((const __m256i *)(t + 32));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(t + 64));
     const __m256i m = _mm256_set1_epi8(0x30);
     // 16-bit shifts: the bits kept never cross a byte (they move within bits 0-5 of their own).
     v[0] = q6_join(a, _mm256_and_si256(_mm256_slli_epi16(h, 4), m));
@@ -186,10 +194,11 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks(const 
 static inline __attribute__((always_inline)) CK_FORMS_VNNI void q6_chunks_pair(const ck_block_q6_Kx8 *a,
                                                                                const ck_block_q6_Kx8 *b, int n, int L,
                                                                                __m512i v[4]) {
-#define Q6_PAIR(field, index)                                                                             \
-    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a->field + 32 * (index)))), \
-                       _mm256_loadu_si256((const __m256i *)(b->field + 32 * (index))), 1)
-    const __m512i lo = Q6_PAIR(ql, 16 * n + L), hi = Q6_PAIR(ql, 16 * n + 8 + L), h = Q6_PAIR(qh, 8 * n + L);
+#define Q6_PAIR(at)                                                                                     \
+    _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(a->q + (at)))),       \
+                       _mm256_loadu_si256((const __m256i *)(b->q + (at))), 1)
+    const int t = 96 * (8 * n + L);
+    const __m512i lo = Q6_PAIR(t), hi = Q6_PAIR(t + 32), h = Q6_PAIR(t + 64);
 #undef Q6_PAIR
     const __m512i m = _mm512_set1_epi32(0x30303030), low = _mm512_set1_epi32(0x0f0f0f0f);
     v[0] = _mm512_ternarylogic_epi32(lo, _mm512_and_si512(_mm512_slli_epi32(h, 4), m), low, 0xec);
