@@ -1,5 +1,27 @@
+#include <stdlib.h>
+#include <string.h>
+
 #include "ckernels.h"
 #include "internal.h"
+
+int ck_prefetch_near = 0;
+
+// Read once when the library loads, before any kernel runs (internal.h, CK_AHEAD).
+__attribute__((constructor)) static void ck_choose_prefetch(void) {
+    const char *setting = getenv("INFERD_PREFETCH");
+    if (setting && strcmp(setting, "near") == 0) {
+        ck_prefetch_near = 1;
+    } else if (setting && strcmp(setting, "far") == 0) {
+        ck_prefetch_near = 0;
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_cpu_init();
+        ck_prefetch_near = __builtin_cpu_is("amd");
+#endif
+    }
+}
+
+int ck_prefetch_is_near(void) { return ck_prefetch_near; }
 
 int ck_cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -275,9 +275,9 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q4_1x8(int nb, co
     for (int b = 0; b < nb; b++) {
         // About 2.5 KiB ahead: the distance that took a single-core read sweep here from
         // 10.2 to 11.3 GB/s (decode is bound by it).
-        _mm_prefetch((const char *)(w + b + CK_Q41_AHEAD), _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q41_AHEAD) + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q41_AHEAD) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q41_AHEAD)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q41_AHEAD)) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q41_AHEAD)) + 128, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].m));
         __m256i q[8];
@@ -312,11 +312,11 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q8_0x8(int nb, co
         for (int c = 0; c < 8; c++) acc[t][c] = _mm256_setzero_ps();
     }
     for (int b = 0; b < nb; b++) {
-        _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD), _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 192, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q80_AHEAD) + 256, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD)) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD)) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD)) + 192, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD)) + 256, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         __m256i q[8];
         for (int c = 0; c < 8; c++) q[c] = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
@@ -340,9 +340,9 @@ static inline __attribute__((always_inline)) CK_VNNI void tile_q5_0x8(int nb, co
     const __m256i mask = _mm256_set1_epi8(0x0f);
     const __m256i high = _mm256_set1_epi8((char)0xf0);
     for (int b = 0; b < nb; b++) {
-        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD), _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD) + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q50_AHEAD) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q50_AHEAD)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q50_AHEAD)) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q50_AHEAD)) + 128, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         __m256i q[8];
         for (int c = 0; c < 4; c++) {

@@ -40,7 +40,7 @@ CK_FAST static void group_q4_1x8_avx2(int nb, const ck_block_q4_1x8 *w, const ck
     __m256 macc = _mm256_setzero_ps();
     const __m256i mask = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
-        const char *ahead = (const char *)(w + b + CK_Q41_AHEAD_AVX2);
+        const char *ahead = (const char *)(w + b + CK_AHEAD(CK_Q41_AHEAD_AVX2));
         _mm_prefetch(ahead, _MM_HINT_T0);
         _mm_prefetch(ahead + 64, _MM_HINT_T0);
         _mm_prefetch(ahead + 128, _MM_HINT_T0);
@@ -70,7 +70,7 @@ CK_FAST static void group_q8_0x8_avx2(int nb, const ck_block_q8_0x8 *w, const ck
     __m256 acc[8];
     for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        const char *ahead = (const char *)(w + b + CK_Q80_AHEAD_AVX2);
+        const char *ahead = (const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD_AVX2));
         _mm_prefetch(ahead, _MM_HINT_T0);
         _mm_prefetch(ahead + 64, _MM_HINT_T0);
         _mm_prefetch(ahead + 128, _MM_HINT_T0);
@@ -100,7 +100,7 @@ CK_FAST static void group_q8_0x8_avx2_pair(int nb, const ck_block_q8_0x8 *w, con
         __m256 a0[4], a1[4];
         for (int c = 0; c < 4; c++) a0[c] = a1[c] = _mm256_setzero_ps();
         for (int b = 0; b < nb; b++) {
-            const char *ahead = (const char *)(w + b + CK_Q80_AHEAD_AVX2) + 128 * half;
+            const char *ahead = (const char *)(w + b + CK_AHEAD(CK_Q80_AHEAD_AVX2)) + 128 * half;
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
             _mm_prefetch(ahead + 128, _MM_HINT_T0);

@@ -131,7 +131,7 @@ CK_FAST static void group_mxfp4x8_avx2(int nb, const ck_block_mxfp4x8 *w, const 
         for (int c = 0; c < 4; c++) acc[0][c] = acc[1][c] = _mm256_setzero_ps();
         for (int b = 0; b < pairs; b++) {
             if (h == 0) {
-                const char *ahead = (const char *)(w + b + CK_MX_AHEAD);
+                const char *ahead = (const char *)(w + b + CK_AHEAD(CK_MX_AHEAD));
                 _mm_prefetch(ahead, _MM_HINT_T0);
                 _mm_prefetch(ahead + 64, _MM_HINT_T0);
                 _mm_prefetch(ahead + 128, _MM_HINT_T0);
@@ -208,12 +208,12 @@ static inline __attribute__((always_inline)) CK_MX_VNNI void tile_mxfp4x16(int n
         }
         for (int b = 0; b < pairs; b++) {
             if (h == 0) {
-                _mm_prefetch((const char *)(wa + b + CK_MX_AHEAD), _MM_HINT_T0);
-                _mm_prefetch((const char *)(wa + b + CK_MX_AHEAD) + 64, _MM_HINT_T0);
-                _mm_prefetch((const char *)(wa + b + CK_MX_AHEAD) + 128, _MM_HINT_T0);
-                _mm_prefetch((const char *)(wb + b + CK_MX_AHEAD), _MM_HINT_T0);
-                _mm_prefetch((const char *)(wb + b + CK_MX_AHEAD) + 64, _MM_HINT_T0);
-                _mm_prefetch((const char *)(wb + b + CK_MX_AHEAD) + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)(wa + b + CK_AHEAD(CK_MX_AHEAD)), _MM_HINT_T0);
+                _mm_prefetch((const char *)(wa + b + CK_AHEAD(CK_MX_AHEAD)) + 64, _MM_HINT_T0);
+                _mm_prefetch((const char *)(wa + b + CK_AHEAD(CK_MX_AHEAD)) + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)(wb + b + CK_AHEAD(CK_MX_AHEAD)), _MM_HINT_T0);
+                _mm_prefetch((const char *)(wb + b + CK_AHEAD(CK_MX_AHEAD)) + 64, _MM_HINT_T0);
+                _mm_prefetch((const char *)(wb + b + CK_AHEAD(CK_MX_AHEAD)) + 128, _MM_HINT_T0);
             }
             const __m512 hs = half_scales16(wa[b].e, wb[b].e);
             __m512i q[4];

@@ -165,7 +165,7 @@ Q2_TILE(tile_q2_kx8_tiled_avx2, CK_FAST, 0)
         for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();                                                      \
         for (int b = 0; b < nb; b++) {                                                                                 \
             for (int l = 0; l < (int)sizeof(ck_block_q2_Kx8); l += 64) {                                              \
-                _mm_prefetch((const char *)(w + b + CK_Q2K_AHEAD) + l, _MM_HINT_T0);                                   \
+                _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q2K_AHEAD)) + l, _MM_HINT_T0);                                   \
             }                                                                                                          \
             const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d))); \
             const __m256 dmin =                                                                                        \

@@ -190,7 +190,7 @@ CK_FORMS_VNNI static void group_q3_kx8_lanes_vnni(int nb, const ck_block_q3_Kx8 
     __m256 acc[8];
     for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        for (int l = 0; l < (int)sizeof(ck_block_q3_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_Q3K_AHEAD) + l, _MM_HINT_T0);
+        for (int l = 0; l < (int)sizeof(ck_block_q3_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q3K_AHEAD)) + l, _MM_HINT_T0);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
         __m256i lane[8];
         for (int c = 0; c < 8; c++) lane[c] = _mm256_setzero_si256();
@@ -255,7 +255,7 @@ CK_FAST static void group_q3_kx8_lanes_avx2(int nb, const ck_block_q3_Kx8 *w, co
     __m256 acc[8];
     for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        for (int l = 0; l < (int)sizeof(ck_block_q3_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_Q3K_AHEAD) + l, _MM_HINT_T0);
+        for (int l = 0; l < (int)sizeof(ck_block_q3_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q3K_AHEAD)) + l, _MM_HINT_T0);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
         __m256i lane[8];
         for (int c = 0; c < 8; c++) lane[c] = _mm256_setzero_si256();

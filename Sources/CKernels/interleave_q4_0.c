@@ -127,9 +127,9 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_0x8(int 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     const __m256i mask = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
-        _mm_prefetch((const char *)(w + b + CK_Q40_AHEAD), _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q40_AHEAD) + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q40_AHEAD) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q40_AHEAD)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q40_AHEAD)) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q40_AHEAD)) + 128, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         __m256i q[8];
         for (int c = 0; c < 4; c++) {
@@ -163,8 +163,8 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_0x16(int
     const __m512i mask = _mm512_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         for (int l = 0; l < 192; l += 64) {
-            _mm_prefetch((const char *)(wa + b + CK_Q40_AHEAD) + l, _MM_HINT_T0);
-            _mm_prefetch((const char *)(wb + b + CK_Q40_AHEAD) + l, _MM_HINT_T0);
+            _mm_prefetch((const char *)(wa + b + CK_AHEAD(CK_Q40_AHEAD)) + l, _MM_HINT_T0);
+            _mm_prefetch((const char *)(wb + b + CK_AHEAD(CK_Q40_AHEAD)) + l, _MM_HINT_T0);
         }
         const __m256i d16 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)wa[b].d)),
                                                     _mm_loadu_si128((const __m128i *)wb[b].d), 1);
@@ -235,7 +235,7 @@ CK_FAST static void group_q4_0x8_avx2(int nb, const ck_block_q4_0x8 *w, const ck
     const __m256i mask = _mm256_set1_epi8(0x0f);
     const __m256i ones = _mm256_set1_epi16(1);
     for (int b = 0; b < nb; b++) {
-        const char *ahead = (const char *)(w + b + CK_Q40_AHEAD_AVX2);
+        const char *ahead = (const char *)(w + b + CK_AHEAD(CK_Q40_AHEAD_AVX2));
         _mm_prefetch(ahead, _MM_HINT_T0);
         _mm_prefetch(ahead + 64, _MM_HINT_T0);
         _mm_prefetch(ahead + 128, _MM_HINT_T0);

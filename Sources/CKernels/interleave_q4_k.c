@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_kx8(int 
     for (int t = 0; t < T; t++) acc[t] = acc_m[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
-        ck_prefetch_block(w + b + CK_Q4K_AHEAD, sizeof *w);
+        ck_prefetch_block(w + b + CK_AHEAD(CK_Q4K_AHEAD), sizeof *w);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin));
         __m256 d[4], dmin[4];

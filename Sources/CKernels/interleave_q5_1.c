@@ -112,9 +112,9 @@ static inline __attribute__((always_inline)) CK_Q51_VNNI void tile_q5_1x8(int nb
     const __m256i mask = _mm256_set1_epi8(0x0f);
     const __m256i fifth = _mm256_set1_epi8(0x10);
     for (int b = 0; b < nb; b++) {
-        _mm_prefetch((const char *)(w + b + CK_Q51_AHEAD), _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q51_AHEAD) + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)(w + b + CK_Q51_AHEAD) + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q51_AHEAD)), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q51_AHEAD)) + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q51_AHEAD)) + 128, _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
         const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].m));
         __m256i q[8];

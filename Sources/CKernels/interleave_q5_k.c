@@ -342,7 +342,7 @@ CK_FORMS_VNNI static void group_q5_kx8_lanes_vnni(int nb, const ck_block_q5_Kx8 
     for (int L = 0; L < 8; L++) acc[L] = _mm256_setzero_ps();
     __m256 summs = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        for (int l = 0; l < (int)sizeof(ck_block_q5_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_Q5K_AHEAD) + l, _MM_HINT_T0);
+        for (int l = 0; l < (int)sizeof(ck_block_q5_Kx8); l += 64) _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q5K_AHEAD)) + l, _MM_HINT_T0);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
         const __m256 dmin =
             _mm256_mul_ps(_mm256_set1_ps(-a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin)));

@@ -213,7 +213,7 @@ CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 
     __m256 acc[8];
     for (int L = 0; L < 8; L++) acc[L] = _mm256_setzero_ps();
     for (int b = 0; b < nb; b++) {
-        ck_prefetch_block(w + b + CK_Q6K_AHEAD, sizeof *w);
+        ck_prefetch_block(w + b + CK_AHEAD(CK_Q6K_AHEAD), sizeof *w);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
         __m256i lane[8];
         for (int L = 0; L < 8; L++) {

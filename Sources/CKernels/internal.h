@@ -15,6 +15,15 @@
 #define CK_X86 0
 #endif
 
+// Software prefetch distance of the interleaved forms' kernels (blocks ahead of the one read):
+// their tuned distance, or 0 (the block being read, its lines asked for at once) where
+// ck_prefetch_near is set: on AMD CPUs, whose hardware prefetchers the far requests defeat (a
+// Q6_K decode walk read 7.8 GB/s with 2 super-blocks ahead and 15 GB/s with 0 on Zen 4; on an
+// Intel Xeon the far distance was worth 1.3-1.5x). INFERD_PREFETCH=near|far overrides the
+// choice (cpu.c), to measure it on another machine.
+extern int ck_prefetch_near;
+#define CK_AHEAD(blocks) (ck_prefetch_near ? 0 : (blocks))
+
 #if CK_X86
 // exp(x) on 8 lanes with the algorithm and constants of the Arm optimized-routines expf, as
 // ggml evaluates it on AVX-512 (polynomial including the constant term, then x 2^n with one
