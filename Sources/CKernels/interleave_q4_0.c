@@ -187,14 +187,16 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_0x16(int
     for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// Groups g0..<g1 in pairs through the 16-row kernel (an odd last group through the 8-row one),
-// all T <= 4 tokens of the tile in one walk.
+// Groups g0..<g1 in pairs through the 16-row kernel where a prompt's tokens share them (T >= 2),
+// an odd last group and single tokens through the 8-row one, all T <= 4 tokens of the tile in
+// one walk. One token is decode, bound by memory: the 8-row kernel reads one stream of weights
+// where the 16-row one reads two groups' at once.
 CK_FORMS_VNNI static void groups_q4_0x8_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
                                           const ck_block_q8_0 *const *x, const int32_t *const *corr, float *const *y,
                                           int T) {
     int g = g0;
 #ifndef CK_Q40_NO_ZMM  // (-D for scripts: the 8-row kernel alone, to compare)
-    for (; g + 2 <= g1; g += 2) {
+    for (; T >= 2 && g + 2 <= g1; g += 2) {
         const ck_block_q4_0x8 *wa = (const ck_block_q4_0x8 *)(w + (size_t)g * group_bytes);
         const ck_block_q4_0x8 *wb = (const ck_block_q4_0x8 *)(w + (size_t)(g + 1) * group_bytes);
         float *yg[4];
