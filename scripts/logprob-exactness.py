@@ -23,6 +23,8 @@ Usage (from the package root):
     --llama   where scripts/llama-cpp-build.sh built llama.cpp (default /tmp/llama-cpp): it needs
               DIR/llama-cpp-score and the build's bin/llama-quantize
     --types   a subset of the 13 types (default all)
+    --extra-bufts on|off  llama.cpp with its repacked Q4_0/Q4_K layouts (its default) or without (the
+              default here: on a CPU that advertises AMX but faults on it, on crashes)
 Needs PyPI's gguf (0.19.0 here; it brings numpy) importable by this Python. No network.
 """
 import argparse
@@ -53,9 +55,12 @@ def tensor_mix(path: str) -> str:
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+EXTRA_BUFTS = "off"  # --extra-bufts: llama.cpp's repacked layouts (its default; off where AMX faults)
+
+
 def llama_score(tool: str, model: str, payload: dict, fa: str = "off") -> dict:
     out = subprocess.run(
-        [tool, "-m", model, "-k", "5", "-t", "2", "-fa", fa],
+        [tool, "-m", model, "-k", "5", "-t", "2", "-fa", fa, "-extra-bufts", EXTRA_BUFTS],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
@@ -153,7 +158,12 @@ def main() -> None:
     ap.add_argument("--llama", default="/tmp/llama-cpp")
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--no-gemma", action="store_true")
+    ap.add_argument("--extra-bufts", choices=["on", "off"], default="off",
+                    help="llama.cpp's extra buffer types (its repacked Q4_0/Q4_K layouts, and AMX where the CPU has "
+                    "it): on is llama.cpp's default; off (the default here) where AMX faults")
     args = ap.parse_args()
+    global EXTRA_BUFTS
+    EXTRA_BUFTS = args.extra_bufts
     score_tool = os.path.join(args.llama, "llama-cpp-score")
     quantize = os.path.join(args.llama, "llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin/llama-quantize")
     for path in (args.binary, score_tool, quantize):
