@@ -43,15 +43,7 @@ struct MXFP4InterleavedTests {
         for c in cases {
             let file = c.weights + c.weights + c.weights
             let (packed, stride) = try Self.interleaved(file, rows: 3 * rows, k: c.k)
-            let xRowBytes = GGMLType.q8_0.rowBytes(elements: c.k)!
-            var x = [UInt8](repeating: 0, count: c.n * xRowBytes)
-            c.activations.withUnsafeBufferPointer { ab in
-                x.withUnsafeMutableBytes { xb in
-                    _ = ck_rows_quantize(
-                        nil, Int32(GGMLType.q8_0.rawValue), ab.baseAddress!, Int32(c.k), xb.baseAddress!, xRowBytes,
-                        Int32(c.n))
-                }
-            }
+            let (x, _) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             try bothPaths { path in
                 let y = packed.withUnsafeBytes { w in
                     InterleavedKernelTests.product(

@@ -26,10 +26,7 @@ struct MXFP4ProductTests {
         let rows = try #require(json["rows"] as? Int)
         var cases: [Case] = []
         for c in try #require(json["cases"] as? [[String: Any]]) {
-            let hex = Array(try #require(c["weights"] as? String).utf8)
-            let weights = stride(from: 0, to: hex.count, by: 2).map {
-                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-            }
+            let weights = ProductFixtures.bytes(hex: try #require(c["weights"] as? String))
             cases.append(
                 Case(
                     k: try #require(c["k"] as? Int), n: try #require(c["n"] as? Int), weights: weights,
@@ -44,16 +41,7 @@ struct MXFP4ProductTests {
         #expect(cases.count == 6)
         for c in cases {
             #expect(c.weights.count == rows * GGMLType.mxfp4.rowBytes(elements: c.k)!)
-            let xRowBytes = GGMLType.q8_0.rowBytes(elements: c.k)!
-            var x = [UInt8](repeating: 0, count: c.n * xRowBytes)
-            c.activations.withUnsafeBufferPointer { ab in
-                x.withUnsafeMutableBytes { xb in
-                    #expect(
-                        ck_rows_quantize(
-                            nil, Int32(GGMLType.q8_0.rawValue), ab.baseAddress!, Int32(c.k), xb.baseAddress!, xRowBytes,
-                            Int32(c.n)) == 0)
-                }
-            }
+            let (x, xRowBytes) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             try bothPaths { path in
                 let y = WeightTypeKernelTests.product(
                     .mxfp4, c.weights, rows: rows, k: c.k, x: x, xRowBytes: xRowBytes, n: c.n, orders: [])

@@ -29,10 +29,7 @@ struct Q4_0ProductTests {
         let json = try TestFixtures.reference("q4_0-products.json")
         var cases: [Case] = []
         for c in try #require(json["cases"] as? [[String: Any]]) {
-            let hex = Array(try #require(c["weights"] as? String).utf8)
-            let weights = stride(from: 0, to: hex.count, by: 2).map {
-                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-            }
+            let weights = ProductFixtures.bytes(hex: try #require(c["weights"] as? String))
             cases.append(
                 Case(
                     k: try #require(c["k"] as? Int), rows: try #require(c["rows"] as? Int),
@@ -45,16 +42,7 @@ struct Q4_0ProductTests {
     }
 
     static func quantized(_ c: Case) -> (x: [UInt8], rowBytes: Int) {
-        let xRowBytes = GGMLType.q8_0.rowBytes(elements: c.k)!
-        var x = [UInt8](repeating: 0, count: c.n * xRowBytes)
-        c.activations.withUnsafeBufferPointer { ab in
-            x.withUnsafeMutableBytes { xb in
-                _ = ck_rows_quantize(
-                    nil, Int32(GGMLType.q8_0.rawValue), ab.baseAddress!, Int32(c.k), xb.baseAddress!, xRowBytes,
-                    Int32(c.n))
-            }
-        }
-        return (x, xRowBytes)
+        ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
     }
 
     /// How many of `y` (token-major, `rows` per token) differ from llama.cpp's bits, and the first.
@@ -113,7 +101,7 @@ struct Q4_0ProductTests {
                 }
             }
             #expect(packedType == Int32(CK_TYPE_Q4_0_X8))
-            try bothPaths { path in
+            bothPaths { path in
                 for usePool in [false, true] {
                     let y = packed.withUnsafeBytes { w in
                         InterleavedKernelTests.product(
