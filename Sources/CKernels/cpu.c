@@ -21,8 +21,6 @@ __attribute__((constructor)) static void ck_choose_prefetch(void) {
     }
 }
 
-int ck_prefetch_is_near(void) { return ck_prefetch_near; }
-
 int ck_cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();

@@ -41,10 +41,6 @@ struct Q4_0ProductTests {
         return cases
     }
 
-    static func quantized(_ c: Case) -> (x: [UInt8], rowBytes: Int) {
-        ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
-    }
-
     /// How many of `y` (token-major, `rows` per token) differ from llama.cpp's bits, and the first.
     static func differing(_ y: [Float], _ theirs: [UInt32], rows: Int, n: Int) -> (Int, String) {
         var count = 0
@@ -75,7 +71,7 @@ struct Q4_0ProductTests {
     @Test func fileLayoutProductsEqualLlamaCppsRepackedBits() throws {
         for c in try Self.load() {
             #expect(c.weights.count == c.rows * GGMLType.q4_0.rowBytes(elements: c.k)!)
-            let (x, xRowBytes) = Self.quantized(c)
+            let (x, xRowBytes) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             try bothPaths { path in
                 let y = WeightTypeKernelTests.product(
                     .q4_0, c.weights, rows: c.rows, k: c.k, x: x, xRowBytes: xRowBytes, n: c.n, orders: [])
@@ -89,7 +85,7 @@ struct Q4_0ProductTests {
     @Test func interleavedProductsEqualLlamaCppsRepackedBits() throws {
         let pool = ComputePool(threads: 2)
         for c in try Self.load() {
-            let (x, _) = Self.quantized(c)
+            let (x, _) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             let rowBytes = GGMLType.q4_0.rowBytes(elements: c.k)!
             let groupBytes = ck_interleaved_group_bytes(Int32(GGMLType.q4_0.rawValue), Int32(c.k))
             var packed = [UInt8](repeating: 0, count: c.rows / 8 * groupBytes)

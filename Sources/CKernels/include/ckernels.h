@@ -11,9 +11,6 @@
 
 /// 1 when this CPU runs the AVX2/FMA/F16C paths, 0 when the portable paths must be used.
 int ck_cpu_has_avx2_fma(void);
-/// 1 when the interleaved forms' kernels prefetch only the block they read (AMD CPUs, or
-/// INFERD_PREFETCH=near), 0 when they prefetch their tuned distance ahead (internal.h, CK_AHEAD).
-int ck_prefetch_is_near(void);
 
 /// 1 when the fast paths are in use (CPU supports them and they were not turned off).
 int ck_fast_paths_enabled(void);
