@@ -424,6 +424,8 @@ static ck_dot_fn pick_dot(int type, int fast) {
     default: break;
     }
     if (type == CK_TYPE_MXFP4) return ck_pick_dot_mxfp4(type, fast);
+    const ck_dot_fn pairs = ck_pick_dot_bf16_pairs(type, fast);
+    if (pairs) return pairs;
     const ck_dot_fn legacy = ck_pick_dot_legacy(type, fast);
     return legacy ? legacy : ck_pick_dot_kquants(type, fast);
 }
@@ -437,6 +439,10 @@ ck_kernels ck_pick_kernels(int type, int fast) {
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
     k.dot_rows = ck_pick_dot_rows(type, fast);
+    // BF16 on AVX512-BF16: several tokens in tinyBLAS's order where llama.cpp takes it, the
+    // single row's (ggml_vec_dot_bf16's) elsewhere, in tiles that narrow each activation once.
+    k.dot_gemm = ck_pick_gemm_bf16_pairs(type, fast);
+    if (k.dot_gemm) k.dot_rows = ck_pick_rows_bf16_pairs(type, fast);
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
         type == CK_TYPE_Q5_1_X8 || type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8 ||
         type == CK_TYPE_Q3_K_X8 || type == CK_TYPE_Q2_K_X8 || type == CK_TYPE_MXFP4_X8) {

@@ -114,13 +114,17 @@ CK_ROWS_AVX512 CK_INLINE void tile_avx512(int bf, int R, int T, int k, const uin
     }
 }
 
+#endif
+
 // Tokens per sweep: their activations (k floats each) stay in L2 (~512 KB) while every row
 // group of the chunk passes over them.
-static int token_block(int k) {
+int ck_rows_token_block(int k) {
     int tb = (512 * 1024 / 4) / (k > 0 ? k : 1);
     tb &= ~3;
     return tb < 4 ? 4 : tb;
 }
+
+#if CK_X86
 
 // One tile of RR rows x TT tokens at row r, token t, with constant sizes (unrolled, in registers).
 #define CK_TILE_CASE(KERNEL, RR, TT)                                                                  \
@@ -130,7 +134,7 @@ static int token_block(int k) {
 
 CK_FAST CK_INLINE void rows_avx2(int bf, int k, const uint16_t *w, size_t ws, int rows, const float *x, size_t xs,
                                  int n, float *y, int ldy) {
-    const int tb = token_block(k);
+    const int tb = ck_rows_token_block(k);
     for (int t0 = 0; t0 < n; t0 += tb) {
         const int t1 = t0 + tb < n ? t0 + tb : n;
         for (int r = 0; r < rows; r += 2) {
@@ -153,7 +157,7 @@ CK_FAST CK_INLINE void rows_avx2(int bf, int k, const uint16_t *w, size_t ws, in
 
 CK_ROWS_AVX512 CK_INLINE void rows_avx512(int bf, int k, const uint16_t *w, size_t ws, int rows, const float *x,
                                           size_t xs, int n, float *y, int ldy) {
-    const int tb = token_block(k);
+    const int tb = ck_rows_token_block(k);
     for (int t0 = 0; t0 < n; t0 += tb) {
         const int t1 = t0 + tb < n ? t0 + tb : n;
         for (int r = 0; r < rows; r += 4) {

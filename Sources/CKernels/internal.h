@@ -157,6 +157,10 @@ typedef struct {
     int interleaved;       // the weights are in an interleaved form
     int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
     ck_dot_rows_fn dot_rows;  // several weight rows x several tokens at once, or NULL
+    // Several tokens in llama.cpp's GEMM order where it differs from the single row's (BF16 on
+    // AVX512-BF16: tinyBLAS, for k % 32 == 0 and a matrix of a multiple of 4 rows), or NULL.
+    // Where it is set, dot_rows also takes a lone token.
+    ck_dot_rows_fn dot_gemm;
 } ck_kernels;
 
 /// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.
@@ -208,6 +212,15 @@ ck_dot_fn ck_pick_dot_mxfp4(int type, int fast);
 void ck_dequantize_row_mxfp4(const ck_block_mxfp4 *x, float *y, int k);
 /// F16 and BF16 weights over several tokens (dot_rows.c); NULL for other types or portable paths.
 ck_dot_rows_fn ck_pick_dot_rows(int type, int fast);
+/// Tokens per sweep of the multi-token float kernels: their activations stay in L2 while every
+/// row group of the chunk passes over them (dot_rows.c).
+int ck_rows_token_block(int k);
+/// BF16 on AVX512-BF16 in llama.cpp's orders there (dot_bf16_pairs.c): one row as
+/// ggml_vec_dot_bf16, several tokens as tinyBLAS; NULL for other types, paths or CPUs.
+ck_dot_fn ck_pick_dot_bf16_pairs(int type, int fast);
+ck_dot_rows_fn ck_pick_gemm_bf16_pairs(int type, int fast);
+/// ... and several rows (and tokens) in ggml_vec_dot_bf16's order, each output the single row's.
+ck_dot_rows_fn ck_pick_rows_bf16_pairs(int type, int fast);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 

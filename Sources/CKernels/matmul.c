@@ -57,6 +57,15 @@ static void matmul_rows_ordered(const ck_kernels *kern, const ck_matmul_args *p,
     }
 }
 
+// Some row flagged CK_ORDER_ALONE (the experts' products flag them all).
+static int any_alone(const ck_matmul_args *p) {
+    if (!p->orders) return 0;
+    for (int t = 0; t < p->n; t++) {
+        if (p->orders[t] & CK_ORDER_ALONE) return 1;
+    }
+    return 0;
+}
+
 static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
     if (p->orders && !kern->interleaved && kern->dot && (kern->dot_tiled || kern->dot_pairs)) {
         matmul_rows_ordered(kern, p, r0, r1);
@@ -69,9 +78,17 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
     if (!kern->dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
+    // llama.cpp's GEMM order for several tokens where it is not the single row's, under its
+    // conditions (tinyBLAS: k a multiple of 32, a matrix of a multiple of 4 rows).
+    if (kern->dot_gemm && p->n > 1 && p->k % 32 == 0 && p->rows % 4 == 0 && !any_alone(p)) {
+        kern->dot_gemm(p->k, w + (size_t)r0 * p->w_row_bytes, p->w_row_bytes, r1 - r0, x, p->x_row_bytes, p->n,
+                       p->y + r0, p->ldy);
+        return;
+    }
     // F16 and BF16 over several tokens: each weight row widened once per group of tokens, not
     // once per token (their arithmetic has no per-row orders: every row's is the single row's).
-    if (kern->dot_rows && p->n > 1) {
+    // BF16 on AVX512-BF16 a lone token too: each activation narrowed once for eight rows.
+    if (kern->dot_rows && (p->n > 1 || kern->dot_gemm)) {
         kern->dot_rows(p->k, w + (size_t)r0 * p->w_row_bytes, p->w_row_bytes, r1 - r0, x, p->x_row_bytes, p->n,
                        p->y + r0, p->ldy);
         return;

@@ -129,6 +129,18 @@ void ck_round_row_f16(const float *x, float *y, int n) {
     round_row_f16_portable(x, y, n);
 }
 
+// F32 values rounded to bf16 (nearest even; NaN kept quiet) and back, as llama.cpp converts the
+// activations of a BF16 weight's product to its BF16 vec_dot_type (ggml_compute_fp32_to_bf16).
+void ck_round_row_bf16(const float *x, float *y, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, 4);
+        const uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 64u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        u = h << 16;
+        memcpy(y + i, &u, 4);
+    }
+}
+
 static void quantize_rows(const void *job, int r0, int r1) {
     const quantize_job *j = (const quantize_job *)job;
     for (int r = r0; r < r1; r++) {
@@ -136,6 +148,7 @@ static void quantize_rows(const void *job, int r0, int r1) {
         void *y = j->y + (size_t)r * j->y_row_bytes;
         switch (j->type) {
         case CK_TYPE_F16: ck_round_row_f16(x, (float *)y, j->width); break;
+        case CK_TYPE_BF16: ck_round_row_bf16(x, (float *)y, j->width); break;
         case CK_TYPE_Q8_0: ck_quantize_row_q8_0(x, (ck_block_q8_0 *)y, j->width); break;
         case CK_TYPE_Q8_1: ck_quantize_row_q8_1(x, (ck_block_q8_1 *)y, j->width); break;
         default: ck_quantize_row_q8_K(x, (ck_block_q8_K *)y, j->width); break;
@@ -144,7 +157,9 @@ static void quantize_rows(const void *job, int r0, int r1) {
 }
 
 int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n) {
-    if (type != CK_TYPE_Q8_0 && type != CK_TYPE_Q8_1 && type != CK_TYPE_Q8_K && type != CK_TYPE_F16) return -1;
+    if (type != CK_TYPE_Q8_0 && type != CK_TYPE_Q8_1 && type != CK_TYPE_Q8_K && type != CK_TYPE_F16 &&
+        type != CK_TYPE_BF16)
+        return -1;
     const quantize_job j = {type, x, width, (char *)y, y_row_bytes};
     run_rows(pool, quantize_rows, &j, n, width);
     return 0;

@@ -12,10 +12,18 @@ struct WeightTypeKernelTests {
         .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
     ]
 
-    /// Activations in `type`'s form (quantized with the C quantizers, which other tests check).
+    /// Activations in `type`'s form (quantized with the C quantizers, which other tests check; F16
+    /// and BF16: rounded to that type, as a pass gives them, still f32).
     static func activations(_ x: [Float], for type: GGMLType) -> [UInt8] {
         let form = type.activationForm!
-        if form == .f32 { return x.flatMap { v in withUnsafeBytes(of: v.bitPattern.littleEndian, Array.init) } }
+        if form == .f32 {
+            var y = x
+            if type.roundsActivations {
+                let status = ck_rows_quantize(nil, Int32(type.rawValue), x, Int32(x.count), &y, 4 * x.count, 1)
+                precondition(status == 0)
+            }
+            return y.flatMap { v in withUnsafeBytes(of: v.bitPattern.littleEndian, Array.init) }
+        }
         var out = [UInt8](repeating: 0, count: form.rowBytes(elements: x.count)!)
         x.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBytes {

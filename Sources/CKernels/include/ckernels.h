@@ -136,6 +136,10 @@ typedef struct {
 /// A row of a micro-batch of 8 rows or more: llama.cpp's tiled K-quant product takes Q6_K there
 /// (per super-block: the exact integer sum, times fp16(d_w), then one FMA with d_a).
 #define CK_ORDER_TILED 2
+/// A row whose product is a row alone's whatever its micro-batch: llama.cpp's MUL_MAT_ID (the
+/// experts' products) runs ggml's vec_dot row by row for the weight types it does not repack,
+/// where its MUL_MAT takes a GEMM order for several rows (BF16 on AVX512-BF16).
+#define CK_ORDER_ALONE 4
 
 /// dot() of one row under `order` (CK_ORDER_* flags): what a matrix product gives that row.
 float ck_dot_ordered(int type, int k, const void *w, const void *x, int order);
@@ -462,12 +466,24 @@ void ck_rows_logsumexp(ck_pool *pool, const float *x, float *out, int n, int wid
 /// Row r of y (n × width) = ck_rmsnorm(row r of x, w). x and y may be the same.
 void ck_rows_rmsnorm(ck_pool *pool, const float *x, const float *w, float *y, int n, int width, float eps);
 /// Row r of x (n × width floats) quantized into y + r * y_row_bytes in `type` (CK_TYPE_Q8_0,
-/// CK_TYPE_Q8_1 or CK_TYPE_Q8_K, with ck_quantize_row_*; CK_TYPE_F16: width floats rounded to
-/// f16 precision with ck_round_row_f16, still f32). -1 for another type (nothing written).
+/// CK_TYPE_Q8_1 or CK_TYPE_Q8_K, with ck_quantize_row_*; CK_TYPE_F16 / CK_TYPE_BF16: width floats
+/// rounded to f16 / bf16 precision with ck_round_row_f16 / _bf16, still f32). -1 for another type
+/// (nothing written).
 int ck_rows_quantize(ck_pool *pool, int type, const float *x, int width, void *y, size_t y_row_bytes, int n);
 /// y = x rounded to f16 (nearest even) and back, n values: the activations of a product with F16
 /// weights, as llama.cpp converts them to its F16 vec_dot_type first.
 void ck_round_row_f16(const float *x, float *y, int n);
+/// y = x rounded to bf16 (nearest even, NaN kept quiet) and back: the activations of a product
+/// with BF16 weights, as llama.cpp converts them to its BF16 vec_dot_type first.
+void ck_round_row_bf16(const float *x, float *y, int n);
+/// One output of llama.cpp's BF16 product on a CPU with AVX512-BF16 (vdpbf16ps), in portable C
+/// (dot_bf16_pairs.c): `a` holds k activations already rounded by ck_round_row_bf16. gemm = 0:
+/// ggml_vec_dot_bf16's order (one activation row); 1: tinyBLAS's (several rows; k a multiple of
+/// 32, otherwise the vec_dot order). The reference of the AVX512-BF16 kernels.
+float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int gemm);
+/// 1 when BF16 products on this thread take the AVX512-BF16 kernels (llama.cpp's orders there):
+/// fast paths on, the CPU has AVX512-BF16 and ck_set_vnni did not turn AVX-512 off.
+int ck_bf16_pairs_enabled(void);
 /// The gated feed-forward's activations (ck_rows_glu's kind).
 enum { CK_GLU_SILU = 0, CK_GLU_GELU = 1, CK_GLU_SWIGLU_OAI = 2 };
 /// gpt-oss's constants for ck_swiglu_oai_mul, as llama.cpp passes them (build_moe_ffn).

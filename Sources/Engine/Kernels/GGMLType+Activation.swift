@@ -15,6 +15,14 @@ extension GGMLType {
         }
     }
 
+    /// F16 and BF16: their products read f32 activations rounded to f16 / bf16 first (llama.cpp
+    /// converts them to its vec_dot_type of that type), kept as f32 (`ck_rows_quantize`).
+    var roundsActivations: Bool { self == .f16 || self == .bf16 }
+
+    /// The form a product with these weights reads its activations in: the quantized
+    /// `activationForm`, the type itself for F16 and BF16 (f32 rounded to it), or f32.
+    var productInputForm: GGMLType { roundsActivations ? self : activationForm ?? .f32 }
+
     /// Quantizes one row of `count` floats into this (activation) form: Q8_0, Q8_1 or Q8_K.
     func quantizeActivations(_ x: UnsafePointer<Float>, into out: UnsafeMutableRawPointer, count: Int) {
         switch self {
@@ -26,8 +34,8 @@ extension GGMLType {
     }
 
     /// Bytes enough for one row of `columns` activations in any quantized form (Q8_0: 34, Q8_1:
-    /// 36 per 32 values; Q8_K: 292 per 256), rounded up a block, or as f32 rounded to f16 (the
-    /// activations of F16 weights, 4 bytes a value; pages no product touches stay unresident).
+    /// 36 per 32 values; Q8_K: 292 per 256), rounded up a block, or as f32 rounded to f16 or bf16
+    /// (the activations of F16 and BF16 weights, 4 bytes a value; pages no product touches stay unresident).
     static func activationScratchBytes(columns: Int) -> Int {
         max(
             (columns / 32 + 1) * MemoryLayout<ck_block_q8_1>.stride,

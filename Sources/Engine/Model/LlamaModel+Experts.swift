@@ -89,7 +89,7 @@ extension LlamaModel {
         let gateInput = expertActivations(
             ffn.gate[0].type, s.gathered, rows: slotCount, columns: dim, into: s.quantizedA)
         let upInput =
-            Self.activationForm(ffn.up[0].type) == Self.activationForm(ffn.gate[0].type)
+            ffn.up[0].type.productInputForm == ffn.gate[0].type.productInputForm
             ? gateInput
             : expertActivations(ffn.up[0].type, s.gathered, rows: slotCount, columns: dim, into: s.quantizedB)
         expertProducts(s, counts: count, products: 2) { e, which, rows, offset in
@@ -132,7 +132,8 @@ extension LlamaModel {
     /// CK_ORDER_* flags of one expert's `rows` slots (in row order), into `flags`: TILED where 8
     /// or more rows of the same segment chose this expert and that segment's micro-batch has 8 or
     /// more rows (llama.cpp's per-expert floor for its tiled K-quant product), else 0 (its
-    /// per-row kernel; never the four-row groups, which its MUL_MAT_ID does not take).
+    /// per-row kernel; never the four-row groups, which its MUL_MAT_ID does not take), each with
+    /// ALONE (nor the GEMM order it takes for BF16's several rows).
     private func markExpertOrders(
         _ s: ExpertScratch, list: UnsafePointer<Int>, rows c: Int, used k: Int,
         segments: UnsafeBufferPointer<Segment>, into flags: UnsafeMutablePointer<UInt8>, logitRowsOnly: Bool
@@ -143,29 +144,27 @@ extension LlamaModel {
             var end = r + 1
             while end < c && s.segments[list[end] / k] == segment { end += 1 }
             let tiled = !logitRowsOnly && segments[segment].microBatch >= 8 && end - r >= 8
-            (flags + r).update(repeating: tiled ? UInt8(CK_ORDER_TILED) : 0, count: end - r)
+            (flags + r).update(
+                repeating: UInt8(CK_ORDER_ALONE) | (tiled ? UInt8(CK_ORDER_TILED) : 0), count: end - r)
             r = end
         }
     }
 
     /// `rows` f32 rows of `columns` in the form `type`'s products read (`GGMLType.activationForm`;
-    /// F16 weights: rounded to f16, as `arguments` does), quantized into `buffer` over the pool,
+    /// F16 and BF16 weights: rounded to that type, as `arguments` does), quantized into `buffer` over the pool,
     /// or the rows themselves for F32 weights.
     private func expertActivations(
         _ type: GGMLType, _ source: UnsafeMutablePointer<Float>, rows: Int, columns: Int,
         into buffer: UnsafeMutableRawPointer
     ) -> (pointer: UnsafeRawPointer, rowBytes: Int) {
-        let form = Self.activationForm(type)
+        let form = type.productInputForm
         guard form != .f32 else { return (UnsafeRawPointer(source), columns * MemoryLayout<Float>.stride) }
-        let rowBytes = form == .f16 ? columns * MemoryLayout<Float>.stride : form.rowBytes(elements: columns)!
+        let rowBytes = form.roundsActivations ? columns * MemoryLayout<Float>.stride : form.rowBytes(elements: columns)!
         let status = ck_rows_quantize(
             pool.raw, Int32(form.rawValue), source, Int32(columns), buffer, rowBytes, Int32(rows))
         precondition(status == 0, "\(form) is not an activation form")
         return (UnsafeRawPointer(buffer), rowBytes)
     }
-
-    /// The form a product with `type` weights reads its activations in (F16: f32 rounded to f16).
-    static func activationForm(_ type: GGMLType) -> GGMLType { type == .f16 ? .f16 : type.activationForm ?? .f32 }
 
     /// The products of every chosen expert (`products` per expert: `make(e, which, rows, first
     /// slot)`), eight to a pool task.

@@ -370,8 +370,8 @@ extension LlamaModel {
         }
     }
 
-    /// Quantizes the `n` rows of `a` into `quantized` in `form` (Q8_0, Q8_1 or Q8_K; F16: f32
-    /// rounded to f16 precision, for F16 weights), unless an
+    /// Quantizes the `n` rows of `a` into `quantized` in `form` (Q8_0, Q8_1 or Q8_K; F16, BF16:
+    /// f32 rounded to that precision, for F16 and BF16 weights), unless an
     /// earlier product of this pass already left them there in that form (the products that
     /// share an input).
     func quantize(_ a: inout PreparedActivations, as form: GGMLType, rowBytes: Int) {
@@ -391,12 +391,13 @@ extension LlamaModel {
         let xRowBytes: Int
         // WeightMatrix only takes types with a form, in rows of whole blocks: the activation row
         // (as wide as a weight row) fills whole blocks of its form too.
-        let form = w.type.activationForm ?? .f32
-        if w.type == .f16 {
-            // llama.cpp rounds F16 products' activations to f16 (its vec_dot_type) first: once per
-            // pass here, into the scratch (marked as form F16), not once per weight row.
+        let form = w.type.productInputForm
+        if form.roundsActivations {
+            // llama.cpp rounds F16 and BF16 products' activations to that type (its vec_dot_type)
+            // first: once per pass here, into the scratch (marked with the form), not once per
+            // weight row.
             xRowBytes = a.columns * MemoryLayout<Float>.stride
-            quantize(&a, as: .f16, rowBytes: xRowBytes)
+            quantize(&a, as: form, rowBytes: xRowBytes)
             xPointer = UnsafeRawPointer(quantized)
         } else if form != .f32 {
             xRowBytes = form.rowBytes(elements: a.columns)!
