@@ -157,9 +157,9 @@ typedef struct {
     int interleaved;       // the weights are in an interleaved form
     int interleaved_fast;  // ... and the kernels for it on this thread (a CK_INTERLEAVED_*)
     ck_dot_rows_fn dot_rows;  // several weight rows x several tokens at once, or NULL
-    // Several tokens in llama.cpp's GEMM order where it differs from the single row's (BF16 on
-    // AVX512-BF16: tinyBLAS, for k % 32 == 0 and a matrix of a multiple of 4 rows), or NULL.
-    // Where it is set, dot_rows also takes a lone token.
+    // Rows of a micro-batch (CK_ORDER_BATCH) in llama.cpp's GEMM order where it differs from
+    // the single row's (BF16 on AVX512-BF16: tinyBLAS), or NULL. Where it is set, dot_rows takes
+    // every other token, a lone one too (matmul_rows_gemm).
     ck_dot_rows_fn dot_gemm;
 } ck_kernels;
 

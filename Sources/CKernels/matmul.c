@@ -57,13 +57,28 @@ static void matmul_rows_ordered(const ck_kernels *kern, const ck_matmul_args *p,
     }
 }
 
-// Some row flagged CK_ORDER_ALONE (the experts' products flag them all).
-static int any_alone(const ck_matmul_args *p) {
-    if (!p->orders) return 0;
-    for (int t = 0; t < p->n; t++) {
-        if (p->orders[t] & CK_ORDER_ALONE) return 1;
+// Float types with a GEMM order of their own (kern->dot_gemm): each run of tokens that are
+// rows of a micro-batch (CK_ORDER_BATCH; every token for NULL orders and n > 1) through the GEMM
+// where llama.cpp's tinyBLAS takes it (k a multiple of 32, a matrix of a multiple of 4 rows),
+// every other run through the rows kernel, whose outputs are a row alone's. An output's bits
+// depend on its row and token only, so runs may be cut anywhere.
+static int in_batch(const ck_matmul_args *p, int t) {
+    return p->orders ? (p->orders[t] & CK_ORDER_BATCH) != 0 : p->n > 1;
+}
+
+static void matmul_rows_gemm(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
+    const char *w = (const char *)p->w + (size_t)r0 * p->w_row_bytes;
+    const char *x = (const char *)p->x;
+    const int gemm_shape = p->k % 32 == 0 && p->rows % 4 == 0;
+    for (int t0 = 0; t0 < p->n;) {
+        const int batch = in_batch(p, t0);
+        int t1 = t0 + 1;
+        while (t1 < p->n && in_batch(p, t1) == batch) t1++;
+        const ck_dot_rows_fn fn = batch && gemm_shape ? kern->dot_gemm : kern->dot_rows;
+        fn(p->k, w, p->w_row_bytes, r1 - r0, x + (size_t)t0 * p->x_row_bytes, p->x_row_bytes, t1 - t0,
+           p->y + (size_t)t0 * p->ldy + r0, p->ldy);
+        t0 = t1;
     }
-    return 0;
 }
 
 static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
@@ -78,17 +93,13 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
     if (!kern->dot) return;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    // llama.cpp's GEMM order for several tokens where it is not the single row's, under its
-    // conditions (tinyBLAS: k a multiple of 32, a matrix of a multiple of 4 rows).
-    if (kern->dot_gemm && p->n > 1 && p->k % 32 == 0 && p->rows % 4 == 0 && !any_alone(p)) {
-        kern->dot_gemm(p->k, w + (size_t)r0 * p->w_row_bytes, p->w_row_bytes, r1 - r0, x, p->x_row_bytes, p->n,
-                       p->y + r0, p->ldy);
+    if (kern->dot_gemm) {
+        matmul_rows_gemm(kern, p, r0, r1);
         return;
     }
     // F16 and BF16 over several tokens: each weight row widened once per group of tokens, not
     // once per token (their arithmetic has no per-row orders: every row's is the single row's).
-    // BF16 on AVX512-BF16 a lone token too: each activation narrowed once for eight rows.
-    if (kern->dot_rows && (p->n > 1 || kern->dot_gemm)) {
+    if (kern->dot_rows && p->n > 1) {
         kern->dot_rows(p->k, w + (size_t)r0 * p->w_row_bytes, p->w_row_bytes, r1 - r0, x, p->x_row_bytes, p->n,
                        p->y + r0, p->ldy);
         return;

@@ -130,30 +130,43 @@ struct BF16ProductTests {
     }
 
     /// Tiles at every edge (rows and tokens short of 4 and 6, token blocks), row slices over the
-    /// pool, and the experts' products (CK_ORDER_ALONE: ggml_vec_dot_bf16 row by row, as
-    /// llama.cpp's MUL_MAT_ID), on random data against the emulation.
+    /// pool, and order flags (CK_ORDER_BATCH: a micro-batch's rows take tinyBLAS's order; rows
+    /// without it a row alone's, as decode steps, verified drafts and the experts' products do
+    /// in llama.cpp), on random data against the emulation.
     @Test(.enabled(if: ck_bf16_pairs_enabled() == 1, "the CPU has no AVX512-BF16"))
-    func tilesAndExpertRowsFollowTheEmulation() {
+    func tilesAndOrderFlagsFollowTheEmulation() {
         var rng = SeededRandom(seed: 9300)
         let pool = ComputePool(threads: 2)
-        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4)] {
+        let batch = UInt8(CK_ORDER_BATCH)
+        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8)] {
             let w = DotRowsKernelTests.weights(.bf16, count: rows * k, rng: &rng)
             let raw = rng.floats(13 * k, 2)
             var x = [Float](repeating: 0, count: raw.count)
             ck_round_row_bf16(raw, &x, Int32(raw.count))
             for n in [1, 2, 5, 6, 7, 13] {
                 let xs = Array(x[0..<n * k])
-                let want = Self.reference(w, rows: rows, k: k, x: xs, n: n, gemm: Self.gemm(k: k, rows: rows, n: n))
-                for usePool in [false, true] {
-                    let y = Self.product(w, rows: rows, k: k, x: xs, n: n, pool: usePool ? pool : nil)
-                    let bad = zip(y, want).filter { $0.bitPattern != $1.bitPattern }.count
-                    #expect(bad == 0, "k=\(k) rows=\(rows) n=\(n) pool=\(usePool): \(bad) differ")
+                let patterns: [[UInt8]?] = [
+                    nil, [UInt8](repeating: 0, count: n), [UInt8](repeating: batch, count: n),
+                    (0..<n).map { [0, 3, 4].contains($0) ? 0 : batch | UInt8(CK_ORDER_TILED) },
+                ]
+                for orders in patterns {
+                    let gemmShape = k % 32 == 0 && rows % 4 == 0
+                    let vec = Self.reference(w, rows: rows, k: k, x: xs, n: n, gemm: false)
+                    let gemm = Self.reference(w, rows: rows, k: k, x: xs, n: n, gemm: gemmShape)
+                    let want = (0..<n * rows).map { i in
+                        let flagged = orders.map { $0[i / rows] & batch != 0 } ?? (n > 1)
+                        return flagged ? gemm[i] : vec[i]
+                    }
+                    for usePool in [false, true] {
+                        let y = Self.product(
+                            w, rows: rows, k: k, x: xs, n: n, orders: orders, pool: usePool ? pool : nil)
+                        let bad = zip(y, want).filter { $0.bitPattern != $1.bitPattern }.count
+                        #expect(
+                            bad == 0,
+                            "k=\(k) rows=\(rows) n=\(n) orders=\(String(describing: orders)) pool=\(usePool): \(bad) differ"
+                        )
+                    }
                 }
-                let alone = Self.reference(w, rows: rows, k: k, x: xs, n: n, gemm: false)
-                let y = Self.product(
-                    w, rows: rows, k: k, x: xs, n: n, orders: [UInt8](repeating: UInt8(CK_ORDER_ALONE), count: n))
-                let bad = zip(y, alone).filter { $0.bitPattern != $1.bitPattern }.count
-                #expect(bad == 0, "experts k=\(k) rows=\(rows) n=\(n): \(bad) differ")
             }
         }
     }

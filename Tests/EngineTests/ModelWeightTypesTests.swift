@@ -15,15 +15,18 @@ struct WideTinyModel {
     static let vocab = 64
     static let eps: Float = 1e-5
     static let ropeBase: Float = 10000
-    static let layerTypes: [[GGMLType]] = [
+    static let mixedLayerTypes: [[GGMLType]] = [
         // q, k, v, output, gate, up, down
         [.q4_K, .q5_0, .q8_0, .q6_K, .q5_K, .q2_K, .q3_K],
         [.q4_0, .q5_1, .bf16, .q4_K, .q6_K, .q4_1, .f16],
     ]
 
     var tensors: [(name: String, shape: [Int], type: GGMLType, data: [UInt8], values: [Float])] = []
+    /// Per layer, the types of q, k, v, output, gate, up, down.
+    let layerTypes: [[GGMLType]]
 
-    init(seed: UInt64 = 5, embedding: GGMLType = .q6_K) {
+    init(seed: UInt64 = 5, embedding: GGMLType = .q6_K, layerTypes: [[GGMLType]] = Self.mixedLayerTypes) {
+        self.layerTypes = layerTypes
         var rng = SeededRandom(seed: seed)
         func matrix(_ name: String, _ columns: Int, _ rows: Int, _ type: GGMLType) {
             let data = RandomWeights.matrix(
@@ -44,7 +47,7 @@ struct WideTinyModel {
         }
         matrix("token_embd.weight", Self.dim, Self.vocab, embedding)
         let kv = Self.kvHeads * Self.headDim
-        for (l, t) in Self.layerTypes.enumerated() {
+        for (l, t) in layerTypes.enumerated() {
             let p = "blk.\(l)."
             norm(p + "attn_norm.weight", l == 1 ? .bf16 : .f32)
             matrix(p + "attn_q.weight", Self.dim, Self.dim, t[0])
@@ -66,7 +69,7 @@ struct WideTinyModel {
         let metadata: [(String, GGUFValue)] = [
             ("general.architecture", .string("llama")),
             ("llama.embedding_length", .uint32(UInt32(Self.dim))),
-            ("llama.block_count", .uint32(UInt32(Self.layerTypes.count))),
+            ("llama.block_count", .uint32(UInt32(layerTypes.count))),
             ("llama.feed_forward_length", .uint32(UInt32(Self.ffn))),
             ("llama.attention.head_count", .uint32(UInt32(Self.heads))),
             ("llama.attention.head_count_kv", .uint32(UInt32(Self.kvHeads))),
@@ -106,7 +109,7 @@ struct WideTinyModel {
         }
         let embd = values("token_embd.weight")
         var x: [[Float]] = tokens.map { Array(embd[Int($0) * d..<(Int($0) + 1) * d]) }
-        for l in 0..<Self.layerTypes.count {
+        for l in 0..<layerTypes.count {
             let p = "blk.\(l)."
             var keys: [[Float]] = []
             var vals: [[Float]] = []

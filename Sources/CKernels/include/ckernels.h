@@ -136,10 +136,11 @@ typedef struct {
 /// A row of a micro-batch of 8 rows or more: llama.cpp's tiled K-quant product takes Q6_K there
 /// (per super-block: the exact integer sum, times fp16(d_w), then one FMA with d_a).
 #define CK_ORDER_TILED 2
-/// A row whose product is a row alone's whatever its micro-batch: llama.cpp's MUL_MAT_ID (the
-/// experts' products) runs ggml's vec_dot row by row for the weight types it does not repack,
-/// where its MUL_MAT takes a GEMM order for several rows (BF16 on AVX512-BF16).
-#define CK_ORDER_ALONE 4
+/// A row of a micro-batch of two or more rows: llama.cpp's MUL_MAT takes its GEMM there for the
+/// float types (BF16 on AVX512-BF16: tinyBLAS's order, not ggml_vec_dot_bf16's). A row without
+/// it has a row alone's product: a decode step, a verified draft, the experts' products (its
+/// MUL_MAT_ID runs vec_dot row by row). NULL orders: every row, when there are two or more.
+#define CK_ORDER_BATCH 4
 
 /// dot() of one row under `order` (CK_ORDER_* flags): what a matrix product gives that row.
 float ck_dot_ordered(int type, int k, const void *w, const void *x, int order);

@@ -132,8 +132,8 @@ extension LlamaModel {
     /// CK_ORDER_* flags of one expert's `rows` slots (in row order), into `flags`: TILED where 8
     /// or more rows of the same segment chose this expert and that segment's micro-batch has 8 or
     /// more rows (llama.cpp's per-expert floor for its tiled K-quant product), else 0 (its
-    /// per-row kernel; never the four-row groups, which its MUL_MAT_ID does not take), each with
-    /// ALONE (nor the GEMM order it takes for BF16's several rows).
+    /// per-row kernel; never the four-row groups nor the float types' GEMM, which its MUL_MAT_ID
+    /// does not take).
     private func markExpertOrders(
         _ s: ExpertScratch, list: UnsafePointer<Int>, rows c: Int, used k: Int,
         segments: UnsafeBufferPointer<Segment>, into flags: UnsafeMutablePointer<UInt8>, logitRowsOnly: Bool
@@ -144,8 +144,7 @@ extension LlamaModel {
             var end = r + 1
             while end < c && s.segments[list[end] / k] == segment { end += 1 }
             let tiled = !logitRowsOnly && segments[segment].microBatch >= 8 && end - r >= 8
-            (flags + r).update(
-                repeating: UInt8(CK_ORDER_ALONE) | (tiled ? UInt8(CK_ORDER_TILED) : 0), count: end - r)
+            (flags + r).update(repeating: tiled ? UInt8(CK_ORDER_TILED) : 0, count: end - r)
             r = end
         }
     }

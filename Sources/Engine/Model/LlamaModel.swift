@@ -349,6 +349,7 @@ public final class LlamaModel: @unchecked Sendable {
             var order: UInt8 = 0
             if i < microBatch - microBatch % 4 { order |= UInt8(CK_ORDER_GROUP4) }
             if microBatch >= 8 { order |= UInt8(CK_ORDER_TILED) }
+            if microBatch >= 2 { order |= UInt8(CK_ORDER_BATCH) }
             return order
         }
     }
