@@ -75,6 +75,43 @@ static void group_q2_kx8_portable(int nb, const ck_block_q2_Kx8 *w, const ck_blo
     }
 }
 
+// MARK: - llama.cpp's repacked order (AVX-512 CPUs)
+//
+// llama.cpp repacks a Q2_K matrix of a multiple of 8 rows on a CPU with AVX-512 (its
+// q2_K_8x8_q8_K): per row two float accumulators, acc = fma(float(s1), fp16(d) * d_a, acc) and
+// accm = fma(float(s2), fp16(dmin) * d_a, accm), the result acc - accm at the end. Its GEMV (one
+// activation row; the rows past a micro-batch's whole groups of four; every expert row) takes the
+// exact sums over a whole super-block; its GEMM (a micro-batch's rows in whole groups of four,
+// CK_ORDER_GROUP4) over each half of 128 values, two FMAs per super-block each.
+
+float ck_dot_q2_k_repacked_reference(int k, const void *w, const void *x, int halves) {
+    const ck_block_q2_K *wb = (const ck_block_q2_K *)w;
+    const ck_block_q8_K *a = (const ck_block_q8_K *)x;
+    float acc = 0.0f, accm = 0.0f;
+    for (int b = 0; b < k / CK_QK_K; b++) {
+        int s1[2] = {0, 0}, s2[2] = {0, 0};
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) {
+                s += ((wb[b].qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) * a[b].qs[e];
+            }
+            s1[g / 8] += (wb[b].scales[g] & 0x0f) * s;
+            s2[g / 8] += (wb[b].scales[g] >> 4) * a[b].bsums[g];
+        }
+        const float dwa = ck_fp16_to_fp32(wb[b].d) * a[b].d, dma = ck_fp16_to_fp32(wb[b].dmin) * a[b].d;
+        if (halves) {
+            for (int h = 0; h < 2; h++) {
+                acc = fmaf((float)s1[h], dwa, acc);
+                accm = fmaf((float)s2[h], dma, accm);
+            }
+        } else {
+            acc = fmaf((float)(s1[0] + s1[1]), dwa, acc);
+            accm = fmaf((float)(s2[0] + s2[1]), dma, accm);
+        }
+    }
+    return acc - accm;
+}
+
 #if CK_X86
 #define CK_Q2K_AHEAD 2  // super-blocks of 672 bytes ahead (decode)
 
@@ -158,6 +195,82 @@ static inline __attribute__((always_inline)) CK_FAST __m256i q2_bsum_pair(const 
 Q2_TILE(tile_q2_kx8_tiled_vnni, CK_FORMS_VNNI, 1)
 Q2_TILE(tile_q2_kx8_tiled_avx2, CK_FAST, 0)
 
+// llama.cpp's repacked order, eight rows × T <= 4 tokens, all of them GEMM rows (halves) or
+// all GEMV rows: the tiled kernel's exact sums kept per half, then the two accumulators.
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q2_kx8_repacked(int nb, const ck_block_q2_Kx8 *w,
+                                                                                     const ck_block_q8_K *const *x,
+                                                                                     float *const *y, const int T,
+                                                                                     const int halves) {
+    __m256 acc[4], accm[4];
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        for (int l = 0; l < (int)sizeof(ck_block_q2_Kx8); l += 64) {
+            _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q2K_AHEAD)) + l, _MM_HINT_T0);
+        }
+        __m256i s1[2][4], s2[2][4];
+        for (int t = 0; t < T; t++) s1[0][t] = s1[1][t] = s2[0][t] = s2[1][t] = _mm256_setzero_si256();
+        for (int m = 0; m < 8; m++) {
+            const int h = m / 4, s = m % 4;
+            for (int half = 0; half < 2; half++) {
+                const int g = 2 * m + half;
+                __m256i sum[4];
+                for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_si256();
+                for (int c = 4 * half; c < 4 * half + 4; c++) {
+                    const __m256i q = q2_codes(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 * h + c))), s);
+                    for (int t = 0; t < T; t++) sum[t] = _mm256_dpbusd_epi32(sum[t], q, ck_bcast4(x[t][b].qs + 32 * m + 4 * c));
+                }
+                const __m256i sc = q2_scale_low(w[b].scales[g]);
+                for (int t = 0; t < T; t++) s1[h][t] = _mm256_dpwssd_epi32(s1[h][t], sum[t], sc);
+            }
+        }
+        for (int L = 0; L < 8; L++) {
+            const __m256i mp = q2_min_pairs(&w[b], L);
+            for (int t = 0; t < T; t++) {
+                s2[L / 4][t] = _mm256_add_epi32(s2[L / 4][t], _mm256_madd_epi16(mp, q2_bsum_pair(&x[t][b], L)));
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin));
+        for (int t = 0; t < T; t++) {
+            const __m256 da = _mm256_set1_ps(x[t][b].d);
+            const __m256 dwa = _mm256_mul_ps(dw, da), dma = _mm256_mul_ps(dm, da);
+            if (halves) {
+                for (int hh = 0; hh < 2; hh++) {
+                    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1[hh][t]), dwa, acc[t]);
+                    accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2[hh][t]), dma, accm[t]);
+                }
+            } else {
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s1[0][t], s1[1][t])), dwa, acc[t]);
+                accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s2[0][t], s2[1][t])), dma, accm[t]);
+            }
+        }
+    }
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], _mm256_sub_ps(acc[t], accm[t]));
+}
+
+#define Q2_REPACKED_CASE(TT)                                                                   \
+    case TT: tile_q2_kx8_repacked(nb, wg, xs + t0, yg, TT, halves); break;
+
+// Rows r0..<r1 (whole groups) against `count` tokens of one kind, four at a time.
+CK_FORMS_VNNI static void groups_q2_kx8_repacked(int nb, const char *w, size_t gb, int r0, int r1,
+                                                 const ck_block_q8_K *const *xs, float *const *ys, int count,
+                                                 int halves) {
+    for (int g = r0 / 8; g < r1 / 8; g++) {
+        const ck_block_q2_Kx8 *wg = (const ck_block_q2_Kx8 *)(w + (size_t)g * gb);
+        for (int t0 = 0; t0 < count; t0 += 4) {
+            float *yg[4];
+            const int n = count - t0 < 4 ? count - t0 : 4;
+            for (int t = 0; t < n; t++) yg[t] = ys[t0 + t] + 8 * g;
+            switch (n) {
+                Q2_REPACKED_CASE(4)
+                Q2_REPACKED_CASE(3)
+                Q2_REPACKED_CASE(2)
+            default: tile_q2_kx8_repacked(nb, wg, xs + t0, yg, 1, halves); break;
+            }
+        }
+    }
+}
+
 // The one-token order, eight rows: chunk c of each 32 values goes to lane c's accumulator.
 #define Q2_LANES(NAME, ATTR, VNNI)                                                                                     \
     ATTR static void NAME(int nb, const ck_block_q2_Kx8 *w, const ck_block_q8_K *a, float *y) {                        \
@@ -232,6 +345,38 @@ static void q2_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
     }
 }
 
+#if CK_X86
+// Every token in llama.cpp's repacked order: those in whole groups of four of their micro-batch
+// (CK_ORDER_GROUP4; without orders the first n - n % 4) over halves, the others over whole
+// super-blocks.
+static void q2_kx8_repacked(const ck_matmul_args *p, int r0, int r1) {
+    const int nb = p->k / CK_QK_K;
+    for (int halves = 1; halves >= 0; halves--) {
+        const ck_block_q8_K *xs[4];
+        float *ys[4];
+        int count = 0;
+        for (int t = 0; t < p->n; t++) {
+            const int g4 = p->orders ? (p->orders[t] & CK_ORDER_GROUP4) != 0 : t < p->n - p->n % 4;
+            if (g4 != halves) continue;
+            xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+            ys[count++] = p->y + (size_t)t * p->ldy;
+            if (count == 4) {
+                groups_q2_kx8_repacked(nb, (const char *)p->w, p->w_row_bytes, r0, r1, xs, ys, count, halves);
+                count = 0;
+            }
+        }
+        if (count > 0) groups_q2_kx8_repacked(nb, (const char *)p->w, p->w_row_bytes, r0, r1, xs, ys, count, halves);
+    }
+}
+#endif
+
 void ck_matmul_q2_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+#if CK_X86
+    // AVX-512 CPUs: llama.cpp repacks there (ck_set_vnni(0) stands for an AVX2-only CPU).
+    if (fast == CK_INTERLEAVED_VNNI) {
+        q2_kx8_repacked(p, r0, r1);
+        return;
+    }
+#endif
     ck_matmul_kx8_by_order(p, r0, r1, fast, q2_kx8_tokens);
 }

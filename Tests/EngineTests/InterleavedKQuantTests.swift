@@ -15,6 +15,36 @@ struct InterleavedKQuantTests {
     static let group4 = UInt8(CK_ORDER_GROUP4)
     static let tiled = UInt8(CK_ORDER_TILED)
 
+    /// What the interleaved form must give: the file layout's per-row products, except for Q2_K on
+    /// the AVX-512 path, where the form takes llama.cpp's repacked order
+    /// (`ck_dot_q2_k_repacked_reference`: GEMM rows over half super-blocks, GEMV rows over whole
+    /// ones) and the per-row kernels keep the plain one (llama.cpp does not repack a matrix that
+    /// is not in whole groups of eight rows).
+    static func expected(
+        _ type: GGMLType, path: String, file: [UInt8], rowBytes: Int, rows: Int, k: Int, activations: [UInt8],
+        n: Int, orders: [UInt8]?
+    ) -> [Float] {
+        guard type == .q2_K && path == "fast" && InterleavedKernelTests.cpuHasVNNI else {
+            return product(
+                type: Int32(type.rawValue), weights: file, stride: rowBytes, rows: rows, k: k,
+                activations: activations, n: n, orders: orders, pool: nil)
+        }
+        let xRowBytes = activations.count / n
+        var y = [Float](repeating: .nan, count: n * rows)
+        file.withUnsafeBytes { wb in
+            activations.withUnsafeBytes { xb in
+                for t in 0..<n {
+                    let halves = orders.map { $0[t] & group4 != 0 } ?? (t < n - n % 4)
+                    for r in 0..<rows {
+                        y[t * rows + r] = ck_dot_q2_k_repacked_reference(
+                            Int32(k), wb.baseAddress! + r * rowBytes, xb.baseAddress! + t * xRowBytes, halves ? 1 : 0)
+                    }
+                }
+            }
+        }
+        return y
+    }
+
     static func product(
         type: Int32, weights: [UInt8], stride: Int, rows: Int, k: Int, activations: [UInt8], n: Int,
         orders: [UInt8]?, pool: ComputePool?
@@ -133,9 +163,9 @@ struct InterleavedKQuantTests {
                 #expect(zip(all, none).contains { $0.bitPattern != $1.bitPattern }, "rows=\(rows) k=\(k) n=\(n)")
                 for orders in [nil, mixed, alternate] {
                     bothPaths { path in
-                        let perRow = Self.product(
-                            type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k,
-                            activations: activations, n: n, orders: orders, pool: nil)
+                        let perRow = Self.expected(
+                            type, path: path, file: file, rowBytes: rowBytes, rows: rows, k: k,
+                            activations: activations, n: n, orders: orders)
                         for usePool in [false, true] {
                             let got = Self.product(
                                 type: packedType, weights: packed, stride: groupBytes, rows: rows, k: k,
@@ -200,9 +230,9 @@ struct InterleavedKQuantTests {
             }
             for orders in [nil, [UInt8](repeating: Self.tiled, count: n)] {
                 bothPaths { path in
-                    let perRow = Self.product(
-                        type: kernelType, weights: file, stride: rowBytes, rows: rows, k: k, activations: activations,
-                        n: n, orders: orders, pool: nil)
+                    let perRow = Self.expected(
+                        type, path: path, file: file, rowBytes: rowBytes, rows: rows, k: k, activations: activations,
+                        n: n, orders: orders)
                     let got = Self.product(
                         type: packedType, weights: packed, stride: groupBytes, rows: rows, k: k,
                         activations: activations, n: n, orders: orders, pool: nil)

@@ -25,8 +25,9 @@ struct Q4_0ProductTests {
         let plain: [UInt32]
     }
 
-    static func load() throws -> [Case] {
-        let json = try TestFixtures.reference("q4_0-products.json")
+    /// The cases of a product fixture in this shape (`q4_0-products.json`, `q2_k-products.json`).
+    static func load(_ name: String = "q4_0-products.json") throws -> [Case] {
+        let json = try TestFixtures.reference(name)
         var cases: [Case] = []
         for c in try #require(json["cases"] as? [[String: Any]]) {
             let weights = ProductFixtures.bytes(hex: try #require(c["weights"] as? String))

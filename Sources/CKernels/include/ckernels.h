@@ -482,6 +482,10 @@ void ck_round_row_bf16(const float *x, float *y, int n);
 /// ggml_vec_dot_bf16's order (one activation row); 1: tinyBLAS's (several rows; k a multiple of
 /// 32, otherwise the vec_dot order). The reference of the AVX512-BF16 kernels.
 float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int gemm);
+/// One output of llama.cpp's repacked Q2_K product (AVX-512 CPUs: q2_K_8x8_q8_K), from a row in
+/// the file's layout and a Q8_K activation row: halves = 1 as its GEMM (a micro-batch's rows in
+/// whole groups of four), 0 as its GEMV (interleave_q2_k.c). The reference of the kernels.
+float ck_dot_q2_k_repacked_reference(int k, const void *w, const void *x, int halves);
 /// 1 when BF16 products on this thread take the AVX512-BF16 kernels (llama.cpp's orders there):
 /// fast paths on, the CPU has AVX512-BF16 and ck_set_vnni did not turn AVX-512 off.
 int ck_bf16_pairs_enabled(void);
