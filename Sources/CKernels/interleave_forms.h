@@ -270,12 +270,10 @@ void ck_groups_q5_kx8_tiled_avx2(int nb, const char *w, size_t group_bytes, int 
                                  float *const *y, int T);
 void ck_group_q5_kx8_lanes_avx2(int nb, const ck_block_q5_Kx8 *w, const ck_block_q8_K *a, float *y);
 
-/// Q3_K × 8 and Q2_K × 8 in the tiled order, pairs of groups from g0 through the 16-row VNNI
-/// kernels (interleave_q23_k_wide.c) against T <= 8 tokens, bit for bit the eight-row ones;
-/// returns the first group not done (an odd last one, or g0 where the gather buffer failed).
+/// Q3_K × 8 in the tiled order, pairs of groups from g0 through the 16-row VNNI kernel
+/// (interleave_q23_k_wide.c) against T <= 8 tokens, bit for bit the eight-row one; returns the
+/// first group not done (an odd last one, or g0 where the gather buffer failed).
 int ck_groups_q3_kx16_tiled(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,
-                            float *const *y, int T);
-int ck_groups_q2_kx16_tiled(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,
                             float *const *y, int T);
 
 /// Groups g0..<g1 of an interleaved Q4_1 or Q8_0 matrix against T activation rows x[t] into

@@ -1,8 +1,8 @@
-// The tiled order of Q3_K × 8 and Q2_K × 8 (interleave_q3_k.c, interleave_q2_k.c) for two
-// neighbouring groups at once in 512-bit vectors (lanes 0-7 group a's rows, 8-15 group b's;
+// The tiled order of Q3_K × 8 (interleave_q3_k.c) for two neighbouring groups at once in 512-bit vectors (lanes 0-7 group a's rows, 8-15 group b's;
 // each lane's arithmetic exactly the eight-row kernels') and up to eight tokens: the unpacking of
 // the codes, as many instructions as the products at four tokens and eight rows, is shared by
-// sixteen rows and eight tokens (Q5_K's wide kernel does the same, interleave_q5_k.c).
+// sixteen rows and eight tokens (Q5_K's wide kernel does the same, interleave_q5_k.c). (Q2_K's
+// form had one too until it took llama.cpp's repacked order on these CPUs: interleave_q2_k.c.)
 //
 // The shifts are on 32-bit lanes (AVX-512F; the 16-bit ones need BW): every bit kept after the
 // masks still comes from its own byte (right by at most 6 for the codes, at most 5 right or 2
@@ -17,16 +17,14 @@
 #if CK_X86
 typedef struct {
     const int32_t *q;   // (64b + w) T + t: activation bytes 4w..4w+3 of token t, super-block b
-    const int32_t *bs;  // (16b + j) T + t: Q3_K: -4 × Q8_K sum j in the low int16; Q2_K (j < 8):
-                        // the sums (2j, 2j + 1) as two int16
+    const int32_t *bs;  // (16b + j) T + t: -4 × Q8_K sum j in the low int16
     const float *d;     // bT + t
 } k_low_tokens;
 
 static _Thread_local int32_t *k_low_buffer;
 static _Thread_local size_t k_low_words;
 
-// q3: 1 for Q3_K's group biases, 0 for Q2_K's sum pairs.
-static int k_low_gather(int nb, const ck_block_q8_K *const *x, int T, int q3, k_low_tokens *out) {
+static int k_low_gather(int nb, const ck_block_q8_K *const *x, int T, k_low_tokens *out) {
     const size_t words = (size_t)nb * T * (64 + 16 + 1);
     if (words > k_low_words) {
         free(k_low_buffer);
@@ -40,16 +38,7 @@ static int k_low_gather(int nb, const ck_block_q8_K *const *x, int T, int q3, k_
         for (int t = 0; t < T; t++) {
             const ck_block_q8_K *a = &x[t][b];
             for (int w = 0; w < 64; w++) memcpy(&q[((size_t)64 * b + w) * T + t], a->qs + 4 * w, 4);
-            for (int j = 0; j < 16; j++) {
-                int32_t v;
-                if (q3) {
-                    v = (int32_t)(uint16_t)(-4 * a->bsums[j]);
-                } else {
-                    v = j < 8 ? (int32_t)((uint32_t)(uint16_t)a->bsums[2 * j] | (uint32_t)(uint16_t)a->bsums[2 * j + 1] << 16)
-                              : 0;
-                }
-                bs[((size_t)16 * b + j) * T + t] = v;
-            }
+            for (int j = 0; j < 16; j++) bs[((size_t)16 * b + j) * T + t] = (int32_t)(uint16_t)(-4 * a->bsums[j]);
             d[(size_t)b * T + t] = a->d;
         }
     }
@@ -125,70 +114,13 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q3_kx16(int
     for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// MARK: - Q2_K
-
-static inline __attribute__((always_inline)) CK_FORMS_VNNI void q2_group16(__m512i *s1, const ck_block_q2_Kx8 *wa,
-                                                                          const ck_block_q2_Kx8 *wb, const int32_t *tq,
-                                                                          const int T, const int m, const int half) {
-    const int h = m / 4, s = m % 4, g = 2 * m + half;
-    __m512i sum[8];
-    for (int t = 0; t < T; t++) sum[t] = _mm512_setzero_si512();
-    for (int c = 4 * half; c < 4 * half + 4; c++) {
-        const __m512i v = k_low_join(wa->qs + 32 * (8 * h + c), wb->qs + 32 * (8 * h + c));
-        const __m512i q = _mm512_and_si512(s ? _mm512_srli_epi32(v, 2 * s) : v, _mm512_set1_epi8(3));
-        const int32_t *a = tq + (8 * m + c) * T;
-        for (int t = 0; t < T; t++) sum[t] = _mm512_dpbusd_epi32(sum[t], q, _mm512_set1_epi32(a[t]));
-    }
-    const __m128i sb = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)wa->scales[g]),
-                                          _mm_loadl_epi64((const __m128i *)wb->scales[g]));
-    const __m512i sc = _mm512_and_si512(_mm512_cvtepu8_epi32(sb), _mm512_set1_epi32(0x0f));
-    for (int t = 0; t < T; t++) s1[t] = _mm512_dpwssd_epi32(s1[t], sum[t], sc);
-}
-
-// Lane r: (min 2L, min 2L + 1) of row r as two int16, both groups.
-static inline __attribute__((always_inline)) CK_FORMS_VNNI __m512i q2_min_pairs16(const ck_block_q2_Kx8 *wa,
-                                                                                 const ck_block_q2_Kx8 *wb, int L) {
-    const __m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)wa->scales[2 * L]),
-                                        _mm_loadl_epi64((const __m128i *)wa->scales[2 * L + 1]));
-    const __m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)wb->scales[2 * L]),
-                                        _mm_loadl_epi64((const __m128i *)wb->scales[2 * L + 1]));
-    const __m128i nib = _mm_set1_epi8(0x0f);
-    const __m256i ma = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(a, 4), nib));
-    const __m256i mb = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(b, 4), nib));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(ma), mb, 1);
-}
-
-static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q2_kx16(int nb, const ck_block_q2_Kx8 *wa,
-                                                                            const ck_block_q2_Kx8 *wb, const k_low_tokens *x,
-                                                                            float *const *y, const int T) {
-    __m512 acc[8];
-    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-    for (int b = 0; b < nb; b++) {
-        __m512i s1[8];
-        for (int t = 0; t < T; t++) s1[t] = _mm512_setzero_si512();
-        const int32_t *tq = x->q + (size_t)64 * b * T, *tb = x->bs + (size_t)16 * b * T;
-        K_LOW_GROUPS(q2_group16, s1, &wa[b], &wb[b], tq, T);
-        __m512i mp[8];
-        for (int L = 0; L < 8; L++) mp[L] = q2_min_pairs16(&wa[b], &wb[b], L);
-        const __m512 dw = k_low_d16(wa[b].d, wb[b].d), dm = k_low_d16(wa[b].dmin, wb[b].dmin);
-        for (int t = 0; t < T; t++) {
-            __m512i s2 = _mm512_setzero_si512();
-            for (int L = 0; L < 8; L++) s2 = _mm512_dpwssd_epi32(s2, mp[L], _mm512_set1_epi32(tb[L * T + t]));
-            __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]), dw);
-            r = _mm512_fnmadd_ps(dm, _mm512_cvtepi32_ps(s2), r);
-            acc[t] = _mm512_fmadd_ps(r, _mm512_set1_ps(x->d[(size_t)b * T + t]), acc[t]);
-        }
-    }
-    for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
-}
-
 // MARK: - Groups
 
-#define K_LOW_PAIRS(NAME, BLOCK, TILE, Q3)                                                                             \
+#define K_LOW_PAIRS(NAME, BLOCK, TILE)                                                                                 \
     CK_FORMS_VNNI int NAME(int nb, const char *w, size_t gb, int g0, int g1, const ck_block_q8_K *const *x,            \
                            float *const *y, int T) {                                                                   \
         k_low_tokens xt;                                                                                               \
-        if (g1 - g0 < 2 || !k_low_gather(nb, x, T, Q3, &xt)) return g0;                                                \
+        if (g1 - g0 < 2 || !k_low_gather(nb, x, T, &xt)) return g0;                                                     \
         int g = g0;                                                                                                    \
         for (; g + 2 <= g1; g += 2) {                                                                                  \
             const BLOCK *wa = (const BLOCK *)(w + (size_t)g * gb), *wb = (const BLOCK *)(w + (size_t)(g + 1) * gb);    \
@@ -207,6 +139,5 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q2_kx16(int
         }                                                                                                              \
         return g;                                                                                                      \
     }
-K_LOW_PAIRS(ck_groups_q3_kx16_tiled, ck_block_q3_Kx8, tile_q3_kx16, 1)
-K_LOW_PAIRS(ck_groups_q2_kx16_tiled, ck_block_q2_Kx8, tile_q2_kx16, 0)
+K_LOW_PAIRS(ck_groups_q3_kx16_tiled, ck_block_q3_Kx8, tile_q3_kx16)
 #endif

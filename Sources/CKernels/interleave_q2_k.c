@@ -9,7 +9,9 @@
 // vpdpwssd against the scale in the low int16 (0 in the high one) scales them exactly (AVX2:
 // vpmaddwd of the pair sums by the scale in both halves).
 //
-// Both of llama.cpp's orders are kept bit for bit (dot_kquants_low.c, dot_kquants_tiled.c):
+// On AVX-512 (VNNI) CPUs every product takes llama.cpp's repacked order (below: its CPU backend
+// repacks Q2_K there). Elsewhere (AVX2, portable) both of its plain orders are kept bit for bit
+// (dot_kquants_low.c, dot_kquants_tiled.c):
 // - tiled (CK_ORDER_TILED): per super-block the exact s1 = Σ_g scale_g Σ q a and s2 = Σ_g min_g
 //   bsums_g, then r = s1 * fp16(d_w); r = fma(-fp16(dmin_w), s2, r); acc = fma(r, d_a, acc).
 // - the one-token order (decode): eight float lanes per row; per super-block lane L first takes
@@ -145,9 +147,10 @@ static inline __attribute__((always_inline)) CK_FAST __m256i q2_bsum_pair(const 
     return _mm256_set1_epi32((int32_t)((uint32_t)lo | (uint32_t)hi << 16));
 }
 
-// The tiled order, eight rows × T <= 4 tokens (a constant after inlining). VNNI: each group's
-// four chunks into one accumulator per token, then vpdpwssd by the scale; AVX2: the chunks'
-// pair sums added in int16, then vpmaddwd by the scale.
+// The tiled order, eight rows × T <= 4 tokens (a constant after inlining): the chunks' pair
+// sums added in int16, then vpmaddwd by the scale. (VNNI = 1 would put each group's four chunks
+// into one accumulator per token, then vpdpwssd by the scale; the VNNI path takes the repacked
+// order instead, so only the AVX2 kernels are made.)
 #define Q2_TILE(NAME, ATTR, VNNI)                                                                                      \
     static inline __attribute__((always_inline)) ATTR void NAME(int nb, const ck_block_q2_Kx8 *w,                      \
                                                                 const ck_block_q8_K *const *x, float *const *y,        \
@@ -192,7 +195,6 @@ static inline __attribute__((always_inline)) CK_FAST __m256i q2_bsum_pair(const 
         }                                                                                                              \
         for (int t = 0; t < T; t++) _mm256_storeu_ps(y[t], acc[t]);                                                    \
     }
-Q2_TILE(tile_q2_kx8_tiled_vnni, CK_FORMS_VNNI, 1)
 Q2_TILE(tile_q2_kx8_tiled_avx2, CK_FAST, 0)
 
 // llama.cpp's repacked order, eight rows × T <= 4 tokens, all of them GEMM rows (halves) or
@@ -308,32 +310,28 @@ CK_FORMS_VNNI static void groups_q2_kx8_repacked(int nb, const char *w, size_t g
         }                                                                                                              \
         _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));                                                            \
     }
-Q2_LANES(group_q2_kx8_lanes_vnni, CK_FORMS_VNNI, 1)
 Q2_LANES(group_q2_kx8_lanes_avx2, CK_FAST, 0)
 
-CK_KX8_TILES(groups_q2_kx8_tiled_vnni, ck_block_q2_Kx8, tile_q2_kx8_tiled_vnni, CK_FORMS_VNNI)
 CK_KX8_TILES(groups_q2_kx8_tiled_avx2, ck_block_q2_Kx8, tile_q2_kx8_tiled_avx2, CK_FAST)
 #endif
 
 // MARK: - Matrix product over a range of rows
 
-// Rows r0..<r1 against `count` tokens all in one order: tiled (up to eight) or not (one).
+// Rows r0..<r1 against `count` tokens all in one of the plain orders: tiled (up to eight) or not
+// (one); AVX2 or portable kernels (the VNNI path takes q2_kx8_repacked).
 static void q2_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, const ck_block_q8_K *const *xs,
                           float *const *ys, int count) {
     const int nb = p->k / CK_QK_K;
     const char *w = (const char *)p->w;
     const size_t gb = p->w_row_bytes;
 #if CK_X86
-    if (fast != CK_INTERLEAVED_PORTABLE) {
-        const int vnni = fast == CK_INTERLEAVED_VNNI;
+    if (fast == CK_INTERLEAVED_AVX2) {
         if (tiled) {
-            const int g = vnni ? ck_groups_q2_kx16_tiled(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count) : r0 / 8;
-            (vnni ? groups_q2_kx8_tiled_vnni : groups_q2_kx8_tiled_avx2)(nb, w, gb, g, r1 / 8, xs, ys, count);
+            groups_q2_kx8_tiled_avx2(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count);
             return;
         }
         for (int g = r0 / 8; g < r1 / 8; g++) {
-            const ck_block_q2_Kx8 *wg = (const ck_block_q2_Kx8 *)(w + (size_t)g * gb);
-            (vnni ? group_q2_kx8_lanes_vnni : group_q2_kx8_lanes_avx2)(nb, wg, xs[0], ys[0] + 8 * g);
+            group_q2_kx8_lanes_avx2(nb, (const ck_block_q2_Kx8 *)(w + (size_t)g * gb), xs[0], ys[0] + 8 * g);
         }
         return;
     }
