@@ -5,7 +5,7 @@ import Testing
 @testable import Engine
 
 /// Q2_K matrix products against llama.cpp's own (`Tests/Fixtures/reference/q2_k-products.json`,
-/// made by `scripts/llama-cpp-q2_k-products.cpp` with ggml's CPU backend at commit 0c1e57098 on
+/// made by `scripts/llama-cpp-repacked-products.cpp Q2_K` with ggml's CPU backend at commit 0c1e57098 on
 /// an AVX-512 CPU): 24 rows of K = 512 and 768 values times 1 and 9 activation rows, quantized to
 /// Q8_K as the model quantizes them. On an AVX-512 CPU llama.cpp repacks every Q2_K matrix of a
 /// multiple of 8 rows (its default): its GEMM takes a micro-batch's rows in whole groups of four
@@ -17,19 +17,6 @@ import Testing
 /// every CPU.
 @Suite(.serialized)
 struct Q2_KProductTests {
-    static func q8_KRows(_ activations: [Float], k: Int, n: Int) -> (x: [UInt8], rowBytes: Int) {
-        let rowBytes = GGMLType.q8_K.rowBytes(elements: k)!
-        var x = [UInt8](repeating: 0, count: n * rowBytes)
-        activations.withUnsafeBufferPointer { ab in
-            x.withUnsafeMutableBytes { xb in
-                let status = ck_rows_quantize(
-                    nil, Int32(GGMLType.q8_K.rawValue), ab.baseAddress!, Int32(k), xb.baseAddress!, rowBytes, Int32(n))
-                precondition(status == 0, "Q8_K quantization failed")
-            }
-        }
-        return (x, rowBytes)
-    }
-
     /// The pass's order flags for a micro-batch of n rows.
     static func orders(_ n: Int) -> [UInt8] { (0..<n).map { LlamaModel.Segment.rowOrder($0, microBatch: n) } }
 
@@ -39,7 +26,7 @@ struct Q2_KProductTests {
         for c in cases {
             let rowBytes = GGMLType.q2_K.rowBytes(elements: c.k)!
             #expect(c.weights.count == c.rows * rowBytes)
-            let (x, xRowBytes) = Self.q8_KRows(c.activations, k: c.k, n: c.n)
+            let (x, xRowBytes) = ProductFixtures.q8_KRows(c.activations, k: c.k, n: c.n)
             var y = [Float](repeating: .nan, count: c.n * c.rows)
             let group4 = Self.orders(c.n).map { $0 & UInt8(CK_ORDER_GROUP4) != 0 }
             c.weights.withUnsafeBytes { wb in
@@ -65,17 +52,8 @@ struct Q2_KProductTests {
     @Test func interleavedProductsFollowTheCPUsOrder() throws {
         let pool = ComputePool(threads: 2)
         for c in try Q4_0ProductTests.load("q2_k-products.json") {
-            let (x, xRowBytes) = Self.q8_KRows(c.activations, k: c.k, n: c.n)
-            let rowBytes = GGMLType.q2_K.rowBytes(elements: c.k)!
-            let groupBytes = ck_interleaved_group_bytes(Int32(GGMLType.q2_K.rawValue), Int32(c.k))
-            var packed = [UInt8](repeating: 0, count: c.rows / 8 * groupBytes)
-            let packedType = c.weights.withUnsafeBytes { src in
-                packed.withUnsafeMutableBytes { dst in
-                    ck_interleave(
-                        Int32(GGMLType.q2_K.rawValue), src.baseAddress!, rowBytes, Int32(c.rows), Int32(c.k),
-                        dst.baseAddress!)
-                }
-            }
+            let (x, xRowBytes) = ProductFixtures.q8_KRows(c.activations, k: c.k, n: c.n)
+            let (packed, packedType, groupBytes) = ProductFixtures.interleaved(.q2_K, c.weights, rows: c.rows, k: c.k)
             #expect(packedType == Int32(CK_TYPE_Q2_K_X8))
             bothPaths { path in
                 let theirs = path == "fast" && InterleavedKernelTests.cpuHasVNNI ? c.repacked : c.plain

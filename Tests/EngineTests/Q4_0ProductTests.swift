@@ -5,7 +5,7 @@ import Testing
 @testable import Engine
 
 /// Q4_0 matrix products against llama.cpp's own (`Tests/Fixtures/reference/q4_0-products.json`,
-/// made by `scripts/llama-cpp-q4_0-products.cpp` with ggml's CPU backend at commit 0c1e57098): 24
+/// made by `scripts/llama-cpp-repacked-products.cpp Q4_0` with ggml's CPU backend at commit 0c1e57098): 24
 /// rows of K = 512 and 544 values times 1, 4 and 9 activation rows, quantized to Q8_0 as the model
 /// quantizes them. llama.cpp repacks every Q4_0 matrix of a multiple of 8 rows on an AVX2 machine
 /// (its default, what llama-server runs); its repacked GEMV and GEMM give the "repacked" bits, and
@@ -87,16 +87,7 @@ struct Q4_0ProductTests {
         let pool = ComputePool(threads: 2)
         for c in try Self.load() {
             let (x, _) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
-            let rowBytes = GGMLType.q4_0.rowBytes(elements: c.k)!
-            let groupBytes = ck_interleaved_group_bytes(Int32(GGMLType.q4_0.rawValue), Int32(c.k))
-            var packed = [UInt8](repeating: 0, count: c.rows / 8 * groupBytes)
-            let packedType = c.weights.withUnsafeBytes { src in
-                packed.withUnsafeMutableBytes { dst in
-                    ck_interleave(
-                        Int32(GGMLType.q4_0.rawValue), src.baseAddress!, rowBytes, Int32(c.rows), Int32(c.k),
-                        dst.baseAddress!)
-                }
-            }
+            let (packed, packedType, groupBytes) = ProductFixtures.interleaved(.q4_0, c.weights, rows: c.rows, k: c.k)
             #expect(packedType == Int32(CK_TYPE_Q4_0_X8))
             bothPaths { path in
                 for usePool in [false, true] {
