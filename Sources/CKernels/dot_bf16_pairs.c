@@ -190,44 +190,28 @@ CK_BF16 CK_INLINE void tile_vec(int R, int T, int k, const uint16_t *w, size_t w
                  y + (size_t)t * ldy + r, ldy);                                                         \
         break;
 
-// Rows and tokens in ggml_vec_dot_bf16's order, every output the single row's bits: a lone
-// token row by row, several four rows by two tokens. Strides in elements.
-CK_BF16 static void rows_bf16_pairs(int k, const void *wv, size_t wrb, int rows, const void *xv, size_t xrb, int n,
-                                    float *y, int ldy) {
-    const uint16_t *w = (const uint16_t *)wv;
-    const float *x = (const float *)xv;
-    const size_t ws = wrb / 2, xs = xrb / 4;
-    const int tb = ck_rows_token_block(k);
-    for (int t0 = 0; t0 < n; t0 += tb) {
-        const int t1 = t0 + tb < n ? t0 + tb : n;
-        const uint16_t *a = narrow_rows(x + (size_t)t0 * xs, xs, k, t1 - t0);
-        if (!a) {  // no memory for the narrowed rows: the same bits row by row
-            for (int t = t0; t < t1; t++) {
-                for (int r = 0; r < rows; r++) {
-                    y[(size_t)t * ldy + r] = dot_bf16_pairs(k, w + (size_t)r * ws, x + (size_t)t * xs);
-                }
-            }
-            continue;
-        }
-        if (t1 - t0 == 1) {
-            vec_rows_narrowed(k, w, ws, rows, a, x + (size_t)t0 * xs, y + (size_t)t0 * ldy);
-            continue;
-        }
-        for (int r = 0; r < rows; r += 4) {
-            const int R = rows - r < 4 ? rows - r : 4;
-            for (int t = t0; t < t1; t += 2) {
-                const int T = t1 - t < 2 ? t1 - t : 2;
-                switch (R * 8 + T) {
-                    CK_VEC_CASE(1, 1)
-                    CK_VEC_CASE(2, 1)
-                    CK_VEC_CASE(3, 1)
-                    CK_VEC_CASE(4, 1)
-                    CK_VEC_CASE(1, 2)
-                    CK_VEC_CASE(2, 2)
-                    CK_VEC_CASE(3, 2)
-                    CK_VEC_CASE(4, 2)
-                default: break;
-                }
+// One token block t0..<t1 (narrowed into `a`, k apart) in ggml_vec_dot_bf16's order, every
+// output the single row's bits: a lone token row by row, several four rows by two tokens.
+CK_BF16 static void vec_block(int k, const uint16_t *w, size_t ws, int rows, const uint16_t *a, const float *x,
+                              size_t xs, int t0, int t1, float *y, int ldy) {
+    if (t1 - t0 == 1) {
+        vec_rows_narrowed(k, w, ws, rows, a, x + (size_t)t0 * xs, y + (size_t)t0 * ldy);
+        return;
+    }
+    for (int r = 0; r < rows; r += 4) {
+        const int R = rows - r < 4 ? rows - r : 4;
+        for (int t = t0; t < t1; t += 2) {
+            const int T = t1 - t < 2 ? t1 - t : 2;
+            switch (R * 8 + T) {
+                CK_VEC_CASE(1, 1)
+                CK_VEC_CASE(2, 1)
+                CK_VEC_CASE(3, 1)
+                CK_VEC_CASE(4, 1)
+                CK_VEC_CASE(1, 2)
+                CK_VEC_CASE(2, 2)
+                CK_VEC_CASE(3, 2)
+                CK_VEC_CASE(4, 2)
+            default: break;
             }
         }
     }
@@ -259,9 +243,50 @@ CK_BF16 CK_INLINE void tile(int R, int T, int k, const uint16_t *w, size_t ws, c
         tile(RR, TT, k, w + (size_t)r * ws, ws, a + (size_t)(t - t0) * k, k, y + (size_t)t * ldy + r, ldy); \
         break;
 
-// Strides in elements: weight rows of uint16_t, activation rows of floats. k % 32 == 0.
-CK_BF16 static void gemm_bf16_pairs(int k, const void *wv, size_t wrb, int rows, const void *xv, size_t xrb, int n,
-                                    float *y, int ldy) {
+// One token block t0..<t1 (narrowed into `a`, k apart) in tinyBLAS's order. k % 32 == 0.
+CK_BF16 static void gemm_block(int k, const uint16_t *w, size_t ws, int rows, const uint16_t *a, const float *x,
+                               size_t xs, int t0, int t1, float *y, int ldy) {
+    (void)x;
+    (void)xs;
+    for (int r = 0; r < rows; r += 4) {
+        const int R = rows - r < 4 ? rows - r : 4;
+        for (int t = t0; t < t1; t += 6) {
+            const int T = t1 - t < 6 ? t1 - t : 6;
+            switch (R * 8 + T) {
+                CK_PAIRS_CASE(1, 1)
+                CK_PAIRS_CASE(1, 2)
+                CK_PAIRS_CASE(1, 3)
+                CK_PAIRS_CASE(1, 4)
+                CK_PAIRS_CASE(1, 5)
+                CK_PAIRS_CASE(1, 6)
+                CK_PAIRS_CASE(2, 1)
+                CK_PAIRS_CASE(2, 2)
+                CK_PAIRS_CASE(2, 3)
+                CK_PAIRS_CASE(2, 4)
+                CK_PAIRS_CASE(2, 5)
+                CK_PAIRS_CASE(2, 6)
+                CK_PAIRS_CASE(3, 1)
+                CK_PAIRS_CASE(3, 2)
+                CK_PAIRS_CASE(3, 3)
+                CK_PAIRS_CASE(3, 4)
+                CK_PAIRS_CASE(3, 5)
+                CK_PAIRS_CASE(3, 6)
+                CK_PAIRS_CASE(4, 1)
+                CK_PAIRS_CASE(4, 2)
+                CK_PAIRS_CASE(4, 3)
+                CK_PAIRS_CASE(4, 4)
+                CK_PAIRS_CASE(4, 5)
+                CK_PAIRS_CASE(4, 6)
+            default: break;
+            }
+        }
+    }
+}
+
+// Rows x tokens in blocks of tokens whose narrowed activations stay in L2 (strides in elements:
+// weight rows of uint16_t, activation rows of floats), in either order.
+CK_BF16 static void by_token_blocks(int gemm, int k, const void *wv, size_t wrb, int rows, const void *xv, size_t xrb,
+                                    int n, float *y, int ldy) {
     const uint16_t *w = (const uint16_t *)wv;
     const float *x = (const float *)xv;
     const size_t ws = wrb / 2, xs = xrb / 4;
@@ -269,48 +294,28 @@ CK_BF16 static void gemm_bf16_pairs(int k, const void *wv, size_t wrb, int rows,
     for (int t0 = 0; t0 < n; t0 += tb) {
         const int t1 = t0 + tb < n ? t0 + tb : n;
         const uint16_t *a = narrow_rows(x + (size_t)t0 * xs, xs, k, t1 - t0);
-        if (!a) {  // no memory for the narrowed rows: the same bits row by row
+        if (!a) {  // no memory for the narrowed rows: the same bits output by output
             for (int t = t0; t < t1; t++) {
                 for (int r = 0; r < rows; r++) {
-                    y[(size_t)t * ldy + r] = ck_dot_bf16_pairs_reference(k, w + (size_t)r * ws, x + (size_t)t * xs, 1);
+                    const uint16_t *wr = w + (size_t)r * ws;
+                    const float *xt = x + (size_t)t * xs;
+                    y[(size_t)t * ldy + r] = gemm ? ck_dot_bf16_pairs_reference(k, wr, xt, 1) : dot_bf16_pairs(k, wr, xt);
                 }
             }
             continue;
         }
-        for (int r = 0; r < rows; r += 4) {
-            const int R = rows - r < 4 ? rows - r : 4;
-            for (int t = t0; t < t1; t += 6) {
-                const int T = t1 - t < 6 ? t1 - t : 6;
-                switch (R * 8 + T) {
-                    CK_PAIRS_CASE(1, 1)
-                    CK_PAIRS_CASE(1, 2)
-                    CK_PAIRS_CASE(1, 3)
-                    CK_PAIRS_CASE(1, 4)
-                    CK_PAIRS_CASE(1, 5)
-                    CK_PAIRS_CASE(1, 6)
-                    CK_PAIRS_CASE(2, 1)
-                    CK_PAIRS_CASE(2, 2)
-                    CK_PAIRS_CASE(2, 3)
-                    CK_PAIRS_CASE(2, 4)
-                    CK_PAIRS_CASE(2, 5)
-                    CK_PAIRS_CASE(2, 6)
-                    CK_PAIRS_CASE(3, 1)
-                    CK_PAIRS_CASE(3, 2)
-                    CK_PAIRS_CASE(3, 3)
-                    CK_PAIRS_CASE(3, 4)
-                    CK_PAIRS_CASE(3, 5)
-                    CK_PAIRS_CASE(3, 6)
-                    CK_PAIRS_CASE(4, 1)
-                    CK_PAIRS_CASE(4, 2)
-                    CK_PAIRS_CASE(4, 3)
-                    CK_PAIRS_CASE(4, 4)
-                    CK_PAIRS_CASE(4, 5)
-                    CK_PAIRS_CASE(4, 6)
-                default: break;
-                }
-            }
-        }
+        (gemm ? gemm_block : vec_block)(k, w, ws, rows, a, x, xs, t0, t1, y, ldy);
     }
+}
+
+CK_BF16 static void rows_bf16_pairs(int k, const void *w, size_t wrb, int rows, const void *x, size_t xrb, int n,
+                                    float *y, int ldy) {
+    by_token_blocks(0, k, w, wrb, rows, x, xrb, n, y, ldy);
+}
+
+CK_BF16 static void gemm_bf16_pairs(int k, const void *w, size_t wrb, int rows, const void *x, size_t xrb, int n,
+                                    float *y, int ldy) {
+    by_token_blocks(1, k, w, wrb, rows, x, xrb, n, y, ldy);
 }
 
 #endif
