@@ -320,38 +320,30 @@ CK_BF16 static void gemm_bf16_pairs(int k, const void *w, size_t wrb, int rows, 
 
 #endif
 
-int ck_bf16_pairs_enabled(void) {
+// BF16 weights, fast paths, AVX-512 not turned off by ck_set_vnni(0) (tests: the AVX2 kernels
+// stay covered here) and a CPU with AVX512-BF16.
+static int pairs_on(int type, int fast) {
 #if CK_X86
-    // ck_set_vnni(0) turns the AVX-512 paths off for tests: the AVX2 kernels stay covered here.
-    return ck_fast_paths_enabled() && ck_cpu_has_vnni() && pairs_hw();
+    return fast && type == CK_TYPE_BF16 && ck_cpu_has_vnni() && pairs_hw();
 #else
+    (void)type;
+    (void)fast;
     return 0;
 #endif
 }
 
-ck_dot_fn ck_pick_dot_bf16_pairs(int type, int fast) {
-#if CK_X86
-    if (fast && type == CK_TYPE_BF16 && ck_cpu_has_vnni() && pairs_hw()) return (ck_dot_fn)dot_bf16_pairs;
-#endif
-    (void)type;
-    (void)fast;
-    return 0;
-}
+int ck_bf16_pairs_enabled(void) { return pairs_on(CK_TYPE_BF16, ck_fast_paths_enabled()); }
 
-ck_dot_rows_fn ck_pick_rows_bf16_pairs(int type, int fast) {
 #if CK_X86
-    if (fast && type == CK_TYPE_BF16 && ck_cpu_has_vnni() && pairs_hw()) return rows_bf16_pairs;
-#endif
-    (void)type;
-    (void)fast;
-    return 0;
-}
+ck_dot_fn ck_pick_dot_bf16_pairs(int type, int fast) { return pairs_on(type, fast) ? (ck_dot_fn)dot_bf16_pairs : 0; }
 
-ck_dot_rows_fn ck_pick_gemm_bf16_pairs(int type, int fast) {
-#if CK_X86
-    if (fast && type == CK_TYPE_BF16 && ck_cpu_has_vnni() && pairs_hw()) return gemm_bf16_pairs;
+ck_dot_rows_fn ck_pick_rows_bf16_pairs(int type, int fast) { return pairs_on(type, fast) ? rows_bf16_pairs : 0; }
+
+ck_dot_rows_fn ck_pick_gemm_bf16_pairs(int type, int fast) { return pairs_on(type, fast) ? gemm_bf16_pairs : 0; }
+#else  // no AVX512-BF16 kernels elsewhere
+ck_dot_fn ck_pick_dot_bf16_pairs(int type, int fast) { return (void)type, (void)fast, (ck_dot_fn)0; }
+
+ck_dot_rows_fn ck_pick_rows_bf16_pairs(int type, int fast) { return (void)type, (void)fast, (ck_dot_rows_fn)0; }
+
+ck_dot_rows_fn ck_pick_gemm_bf16_pairs(int type, int fast) { return (void)type, (void)fast, (ck_dot_rows_fn)0; }
 #endif
-    (void)type;
-    (void)fast;
-    return 0;
-}

@@ -81,12 +81,6 @@ struct BF16ProductTests {
         return y
     }
 
-    static func product(
-        _ w: [UInt16], rows: Int, k: Int, x: [Float], n: Int, orders: [UInt8]? = nil, pool: ComputePool? = nil
-    ) -> [Float] {
-        DotRowsKernelTests.product(.bf16, w, rows: rows, k: k, x: x, n: n, orders: orders, pool: pool)
-    }
-
     static func differing(_ y: [Float], _ theirs: [UInt32]) -> Int {
         zip(y, theirs).filter { $0.bitPattern != $1 }.count
     }
@@ -121,7 +115,8 @@ struct BF16ProductTests {
             for (n, theirs) in m.products {
                 let x = f.rounded(k: m.k, n: n)
                 for usePool in [false, true] {
-                    let y = Self.product(m.weights, rows: m.rows, k: m.k, x: x, n: n, pool: usePool ? pool : nil)
+                    let y = DotRowsKernelTests.product(
+                        .bf16, m.weights, rows: m.rows, k: m.k, x: x, n: n, orders: nil, pool: usePool ? pool : nil)
                     let bad = Self.differing(y, theirs)
                     #expect(bad == 0, "k=\(m.k) rows=\(m.rows) n=\(n) pool=\(usePool): \(bad) of \(y.count) differ")
                 }
@@ -158,8 +153,8 @@ struct BF16ProductTests {
                         return flagged ? gemm[i] : vec[i]
                     }
                     for usePool in [false, true] {
-                        let y = Self.product(
-                            w, rows: rows, k: k, x: xs, n: n, orders: orders, pool: usePool ? pool : nil)
+                        let y = DotRowsKernelTests.product(
+                            .bf16, w, rows: rows, k: k, x: xs, n: n, orders: orders, pool: usePool ? pool : nil)
                         let bad = zip(y, want).filter { $0.bitPattern != $1.bitPattern }.count
                         #expect(
                             bad == 0,
@@ -187,7 +182,8 @@ struct BF16ProductTests {
             for m in f.matrices {
                 for (n, theirs) in m.products {
                     let x = f.rounded(k: m.k, n: n)
-                    let y = Self.product(m.weights, rows: m.rows, k: m.k, x: x, n: n)
+                    let y = DotRowsKernelTests.product(
+                        .bf16, m.weights, rows: m.rows, k: m.k, x: x, n: n, orders: nil, pool: nil)
                     var worst: Float = 0
                     for t in 0..<n {
                         for r in 0..<m.rows {

@@ -1,4 +1,5 @@
 import CKernels
+import Testing
 
 @testable import Engine
 
@@ -6,6 +7,49 @@ import CKernels
 /// `q2_k-products.json`) share: weight bytes written as hex, and activation floats that the tests
 /// quantize to Q8_0 or Q8_K as the model does.
 enum ProductFixtures {
+    /// A case of the repacked-product fixtures (`q4_0-products.json`, `q2_k-products.json`).
+    struct RepackedCase {
+        let k: Int
+        let rows: Int
+        let n: Int
+        let weights: [UInt8]
+        let activations: [Float]
+        let repacked: [UInt32]
+        let plain: [UInt32]
+    }
+
+    /// The cases of such a fixture.
+    static func loadRepacked(_ name: String) throws -> [RepackedCase] {
+        let json = try TestFixtures.reference(name)
+        var cases: [RepackedCase] = []
+        for c in try #require(json["cases"] as? [[String: Any]]) {
+            let weights = bytes(hex: try #require(c["weights"] as? String))
+            cases.append(
+                RepackedCase(
+                    k: try #require(c["k"] as? Int), rows: try #require(c["rows"] as? Int),
+                    n: try #require(c["n"] as? Int), weights: weights,
+                    activations: try #require(c["activations"] as? [Double]).map { Float($0) },
+                    repacked: try #require(c["repacked"] as? [String]).map { UInt32($0, radix: 16)! },
+                    plain: try #require(c["plain"] as? [String]).map { UInt32($0, radix: 16)! }))
+        }
+        return cases
+    }
+
+    /// How many of `y` (token-major, `rows` per token) differ from llama.cpp's bits, and the first.
+    static func differing(_ y: [Float], _ theirs: [UInt32], rows: Int, n: Int) -> (Int, String) {
+        var count = 0
+        var first = ""
+        for t in 0..<n {
+            for r in 0..<rows where y[t * rows + r].bitPattern != theirs[r + t * rows] {
+                count += 1
+                if first.isEmpty {
+                    first = "token \(t) row \(r): \(y[t * rows + r]) vs \(Float(bitPattern: theirs[r + t * rows]))"
+                }
+            }
+        }
+        return (count, first)
+    }
+
     /// "0a1b…" as bytes.
     static func bytes(hex: String) -> [UInt8] {
         let digits = Array(hex.utf8)

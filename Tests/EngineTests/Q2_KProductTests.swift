@@ -21,7 +21,7 @@ struct Q2_KProductTests {
     static func orders(_ n: Int) -> [UInt8] { (0..<n).map { LlamaModel.Segment.rowOrder($0, microBatch: n) } }
 
     @Test func theReferenceGivesTheRepackedBitsOnEveryCPU() throws {
-        let cases = try Q4_0ProductTests.load("q2_k-products.json")
+        let cases = try ProductFixtures.loadRepacked("q2_k-products.json")
         #expect(cases.count == 4)
         for c in cases {
             let rowBytes = GGMLType.q2_K.rowBytes(elements: c.k)!
@@ -40,7 +40,7 @@ struct Q2_KProductTests {
                     }
                 }
             }
-            let (count, first) = Q4_0ProductTests.differing(y, c.repacked, rows: c.rows, n: c.n)
+            let (count, first) = ProductFixtures.differing(y, c.repacked, rows: c.rows, n: c.n)
             #expect(count == 0, "k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))")
             let plainDiffers = zip(c.repacked, c.plain).filter { $0 != $1 }.count
             #expect(plainDiffers > 0, "the two orders agree on k=\(c.k) n=\(c.n): the test could not tell them apart")
@@ -51,7 +51,7 @@ struct Q2_KProductTests {
     /// micro-batch of n rows), with and without the pool.
     @Test func interleavedProductsFollowTheCPUsOrder() throws {
         let pool = ComputePool(threads: 2)
-        for c in try Q4_0ProductTests.load("q2_k-products.json") {
+        for c in try ProductFixtures.loadRepacked("q2_k-products.json") {
             let (x, xRowBytes) = ProductFixtures.q8_KRows(c.activations, k: c.k, n: c.n)
             let (packed, packedType, groupBytes) = ProductFixtures.interleaved(.q2_K, c.weights, rows: c.rows, k: c.k)
             #expect(packedType == Int32(CK_TYPE_Q2_K_X8))
@@ -80,7 +80,7 @@ struct Q2_KProductTests {
                             }
                         }
                     }
-                    let (count, first) = Q4_0ProductTests.differing(y, theirs, rows: c.rows, n: c.n)
+                    let (count, first) = ProductFixtures.differing(y, theirs, rows: c.rows, n: c.n)
                     #expect(
                         count == 0,
                         "\(path) flags=\(flags != nil) pool=\(usePool) k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))"

@@ -15,50 +15,8 @@ import Testing
 /// which is what lets this test tell the two orders apart.
 @Suite(.serialized)
 struct Q4_0ProductTests {
-    struct Case {
-        let k: Int
-        let rows: Int
-        let n: Int
-        let weights: [UInt8]
-        let activations: [Float]
-        let repacked: [UInt32]
-        let plain: [UInt32]
-    }
-
-    /// The cases of a product fixture in this shape (`q4_0-products.json`, `q2_k-products.json`).
-    static func load(_ name: String = "q4_0-products.json") throws -> [Case] {
-        let json = try TestFixtures.reference(name)
-        var cases: [Case] = []
-        for c in try #require(json["cases"] as? [[String: Any]]) {
-            let weights = ProductFixtures.bytes(hex: try #require(c["weights"] as? String))
-            cases.append(
-                Case(
-                    k: try #require(c["k"] as? Int), rows: try #require(c["rows"] as? Int),
-                    n: try #require(c["n"] as? Int), weights: weights,
-                    activations: try #require(c["activations"] as? [Double]).map { Float($0) },
-                    repacked: try #require(c["repacked"] as? [String]).map { UInt32($0, radix: 16)! },
-                    plain: try #require(c["plain"] as? [String]).map { UInt32($0, radix: 16)! }))
-        }
-        return cases
-    }
-
-    /// How many of `y` (token-major, `rows` per token) differ from llama.cpp's bits, and the first.
-    static func differing(_ y: [Float], _ theirs: [UInt32], rows: Int, n: Int) -> (Int, String) {
-        var count = 0
-        var first = ""
-        for t in 0..<n {
-            for r in 0..<rows where y[t * rows + r].bitPattern != theirs[r + t * rows] {
-                count += 1
-                if first.isEmpty {
-                    first = "token \(t) row \(r): \(y[t * rows + r]) vs \(Float(bitPattern: theirs[r + t * rows]))"
-                }
-            }
-        }
-        return (count, first)
-    }
-
     @Test func theFixtureTellsTheTwoOrdersApart() throws {
-        let cases = try Self.load()
+        let cases = try ProductFixtures.loadRepacked("q4_0-products.json")
         #expect(cases.count == 6)
         let differing = cases.map { c in zip(c.repacked, c.plain).filter { $0 != $1 }.count }
         #expect(differing.allSatisfy { $0 > 0 }, "repacked and plain products differ in every case: \(differing)")
@@ -70,14 +28,14 @@ struct Q4_0ProductTests {
     }
 
     @Test func fileLayoutProductsEqualLlamaCppsRepackedBits() throws {
-        for c in try Self.load() {
+        for c in try ProductFixtures.loadRepacked("q4_0-products.json") {
             #expect(c.weights.count == c.rows * GGMLType.q4_0.rowBytes(elements: c.k)!)
             let (x, xRowBytes) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             try bothPaths { path in
                 let y = WeightTypeKernelTests.product(
                     .q4_0, c.weights, rows: c.rows, k: c.k, x: x, xRowBytes: xRowBytes, n: c.n, orders: [])
                 _ = try #require(y.count == c.repacked.count)
-                let (count, first) = Self.differing(y, c.repacked, rows: c.rows, n: c.n)
+                let (count, first) = ProductFixtures.differing(y, c.repacked, rows: c.rows, n: c.n)
                 #expect(count == 0, "\(path) k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))")
             }
         }
@@ -85,7 +43,7 @@ struct Q4_0ProductTests {
 
     @Test func interleavedProductsEqualLlamaCppsRepackedBits() throws {
         let pool = ComputePool(threads: 2)
-        for c in try Self.load() {
+        for c in try ProductFixtures.loadRepacked("q4_0-products.json") {
             let (x, _) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
             let (packed, packedType, groupBytes) = ProductFixtures.interleaved(.q4_0, c.weights, rows: c.rows, k: c.k)
             #expect(packedType == Int32(CK_TYPE_Q4_0_X8))
@@ -96,7 +54,7 @@ struct Q4_0ProductTests {
                             type: packedType, weights: w.baseAddress!, stride: groupBytes, rows: c.rows, k: c.k,
                             activations: x, n: c.n, pool: usePool ? pool : nil)
                     }
-                    let (count, first) = Self.differing(y, c.repacked, rows: c.rows, n: c.n)
+                    let (count, first) = ProductFixtures.differing(y, c.repacked, rows: c.rows, n: c.n)
                     #expect(
                         count == 0,
                         "\(path) pool=\(usePool) k=\(c.k) n=\(c.n): \(count) of \(y.count) differ (first \(first))")
