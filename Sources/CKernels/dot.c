@@ -40,9 +40,10 @@ static float dot_f32_portable(int k, const float *w, const float *a) {
     return s;
 }
 
+// Activations rounded to f16 first, as every F16 product takes them (dot_float16.c).
 static float dot_f16_f32_portable(int k, const uint16_t *w, const float *a) {
     float s = 0.0f;
-    for (int i = 0; i < k; i++) s += ck_fp16_to_fp32(w[i]) * a[i];
+    for (int i = 0; i < k; i++) s += ck_fp16_to_fp32(w[i]) * ck_fp16_to_fp32(ck_fp32_to_fp16(a[i]));
     return s;
 }
 
@@ -362,20 +363,6 @@ CK_FAST static float dot_f32_fast(int k, const float *w, const float *a) {
     return s;
 }
 
-CK_FAST static float dot_f16_f32_fast(int k, const uint16_t *w, const float *a) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= k; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(a + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))), _mm256_loadu_ps(a + i + 8), acc1);
-    }
-    for (; i + 8 <= k; i += 8) {
-        acc0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))), _mm256_loadu_ps(a + i), acc0);
-    }
-    float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
-    for (; i < k; i++) s += _cvtsh_ss(w[i]) * a[i];
-    return s;
-}
 #endif
 
 float ck_dot_q4_1_q8_1(int k, const ck_block_q4_1 *w, const ck_block_q8_1 *a) {
@@ -400,10 +387,8 @@ float ck_dot_f32(int k, const float *w, const float *a) {
 }
 
 float ck_dot_f16_f32(int k, const uint16_t *w, const float *a) {
-#if CK_X86
-    if (ck_fast_paths_enabled()) return dot_f16_f32_fast(k, w, a);
-#endif
-    return dot_f16_f32_portable(k, w, a);
+    const ck_float16_kernels f16 = ck_pick_float16(CK_TYPE_F16, ck_fast_paths_enabled());
+    return f16.dot ? f16.dot(k, w, a) : dot_f16_f32_portable(k, w, a);
 }
 
 // MARK: - Kernel choice
@@ -414,7 +399,7 @@ static ck_dot_fn pick_dot(int type, int fast) {
     case CK_TYPE_Q4_1: return fast ? (ck_dot_fn)dot_q4_1_q8_1_fast : (ck_dot_fn)dot_q4_1_q8_1_portable;
     case CK_TYPE_Q8_0: return fast ? (ck_dot_fn)dot_q8_0_q8_0_fast : (ck_dot_fn)dot_q8_0_q8_0_portable;
     case CK_TYPE_F32: return fast ? (ck_dot_fn)dot_f32_fast : (ck_dot_fn)dot_f32_portable;
-    case CK_TYPE_F16: return fast ? (ck_dot_fn)dot_f16_f32_fast : (ck_dot_fn)dot_f16_f32_portable;
+    case CK_TYPE_F16: return fast ? ck_pick_float16(type, fast).dot : (ck_dot_fn)dot_f16_f32_portable;
 #else
     case CK_TYPE_Q4_1: return (ck_dot_fn)dot_q4_1_q8_1_portable;
     case CK_TYPE_Q8_0: return (ck_dot_fn)dot_q8_0_q8_0_portable;
@@ -426,23 +411,33 @@ static ck_dot_fn pick_dot(int type, int fast) {
     if (type == CK_TYPE_MXFP4) return ck_pick_dot_mxfp4(type, fast);
     const ck_dot_fn pairs = ck_pick_dot_bf16_pairs(type, fast);
     if (pairs) return pairs;
+    const ck_dot_fn float16 = ck_pick_float16(type, fast).dot;
+    if (float16) return float16;
     const ck_dot_fn legacy = ck_pick_dot_legacy(type, fast);
     return legacy ? legacy : ck_pick_dot_kquants(type, fast);
 }
 
 ck_kernels ck_pick_kernels(int type, int fast) {
-    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    ck_kernels k = {pick_dot(type, fast), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     k.dot_tiled = ck_pick_dot_tiled_kquants(type, fast);
     k.dot1x4_tiled = ck_pick_dot1x4_tiled_kquants(type, fast);
     k.dot_pairs = ck_pick_dot_pairs_kquants(type, fast);
     k.dot1x4 = ck_pick_dot1x4_legacy(type, fast);
     if (!k.dot1x4) k.dot1x4 = ck_pick_dot1x4_kquants(type, fast);
     k.dot4 = ck_pick_dot4_legacy(type, fast);
-    k.dot_rows = ck_pick_dot_rows(type, fast);
-    // BF16 on AVX512-BF16: several tokens in tinyBLAS's order where llama.cpp takes it, the
-    // single row's (ggml_vec_dot_bf16's) elsewhere, in tiles that narrow each activation once.
+    // F16 and BF16: a row alone in ggml_vec_dot's order, a micro-batch's rows in tinyBLAS's
+    // where llama.cpp takes it; with AVX512-BF16 in vdpbf16ps pairs (dot_bf16_pairs.c), otherwise
+    // in f32 lanes of the fast kernels' width (dot_float16.c).
     k.dot_gemm = ck_pick_gemm_bf16_pairs(type, fast);
-    if (k.dot_gemm) k.dot_rows = ck_pick_rows_bf16_pairs(type, fast);
+    if (k.dot_gemm) {
+        k.dot_rows = ck_pick_rows_bf16_pairs(type, fast);
+        k.gemm_k = 32;
+    } else {
+        const ck_float16_kernels f = ck_pick_float16(type, fast);
+        k.dot_rows = f.rows;
+        k.dot_gemm = f.gemm;
+        k.gemm_k = f.gemm_k;
+    }
     if (type == CK_TYPE_Q4_0_X8 || type == CK_TYPE_Q4_1_X8 || type == CK_TYPE_Q5_0_X8 || type == CK_TYPE_Q8_0_X8 ||
         type == CK_TYPE_Q5_1_X8 || type == CK_TYPE_Q4_K_X8 || type == CK_TYPE_Q5_K_X8 || type == CK_TYPE_Q6_K_X8 ||
         type == CK_TYPE_Q3_K_X8 || type == CK_TYPE_Q2_K_X8 || type == CK_TYPE_MXFP4_X8) {

@@ -1,7 +1,8 @@
 // BF16 weights on CPUs with AVX512-BF16, whose vdpbf16ps adds two bf16 products per f32 lane,
 // in the two orders llama.cpp's CPU backend takes there (built for the CPU it runs on). Its
 // activations are the f32 ones rounded to bf16 first (its BF16 vec_dot_type; ck_round_row_bf16
-// does it once per pass here, so `a` below holds f32 values that are exact bf16 ones).
+// does it once per pass here, so `a` below holds f32 values that are exact bf16 ones; any others
+// are rounded the same way as they are narrowed).
 // - ggml_vec_dot_bf16 (one activation row; any product tinyBLAS refuses): two 16-lane
 //   accumulators over steps of 64 values (the first on values 0-31 of a step, the second on
 //   32-63), each reduced, their sum in double, then the values past the last whole step one by
@@ -13,7 +14,6 @@
 // flushed. Reductions halve: 16 lanes to 8 (lane i + lane i + 8), to 4, then (0 + 2) + (1 + 3),
 // as _mm512_reduce_add_ps and ck_hsum8 both do.
 #include <float.h>
-#include <stdlib.h>
 
 #include "internal.h"
 
@@ -28,17 +28,19 @@ static float widen(uint16_t h) {
     return f;
 }
 
-static uint16_t narrow(float f) {  // an exact bf16 value's bits
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    return (uint16_t)(bits >> 16);
+// An activation rounded to bf16 (nearest even): the identity on the values a pass gives
+// (ck_rows_quantize rounded them already), vcvtne2ps2bf16's rounding for any others.
+static float rounded(float x) {
+    float y;
+    ck_round_row_bf16(&x, &y, 1);
+    return y;
 }
 
 // One vdpbf16ps over 32 values at w and a into 16 lanes.
 static void pairs_step(float *lanes, const uint16_t *w, const float *a) {
     for (int j = 0; j < 16; j++) {
-        const float w1 = flush(widen(w[2 * j + 1])), a1 = flush(widen(narrow(a[2 * j + 1])));
-        const float w0 = flush(widen(w[2 * j])), a0 = flush(widen(narrow(a[2 * j])));
+        const float w1 = flush(widen(w[2 * j + 1])), a1 = flush(rounded(a[2 * j + 1]));
+        const float w0 = flush(widen(w[2 * j])), a0 = flush(rounded(a[2 * j]));
         lanes[j] = flush(fmaf(w1, a1, lanes[j]));
         lanes[j] = flush(fmaf(w0, a0, lanes[j]));
     }
@@ -65,7 +67,7 @@ float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int 
     }
     double s = (double)reduce16(c1);
     s += (double)reduce16(c2);
-    for (; i < k; i++) s += (double)(widen(w[i]) * a[i]);
+    for (; i < k; i++) s += (double)(widen(w[i]) * rounded(a[i]));
     return (float)s;
 }
 
@@ -111,23 +113,15 @@ CK_BF16 static float dot_bf16_pairs(int k, const void *wv, const void *av) {
     }
     double s = (double)hsum16(c1);
     s += (double)hsum16(c2);
-    for (; i < k; i++) s += (double)(widen(w[i]) * a[i]);
+    for (; i < k; i++) s += (double)(widen(w[i]) * rounded(a[i]));
     return (float)s;
 }
 
-// Activation rows narrowed to bf16 once per call (tokens x k values), into a buffer of the
-// calling thread kept for its next calls: the kernels then load both operands as they are.
-static _Thread_local uint16_t *narrowed;
-static _Thread_local size_t narrowed_capacity;
-
+// Activation rows narrowed to bf16 once per call (tokens x k values), into the calling thread's
+// buffer: the kernels then load both operands as they are.
 CK_BF16 static const uint16_t *narrow_rows(const float *x, size_t xs, int k, int n) {
-    const size_t need = (size_t)n * k;
-    if (need > narrowed_capacity) {
-        free(narrowed);
-        narrowed = (uint16_t *)aligned_alloc(64, (need * 2 + 63) / 64 * 64);
-        narrowed_capacity = narrowed ? need : 0;
-        if (!narrowed) return 0;
-    }
+    uint16_t *narrowed = (uint16_t *)ck_thread_scratch((size_t)n * k * 2);
+    if (!narrowed) return 0;
     for (int t = 0; t < n; t++) {
         for (int i = 0; i + 32 <= k; i += 32) {
             _mm512_storeu_si512((void *)(narrowed + (size_t)t * k + i), (__m512i)load_a(x + t * xs + i));
@@ -150,7 +144,7 @@ CK_BF16 static void vec_rows_narrowed(int k, const uint16_t *w, size_t ws, int r
         }
         double s = (double)hsum16(c1);
         s += (double)hsum16(c2);
-        for (; i < k; i++) s += (double)(widen(wr[i]) * af[i]);
+        for (; i < k; i++) s += (double)(widen(wr[i]) * rounded(af[i]));
         y[r] = (float)s;
     }
 }
@@ -178,7 +172,7 @@ CK_BF16 CK_INLINE void tile_vec(int R, int T, int k, const uint16_t *w, size_t w
         for (int r = 0; r < R; r++) {
             double s = (double)hsum16(c1[r][t]);
             s += (double)hsum16(c2[r][t]);
-            for (int j = i; j < k; j++) s += (double)(widen(w[r * ws + j]) * xf[t * xfs + j]);
+            for (int j = i; j < k; j++) s += (double)(widen(w[r * ws + j]) * rounded(xf[t * xfs + j]));
             y[(size_t)t * ldy + r] = (float)s;
         }
     }
@@ -320,11 +314,16 @@ CK_BF16 static void gemm_bf16_pairs(int k, const void *w, size_t wrb, int rows, 
 
 #endif
 
-// BF16 weights, fast paths, AVX-512 not turned off by ck_set_vnni(0) (tests: the AVX2 kernels
-// stay covered here) and a CPU with AVX512-BF16.
+static _Thread_local int pairs_allowed = 1;
+
+void ck_set_bf16_pairs(int enabled) { pairs_allowed = enabled != 0; }
+
+// BF16 weights, fast paths, AVX-512 not turned off by ck_set_vnni(0) nor these kernels by
+// ck_set_bf16_pairs(0) (tests: the f32-lane kernels of both widths stay covered here) and a CPU
+// with AVX512-BF16.
 static int pairs_on(int type, int fast) {
 #if CK_X86
-    return fast && type == CK_TYPE_BF16 && ck_cpu_has_vnni() && pairs_hw();
+    return fast && type == CK_TYPE_BF16 && pairs_allowed && ck_cpu_has_vnni() && pairs_hw();
 #else
     (void)type;
     (void)fast;

@@ -1,5 +1,6 @@
 // Dot products of the 32-value block types beyond Q4_1/Q8_0 (Q4_0 and Q5_0 against Q8_0
-// activations, Q5_1 against Q8_1) and of BF16 weights against f32 activations. Numerics follow
+// activations, Q5_1 against Q8_1) and the portable one of BF16 weights (the fast ones are in
+// dot_float16.c and dot_bf16_pairs.c). Numerics follow
 // ggml's AVX2 kernels: per block an integer dot, then one accumulator of fp16(d_w) * fp16(d_a) *
 // isum in block order (8 float lanes on AVX2, reduced as ck_hsum8); Q4_0 follows ggml's repacked
 // products instead (one scalar accumulator, see dot_q4_0_portable).
@@ -70,9 +71,14 @@ static float bf16(uint16_t h) {
     return f;
 }
 
+// Activations rounded to bf16 first, as every BF16 product takes them (dot_float16.c).
 static float dot_bf16_f32_portable(int k, const uint16_t *w, const float *a) {
     float s = 0.0f;
-    for (int i = 0; i < k; i++) s += bf16(w[i]) * a[i];
+    for (int i = 0; i < k; i++) {
+        float r;
+        ck_round_row_bf16(&a[i], &r, 1);
+        s += bf16(w[i]) * r;
+    }
     return s;
 }
 
@@ -252,23 +258,6 @@ CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block
     return ck_hsum8(acc) + summs;
 }
 
-CK_FAST static inline __m256 load_bf16x8(const uint16_t *w) {
-    const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)w));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-}
-
-CK_FAST static float dot_bf16_f32_fast(int k, const uint16_t *w, const float *a) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= k; i += 16) {
-        acc0 = _mm256_fmadd_ps(load_bf16x8(w + i), _mm256_loadu_ps(a + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_bf16x8(w + i + 8), _mm256_loadu_ps(a + i + 8), acc1);
-    }
-    for (; i + 8 <= k; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(w + i), _mm256_loadu_ps(a + i), acc0);
-    float s = ck_hsum8(_mm256_add_ps(acc0, acc1));
-    for (; i < k; i++) s += bf16(w[i]) * a[i];
-    return s;
-}
 #endif
 
 ck_dot4_fn ck_pick_dot4_legacy(int type, int fast) {
@@ -298,7 +287,6 @@ ck_dot_fn ck_pick_dot_legacy(int type, int fast) {
         case CK_TYPE_Q4_0: return (ck_dot_fn)dot_q4_0_fast;
         case CK_TYPE_Q5_0: return has_avx512_vnni_bw() ? (ck_dot_fn)dot_q5_0_vnni : (ck_dot_fn)dot_q5_0_fast;
         case CK_TYPE_Q5_1: return (ck_dot_fn)dot_q5_1_fast;
-        case CK_TYPE_BF16: return (ck_dot_fn)dot_bf16_f32_fast;
         default: break;
         }
     }

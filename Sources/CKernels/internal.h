@@ -141,7 +141,7 @@ typedef void (*ck_dot4x4_fn)(int k, const void *w, size_t w_row_blocks, const vo
 typedef void (*ck_dot1x4_fn)(int k, const void *w, const void *const *x, float *out);
 
 /// `rows` weight rows (w_row_bytes apart) against `n` activation rows: y[t * ldy + r], each
-/// output bit for bit the single-row kernel's (dot_rows.c).
+/// output in one fixed order of its row and token (dot_float16.c, dot_bf16_pairs.c).
 typedef void (*ck_dot_rows_fn)(int k, const void *w, size_t w_row_bytes, int rows, const void *x, size_t x_row_bytes,
                                int n, float *y, int ldy);
 
@@ -161,6 +161,7 @@ typedef struct {
     // the single row's (BF16 on AVX512-BF16: tinyBLAS), or NULL. Where it is set, dot_rows takes
     // every other token, a lone one too (matmul_rows_gemm).
     ck_dot_rows_fn dot_gemm;
+    int gemm_k;  // dot_gemm's k must be a multiple of this (tinyBLAS's step), or 0
 } ck_kernels;
 
 /// The kernels for a matrix of `type` (a CK_TYPE_*), fast ones when `fast`.
@@ -210,10 +211,8 @@ int ck_cpu_has_vnni(void);
 /// MXFP4's dot kernel against Q8_0 (dot_mxfp4.c) and its dequantizer; NULL for other types.
 ck_dot_fn ck_pick_dot_mxfp4(int type, int fast);
 void ck_dequantize_row_mxfp4(const ck_block_mxfp4 *x, float *y, int k);
-/// F16 and BF16 weights over several tokens (dot_rows.c); NULL for other types or portable paths.
-ck_dot_rows_fn ck_pick_dot_rows(int type, int fast);
 /// Tokens per sweep of the multi-token float kernels: their activations stay in L2 while every
-/// row group of the chunk passes over them (dot_rows.c).
+/// row group of the chunk passes over them (dot_float16.c).
 int ck_rows_token_block(int k);
 /// BF16 on AVX512-BF16 in llama.cpp's orders there (dot_bf16_pairs.c): one row as
 /// ggml_vec_dot_bf16, several tokens as tinyBLAS; NULL for other types, paths or CPUs.
@@ -221,6 +220,19 @@ ck_dot_fn ck_pick_dot_bf16_pairs(int type, int fast);
 ck_dot_rows_fn ck_pick_gemm_bf16_pairs(int type, int fast);
 /// ... and several rows (and tokens) in ggml_vec_dot_bf16's order, each output the single row's.
 ck_dot_rows_fn ck_pick_rows_bf16_pairs(int type, int fast);
+/// F16, and BF16 without AVX512-BF16, in llama.cpp's orders for the width of the fast kernels
+/// (dot_float16.c): one row alone (ggml_vec_dot_*), several rows each in that order, and rows of
+/// micro-batches (tinyBLAS, k a multiple of gemm_k). All NULL on portable paths.
+typedef struct {
+    ck_dot_fn dot;
+    ck_dot_rows_fn rows;
+    ck_dot_rows_fn gemm;
+    int gemm_k;
+} ck_float16_kernels;
+ck_float16_kernels ck_pick_float16(int type, int fast);
+/// A buffer of at least `bytes` (64-byte aligned) for the calling thread, kept for its next calls
+/// and grown as needed, where the 16-bit float kernels round activation rows; NULL without memory.
+void *ck_thread_scratch(size_t bytes);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 

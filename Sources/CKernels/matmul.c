@@ -59,7 +59,7 @@ static void matmul_rows_ordered(const ck_kernels *kern, const ck_matmul_args *p,
 
 // Float types with a GEMM order of their own (kern->dot_gemm): each run of tokens that are
 // rows of a micro-batch (CK_ORDER_BATCH; every token for NULL orders and n > 1) through the GEMM
-// where llama.cpp's tinyBLAS takes it (k a multiple of 32, a matrix of a multiple of 4 rows),
+// where llama.cpp's tinyBLAS takes it (k a multiple of its step, a matrix of a multiple of 4 rows),
 // every other run through the rows kernel, whose outputs are a row alone's. An output's bits
 // depend on its row and token only, so runs may be cut anywhere.
 static int in_batch(const ck_matmul_args *p, int t) {
@@ -69,7 +69,7 @@ static int in_batch(const ck_matmul_args *p, int t) {
 static void matmul_rows_gemm(const ck_kernels *kern, const ck_matmul_args *p, int r0, int r1) {
     const char *w = (const char *)p->w + (size_t)r0 * p->w_row_bytes;
     const char *x = (const char *)p->x;
-    const int gemm_shape = p->k % 32 == 0 && p->rows % 4 == 0;
+    const int gemm_shape = p->k % kern->gemm_k == 0 && p->rows % 4 == 0;
     for (int t0 = 0; t0 < p->n;) {
         const int batch = in_batch(p, t0);
         int t1 = t0 + 1;

@@ -5,7 +5,7 @@ import Testing
 @testable import Engine
 
 /// BF16 matrix products against llama.cpp's own (`Tests/Fixtures/reference/bf16-products.json`,
-/// made by `scripts/llama-cpp-bf16-products.cpp` with ggml's CPU backend at commit 0c1e57098 on a
+/// made by `scripts/llama-cpp-float-products.cpp BF16` with ggml's CPU backend at commit 0c1e57098 on a
 /// CPU with AVX512-BF16): weight matrices of K = 512, 544 and 528 values by 8 rows and of 512 by 6
 /// rows times 1, 4 and 9 activation rows. llama.cpp rounds the activations to bf16 first and then,
 /// on such a CPU, multiplies with vdpbf16ps in ggml_vec_dot_bf16's order (one row; widths off
@@ -22,24 +22,26 @@ struct BF16ProductTests {
     }
 
     struct Fixture {
+        let type: GGMLType
         let stride: Int
         let activations: [Float]
         let matrices: [Matrix]
 
-        /// The first `n` activation rows, the first `k` values of each, rounded to bf16 as a
-        /// pass rounds them (`ck_rows_quantize` in the BF16 form).
+        /// The first `n` activation rows, the first `k` values of each, rounded to the weights'
+        /// type as a pass rounds them (`ck_rows_quantize` in the BF16 or F16 form).
         func rounded(k: Int, n: Int) -> [Float] {
             var x = [Float]()
             for t in 0..<n { x += activations[t * stride..<t * stride + k] }
             var y = [Float](repeating: .nan, count: x.count)
-            let status = ck_rows_quantize(nil, Int32(GGMLType.bf16.rawValue), x, Int32(k), &y, 4 * k, Int32(n))
+            let status = ck_rows_quantize(nil, Int32(type.rawValue), x, Int32(k), &y, 4 * k, Int32(n))
             precondition(status == 0)
             return y
         }
     }
 
-    static func load() throws -> Fixture {
-        let json = try TestFixtures.reference("bf16-products.json")
+    /// A fixture of `scripts/llama-cpp-float-products.cpp` (same layout for BF16 and F16).
+    static func load(_ name: String = "bf16-products.json", type: GGMLType = .bf16) throws -> Fixture {
+        let json = try TestFixtures.reference(name)
         var matrices: [Matrix] = []
         for m in try #require(json["matrices"] as? [[String: Any]]) {
             let hex = Array(try #require(m["weights"] as? String).utf8)
@@ -57,7 +59,7 @@ struct BF16ProductTests {
                     products: products))
         }
         return Fixture(
-            stride: try #require(json["stride"] as? Int),
+            type: type, stride: try #require(json["stride"] as? Int),
             activations: try #require(json["activations"] as? [Double]).map { Float($0) }, matrices: matrices)
     }
 

@@ -14,7 +14,7 @@ import Testing
         /// Q5_1, Q8_0 and the K-quants, a Q8_0 output head): each product's decode rows.
         case everyWeightType
         /// Every matrix BF16 (output head too), whose micro-batch rows take another order than
-        /// a row alone on AVX512-BF16 CPUs (tinyBLAS's, as llama.cpp): drafts must not.
+        /// a row alone on the fast paths (tinyBLAS's, as llama.cpp): drafts must not.
         case bf16
     }
 
@@ -78,8 +78,8 @@ import Testing
     }
 
     /// The same tokens as prompt rows (one scored call) give other bits: the test can fail. (All
-    /// BF16: only where its micro-batch rows take tinyBLAS's order, AVX512-BF16 CPUs; elsewhere
-    /// its products have one order and the bits must agree.)
+    /// BF16: its micro-batch rows take tinyBLAS's order on the fast paths, as llama.cpp's; the
+    /// portable ones have one order, and there the bits must agree.)
     @Test(arguments: [Model.smollm2, .bf16])
     func promptRowsAreNotDecodeSteps(_ which: Model) throws {
         let model = try load(which)
@@ -94,7 +94,7 @@ import Testing
             try model.forward(scoring: tokens[...], of: tokens.count, cache: model.makeCache(capacity: 64), rows: $0)
         }
         let differing = zip(decodeRows, promptRows).count { $0.bitPattern != $1.bitPattern }
-        if which == .bf16 && ck_bf16_pairs_enabled() == 0 {
+        if which == .bf16 && ck_fast_paths_enabled() == 0 {
             #expect(differing == 0)
         } else {
             #expect(differing > 0)

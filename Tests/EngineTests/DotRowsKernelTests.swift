@@ -3,10 +3,12 @@ import Testing
 
 @testable import Engine
 
-/// F16 and BF16 products over several tokens (dot_rows.c: a few weight rows widened once per
-/// group of tokens) give every output the single-row kernel's bits, for 1...9 tokens, odd
-/// widths and row counts (tile edges and the kernels' tails), any row order flags, with and
-/// without the pool, on every path.
+/// F16 and BF16 products over several tokens, as a row alone's (dot_float16.c, dot_bf16_pairs.c:
+/// each weight vector widened once per group of tokens) give every output the single-row
+/// kernel's bits, for 1...9 tokens, odd widths and row counts (tile edges and the kernels'
+/// tails), order flags without CK_ORDER_BATCH and none (row counts here are never a multiple of
+/// 4, which tinyBLAS's order needs: Float16ProductTests covers that one), with and without the
+/// pool, on every path.
 @Suite(.serialized)
 struct DotRowsKernelTests {
     static func weights(_ type: GGMLType, count: Int, rng: inout SeededRandom) -> [UInt16] {

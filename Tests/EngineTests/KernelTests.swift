@@ -116,7 +116,10 @@ struct KernelTests {
         let a = rng.floats(k)
         let wh = w.map(ReferenceKernels.floatToFP16)
         let expect32 = ReferenceKernels.dot(w, a)
-        let expect16 = ReferenceKernels.dot(wh.map(ReferenceKernels.fp16ToFloat), a)
+        // F16 products round the activations to f16 first (as llama.cpp's; the pass has done it
+        // already, the kernels do it for anyone else).
+        let ah = a.map { ReferenceKernels.fp16ToFloat(ReferenceKernels.floatToFP16($0)) }
+        let expect16 = ReferenceKernels.dot(wh.map(ReferenceKernels.fp16ToFloat), ah)
         bothPaths { path in
             #expect(close(ck_dot_f32(Int32(k), w, a), expect32, rel: 1e-5, abs: 1e-5), "\(path) f32 k=\(k)")
             #expect(close(ck_dot_f16_f32(Int32(k), wh, a), expect16, rel: 1e-5, abs: 1e-5), "\(path) f16 k=\(k)")
@@ -162,9 +165,10 @@ struct KernelTests {
                     for r in 0..<rows { expected[t * rows + r] = ReferenceKernels.dotQ8_0Q8_0(wRow(r), q, k: k) }
                 case .f16:
                     for v in xt { withUnsafeBytes(of: v.bitPattern.littleEndian) { xBytes += $0 } }
+                    let rounded = xt.map { ReferenceKernels.fp16ToFloat(ReferenceKernels.floatToFP16($0)) }
                     for r in 0..<rows {
                         expected[t * rows + r] = ReferenceKernels.dot(
-                            ReferenceKernels.dequantizeF16(wRow(r), count: k), xt)
+                            ReferenceKernels.dequantizeF16(wRow(r), count: k), rounded)
                     }
                 default:
                     for v in xt { withUnsafeBytes(of: v.bitPattern.littleEndian) { xBytes += $0 } }

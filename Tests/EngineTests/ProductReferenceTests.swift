@@ -4,7 +4,7 @@ import Testing
 
 @testable import Engine
 
-/// K-quant and F16 matrix products against llama.cpp's own (`Tests/Fixtures/reference/kquant-products.json`,
+/// K-quant matrix products against llama.cpp's own (`Tests/Fixtures/reference/kquant-products.json`,
 /// made by `scripts/llama-cpp-kquant-products.cpp` with ggml's CPU backend at commit 0c1e57098, no
 /// repacked weights): fixed weights of Q2_K, Q3_K, Q5_K and Q6_K times 4 activation rows (ggml's
 /// per-row vec_dot kernels) and 9 rows (its tiled K-quant product, taken from 8 rows on). inferd's
@@ -13,12 +13,8 @@ import Testing
 /// 4-row ones on the fast paths. Issue #34: Q2_K, Q3_K and
 /// Q5_K rows of a prompt pass used the per-row order, a few ulps off the tiled product, which the
 /// default model turned into echoed log-probabilities up to 0.6 away from llama.cpp's.
-/// F16: llama.cpp rounds the activations to f16 before its product (llamafile's tinyBLAS, 16 f32
-/// lanes); inferd used them unrounded, 0.010 off in log-probability, and now rounds them once
-/// per pass (`ck_rows_quantize` to CK_TYPE_F16, as `LlamaModel.arguments` does). The fast kernels
-/// follow tinyBLAS's lanes; the portable F16 one sums in another order, so only the fast paths compare.
-/// (BF16, in the fixture too, is not compared: llama.cpp's product there is AVX512-BF16's dot
-/// instruction, whose rounding inferd does not reproduce yet.)
+/// (F16 and BF16, in the fixture too, are compared in Float16ProductTests and BF16ProductTests,
+/// against products of llama.cpp built for each vector width.)
 /// (Q4_K follows llama.cpp's repacked products, which its default CPU backend takes for Q4_K
 /// matrices of whole groups of 8 rows; the fixture's are not repacked, so Q4_K is not compared here.)
 @Suite(.serialized)
@@ -51,27 +47,17 @@ struct ProductReferenceTests {
         return (k, rows, activations, cases)
     }
 
-    @Test(arguments: [GGMLType.q2_K, .q3_K, .q5_K, .q6_K, .f16])
+    @Test(arguments: [GGMLType.q2_K, .q3_K, .q5_K, .q6_K])
     func productsEqualLlamaCppsBits(type: GGMLType) throws {
         let (k, rows, activations, cases) = try Self.load()
         let mine = cases.filter { $0.type == type }
         #expect(mine.count == 2)
         for c in mine {
             #expect(c.weights.count == rows * type.rowBytes(elements: k)!)
-            let float = type.activationForm == .f32
-            let xRowBytes = float ? k * MemoryLayout<Float>.stride : k / 256 * MemoryLayout<ck_block_q8_K>.stride
+            let xRowBytes = k / 256 * MemoryLayout<ck_block_q8_K>.stride
             var x = [UInt8](repeating: 0, count: c.n * xRowBytes)
             activations.withUnsafeBufferPointer { ab in
                 x.withUnsafeMutableBytes { xb in
-                    if float {
-                        // As the model prepares them for F16 weights (LlamaModel.arguments).
-                        #expect(
-                            ck_rows_quantize(
-                                nil, Int32(GGMLType.f16.rawValue), ab.baseAddress!, Int32(k), xb.baseAddress!,
-                                xRowBytes,
-                                Int32(c.n)) == 0)
-                        return
-                    }
                     for t in 0..<c.n {
                         ck_quantize_row_q8_K(
                             ab.baseAddress! + t * k,
@@ -89,7 +75,7 @@ struct ProductReferenceTests {
             try bothPaths { path in
                 // Under 8 rows llama.cpp takes its per-row vec_dot kernels, whose AVX2 orders the
                 // fast kernels follow; the portable ones sum those rows in another order.
-                if (c.n < 8 || float) && path == "portable" { return }
+                if c.n < 8 && path == "portable" { return }
                 let y = WeightTypeKernelTests.product(
                     type, c.weights, rows: rows, k: k, x: x, xRowBytes: xRowBytes, n: c.n, orders: orders)
                 var differing = 0

@@ -147,11 +147,6 @@ float ck_dot_ordered(int type, int k, const void *w, const void *x, int order);
 /// The same with the portable kernels.
 float ck_dot_ordered_portable(int type, int k, const void *w, const void *x, int order);
 
-/// Y as ck_matmul computes it, from the single-row kernel of `type` (fast or portable, as the
-/// thread's paths) per output: the reference of the F16 and BF16 multi-row kernels (dot_rows.c).
-void ck_dot_rows_reference(int type, int k, const void *w, size_t w_row_bytes, int rows, const void *x,
-                           size_t x_row_bytes, int n, float *y, int ldy);
-
 /// Rows r0..<r1, every token, on the calling thread.
 void ck_matmul_rows(const ck_matmul_args *args, int r0, int r1);
 /// All rows, split over the pool (pool may be NULL: caller only).
@@ -482,13 +477,27 @@ void ck_round_row_bf16(const float *x, float *y, int n);
 /// ggml_vec_dot_bf16's order (one activation row); 1: tinyBLAS's (several rows; k a multiple of
 /// 32, otherwise the vec_dot order). The reference of the AVX512-BF16 kernels.
 float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int gemm);
+/// One output of llama.cpp's F16 product, in portable C (dot_float16.c): `a` holds k activations
+/// already rounded by ck_round_row_f16; lanes = 16 as built for AVX512F, 8 for AVX2. gemm = 0:
+/// ggml_vec_dot_f16's order (one activation row); 1: tinyBLAS's (several rows; k a multiple of
+/// lanes, otherwise the vec_dot order). The reference of the F16 kernels.
+float ck_dot_f16_reference(int k, const uint16_t *w, const float *a, int lanes, int gemm);
+/// The same for BF16 where the CPU has no AVX512-BF16 (f32 lanes; ck_round_row_bf16).
+float ck_dot_bf16_reference(int k, const uint16_t *w, const float *a, int lanes, int gemm);
+/// The width whose order F16 products (and BF16 ones without AVX512-BF16) on this thread follow:
+/// 16 (AVX-512 kernels), 8 (AVX2), or 0 (portable paths: a plain sum, no llama.cpp order).
+int ck_float16_lanes(void);
 /// One output of llama.cpp's repacked Q2_K product (AVX-512 CPUs: q2_K_8x8_q8_K), from a row in
 /// the file's layout and a Q8_K activation row: halves = 1 as its GEMM (a micro-batch's rows in
 /// whole groups of four), 0 as its GEMV (interleave_q2_k.c). The reference of the kernels.
 float ck_dot_q2_k_repacked_reference(int k, const void *w, const void *x, int halves);
 /// 1 when BF16 products on this thread take the AVX512-BF16 kernels (llama.cpp's orders there):
-/// fast paths on, the CPU has AVX512-BF16 and ck_set_vnni did not turn AVX-512 off.
+/// fast paths on, the CPU has AVX512-BF16 and neither ck_set_vnni nor ck_set_bf16_pairs turned
+/// them off.
 int ck_bf16_pairs_enabled(void);
+/// Turns the AVX512-BF16 kernels off (0: BF16 takes the f32-lane ones of dot_float16.c, as on a
+/// CPU without AVX512-BF16) or back on (1, if supported) for the calling thread. For tests.
+void ck_set_bf16_pairs(int enabled);
 /// The gated feed-forward's activations (ck_rows_glu's kind).
 enum { CK_GLU_SILU = 0, CK_GLU_GELU = 1, CK_GLU_SWIGLU_OAI = 2 };
 /// gpt-oss's constants for ck_swiglu_oai_mul, as llama.cpp passes them (build_moe_ffn).
