@@ -131,13 +131,20 @@ CK_BF16 static const uint16_t *narrow_rows(const float *x, size_t xs, int k, int
 }
 
 // A lone token in ggml_vec_dot_bf16's order over narrowed activations, one weight row at a time
-// (each read as one stream: on Zen 4 two or four rows side by side read 30-45 % slower).
+// (each read as one stream: on Zen 4 two or four rows side by side read 30-45 % slower), two steps
+// per iteration (the same order; a 1 GiB walk read 22.5 GB/s with one step, 24.5 with two).
 CK_BF16 static void vec_rows_narrowed(int k, const uint16_t *w, size_t ws, int rows, const uint16_t *a,
                                       const float *af, float *y) {
     for (int r = 0; r < rows; r++) {
         const uint16_t *wr = w + (size_t)r * ws;
         __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
         int i = 0;
+        for (; i + 128 <= k; i += 128) {
+            c1 = _mm512_dpbf16_ps(c1, load_w(wr + i), load_w(a + i));
+            c2 = _mm512_dpbf16_ps(c2, load_w(wr + i + 32), load_w(a + i + 32));
+            c1 = _mm512_dpbf16_ps(c1, load_w(wr + i + 64), load_w(a + i + 64));
+            c2 = _mm512_dpbf16_ps(c2, load_w(wr + i + 96), load_w(a + i + 96));
+        }
         for (; i + 64 <= k; i += 64) {
             c1 = _mm512_dpbf16_ps(c1, load_w(wr + i), load_w(a + i));
             c2 = _mm512_dpbf16_ps(c2, load_w(wr + i + 32), load_w(a + i + 32));
