@@ -211,8 +211,8 @@ int ck_cpu_has_vnni(void);
 /// MXFP4's dot kernel against Q8_0 (dot_mxfp4.c) and its dequantizer; NULL for other types.
 ck_dot_fn ck_pick_dot_mxfp4(int type, int fast);
 void ck_dequantize_row_mxfp4(const ck_block_mxfp4 *x, float *y, int k);
-/// Tokens per sweep of the multi-token float kernels: their activations stay in L2 while every
-/// row group of the chunk passes over them (dot_float16.c).
+/// Tokens per sweep of the multi-token float kernels: as many as 2 MB of f32 activations, so
+/// the weights are read from memory few times (dot_float16.c).
 int ck_rows_token_block(int k);
 /// BF16 on AVX512-BF16 in llama.cpp's orders there (dot_bf16_pairs.c): one row as
 /// ggml_vec_dot_bf16, several tokens as tinyBLAS; NULL for other types, paths or CPUs.

@@ -135,7 +135,8 @@ struct BF16ProductTests {
         var rng = SeededRandom(seed: 9300)
         let pool = ComputePool(threads: 2)
         let batch = UInt8(CK_ORDER_BATCH)
-        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8)] {
+        // (The last: sweeps of 4 tokens, ck_rows_token_block, so 5 tokens and more cross one.)
+        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8), (131_072, 4)] {
             let w = DotRowsKernelTests.weights(.bf16, count: rows * k, rng: &rng)
             let raw = rng.floats(13 * k, 2)
             var x = [Float](repeating: 0, count: raw.count)

@@ -174,7 +174,8 @@ struct Float16ProductTests {
         var widths = 0
         for lanes in [16, 8] {
             let ran = Self.onKernels(lanes: lanes) {
-                for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8), (520, 8), (40, 4)] {
+                // (The last: sweeps of 4 tokens, ck_rows_token_block, so 5 tokens and more cross one.)
+                for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8), (520, 8), (40, 4), (131_072, 4)] {
                     let w = DotRowsKernelTests.weights(type, count: rows * k, rng: &rng)
                     let raw = rng.floats(13 * k, 2)
                     var x = [Float](repeating: 0, count: raw.count)
