@@ -28,19 +28,11 @@ static float widen(uint16_t h) {
     return f;
 }
 
-// An activation rounded to bf16 (nearest even): the identity on the values a pass gives
-// (ck_rows_quantize rounded them already), vcvtne2ps2bf16's rounding for any others.
-static float rounded(float x) {
-    float y;
-    ck_round_row_bf16(&x, &y, 1);
-    return y;
-}
-
 // One vdpbf16ps over 32 values at w and a into 16 lanes.
 static void pairs_step(float *lanes, const uint16_t *w, const float *a) {
     for (int j = 0; j < 16; j++) {
-        const float w1 = flush(widen(w[2 * j + 1])), a1 = flush(rounded(a[2 * j + 1]));
-        const float w0 = flush(widen(w[2 * j])), a0 = flush(rounded(a[2 * j]));
+        const float w1 = flush(widen(w[2 * j + 1])), a1 = flush(ck_round_half(1, a[2 * j + 1]));
+        const float w0 = flush(widen(w[2 * j])), a0 = flush(ck_round_half(1, a[2 * j]));
         lanes[j] = flush(fmaf(w1, a1, lanes[j]));
         lanes[j] = flush(fmaf(w0, a0, lanes[j]));
     }
@@ -67,7 +59,7 @@ float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int 
     }
     double s = (double)reduce16(c1);
     s += (double)reduce16(c2);
-    for (; i < k; i++) s += (double)(widen(w[i]) * rounded(a[i]));
+    for (; i < k; i++) s += (double)(widen(w[i]) * ck_round_half(1, a[i]));
     return (float)s;
 }
 
@@ -113,7 +105,7 @@ CK_BF16 static float dot_bf16_pairs(int k, const void *wv, const void *av) {
     }
     double s = (double)hsum16(c1);
     s += (double)hsum16(c2);
-    for (; i < k; i++) s += (double)(widen(w[i]) * rounded(a[i]));
+    for (; i < k; i++) s += (double)(widen(w[i]) * ck_round_half(1, a[i]));
     return (float)s;
 }
 
@@ -151,7 +143,7 @@ CK_BF16 static void vec_rows_narrowed(int k, const uint16_t *w, size_t ws, int r
         }
         double s = (double)hsum16(c1);
         s += (double)hsum16(c2);
-        for (; i < k; i++) s += (double)(widen(wr[i]) * rounded(af[i]));
+        for (; i < k; i++) s += (double)(widen(wr[i]) * ck_round_half(1, af[i]));
         y[r] = (float)s;
     }
 }
@@ -179,7 +171,7 @@ CK_BF16 CK_INLINE void tile_vec(int R, int T, int k, const uint16_t *w, size_t w
         for (int r = 0; r < R; r++) {
             double s = (double)hsum16(c1[r][t]);
             s += (double)hsum16(c2[r][t]);
-            for (int j = i; j < k; j++) s += (double)(widen(w[r * ws + j]) * rounded(xf[t * xfs + j]));
+            for (int j = i; j < k; j++) s += (double)(widen(w[r * ws + j]) * ck_round_half(1, xf[t * xfs + j]));
             y[(size_t)t * ldy + r] = (float)s;
         }
     }

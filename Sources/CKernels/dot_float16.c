@@ -30,9 +30,7 @@ static float widen(int bf, uint16_t h) {
     return f;
 }
 
-// An activation rounded to the type (nearest even), as llama.cpp converts it: the identity on the
-// values a pass gives (ck_rows_quantize rounded them already).
-static float rounded(int bf, float x) {
+float ck_round_half(int bf, float x) {
     float y;
     if (bf) {
         ck_round_row_bf16(&x, &y, 1);
@@ -65,7 +63,7 @@ static int accumulate(int bf, int k, const uint16_t *w, const float *a, int lane
         for (int c = 0; c < chains; c++) {
             for (int j = 0; j < lanes; j++) {
                 const int e = i + c * lanes + j;
-                acc[c][j] = fmaf(widen(bf, w[e]), rounded(bf, a[e]), acc[c][j]);
+                acc[c][j] = fmaf(widen(bf, w[e]), ck_round_half(bf, a[e]), acc[c][j]);
             }
         }
     }
@@ -89,7 +87,7 @@ static float dot_reference(int bf, int k, const uint16_t *w, const float *a, int
         for (int j = 0; j < lanes; j++) acc[0][j] = (acc[0][j] + acc[2][j]) + (acc[1][j] + acc[3][j]);
         s = (double)(bf || lanes == 16 ? halve(acc[0], lanes) : hadds(acc[0]));
     }
-    for (; i < k; i++) s += (double)(widen(bf, w[i]) * rounded(bf, a[i]));
+    for (; i < k; i++) s += (double)(widen(bf, w[i]) * ck_round_half(bf, a[i]));
     return (float)s;
 }
 
@@ -169,7 +167,7 @@ CK_FAST static const void *narrow(int bf, int floats, const float *x, size_t xs,
             _mm_storeu_si128((__m128i *)(at + i), h);
         }
         for (; i < k; i++) {
-            const float r = rounded(bf, xt[i]);
+            const float r = ck_round_half(bf, xt[i]);
             uint32_t bits;
             memcpy(&bits, &r, 4);
             if (floats) {

@@ -233,6 +233,10 @@ ck_float16_kernels ck_pick_float16(int type, int fast);
 /// A buffer of at least `bytes` (64-byte aligned) for the calling thread, kept for its next calls
 /// and grown as needed, where the 16-bit float kernels round activation rows; NULL without memory.
 void *ck_thread_scratch(size_t bytes);
+/// An activation rounded to f16 (bf = 0) or bf16 (1), nearest even, as llama.cpp converts it to
+/// its vec_dot_type: the identity on the values a pass gives (ck_rows_quantize rounded them
+/// already), vcvtps2ph's and vcvtne2ps2bf16's rounding for any others (dot_float16.c).
+float ck_round_half(int bf, float x);
 
 // MARK: Attention (attention.c schedules units; attention_head.c, attention_group.c compute them)
 

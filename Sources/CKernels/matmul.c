@@ -97,13 +97,6 @@ static void matmul_rows_with(const ck_kernels *kern, const ck_matmul_args *p, in
         matmul_rows_gemm(kern, p, r0, r1);
         return;
     }
-    // F16 and BF16 over several tokens: each weight row widened once per group of tokens, not
-    // once per token (their arithmetic has no per-row orders: every row's is the single row's).
-    if (kern->dot_rows && p->n > 1) {
-        kern->dot_rows(p->k, w + (size_t)r0 * p->w_row_bytes, p->w_row_bytes, r1 - r0, x, p->x_row_bytes, p->n,
-                       p->y + r0, p->ldy);
-        return;
-    }
     int r = r0;
     // Four weight rows (a few hundred bytes) stay in L1 while every token passes over them.
     // (Types that also have a four-token kernel use that one from four tokens on.)
