@@ -276,7 +276,7 @@ CK_BF16 static void gemm_block(int k, const uint16_t *w, size_t ws, int rows, co
     }
 }
 
-// Rows x tokens in blocks of tokens whose narrowed activations stay in L2 (strides in elements:
+// Rows x tokens in sweeps of tokens (ck_rows_token_block; strides in elements:
 // weight rows of uint16_t, activation rows of floats), in either order.
 CK_BF16 static void by_token_blocks(int gemm, int k, const void *wv, size_t wrb, int rows, const void *xv, size_t xrb,
                                     int n, float *y, int ldy) {

@@ -357,7 +357,7 @@ CK_GEMM_BLOCK(gemm_f16_16, CK_W16, 4, 6, CK_GEMM16_CASES(0))
 CK_GEMM_BLOCK(gemm_bf16_16, CK_W16, 4, 6, CK_GEMM16_CASES(1))
 
 // Rows x tokens (strides in elements: weight rows of uint16_t, activation rows of floats) in
-// blocks of tokens whose narrowed activations stay in L2 while every row passes over them.
+// sweeps of tokens (ck_rows_token_block), each narrowed once while every row passes over it.
 static void by_blocks(int bf, int lanes, int gemm, block_fn block, int k, const void *wv, size_t wrb, int rows,
                       const void *xv, size_t xrb, int n, float *y, int ldy) {
     const uint16_t *w = (const uint16_t *)wv;
