@@ -80,9 +80,10 @@ extension OpenAIRemoteBackend {
         }
     }
 
-    /// Sets `inferd_upstream_up` and `inferd_upstream_active_generations` for every upstream.
-    func publishGauges() {
-        for (i, u) in dispatcher.upstreams.enumerated() {
+    /// Sets `inferd_upstream_up` and `inferd_upstream_active_generations` for every upstream
+    /// (the dispatcher calls it inside its lock, see `UpstreamDispatcher.onChange`).
+    func publishGauges(_ upstreams: [UpstreamDispatcher.Scheduler.Upstream]) {
+        for (i, u) in upstreams.enumerated() {
             let label = ["upstream": settings.endpoints[i].displayURL]
             metrics.gauge(
                 "inferd_upstream_up", help: "1 while the health checks find the upstream up, else 0.", labels: label

@@ -65,8 +65,8 @@ public final class OpenAIRemoteBackend: GenerationBackend, UpstreamReporting {
         dispatcher = UpstreamDispatcher(scheduler: scheduler)
         dispatcher.retryAfterWhenDown = max(1, Int(settings.health.interval.inSeconds.rounded(.up)))
         health = Locked(UpstreamHealth(count: settings.endpoints.count, policy: settings.health, now: .now))
-        dispatcher.onChange = { [weak self] in self?.publishGauges() }
-        publishGauges()
+        dispatcher.onChange = { [weak self] upstreams in self?.publishGauges(upstreams) }
+        dispatcher.tell()
     }
 
     public var activeGenerations: Int { dispatcher.count }

@@ -39,8 +39,10 @@ final class UpstreamDispatcher: @unchecked Sendable {
     }
 
     private let state: Locked<State>
-    /// Told whenever the running and waiting counts may have changed (metrics).
-    var onChange: @Sendable () -> Void = {}
+    /// Told the upstreams' counts and marks whenever they may have changed (metrics). Called
+    /// inside the change's lock, so whoever reads `upstreams` afterwards also sees what was told
+    /// and two changes are never told in the wrong order; it must not call back into the dispatcher.
+    var onChange: @Sendable ([Scheduler.Upstream]) -> Void = { _ in }
 
     init(scheduler: Scheduler) {
         state = Locked(State(scheduler: scheduler))
@@ -63,13 +65,13 @@ final class UpstreamDispatcher: @unchecked Sendable {
             s.nextID += 1
             let (decision, moved) = s.scheduler.submit(s.nextID, priority: priority, tenant: tenant)
             if case .queued = decision { s.slots[s.nextID] = Slot(onEvent: onEvent) }
+            told(s)
             return (decision, s.nextID, moved)
         }
         guard let decision else { throw .shuttingDown }
         perform(moved)
         switch decision {
         case .assigned(let upstream):
-            onChange()
             return Ticket(id: id, upstream: upstream, entered: now, tenant: tenant)
         case .queued(let position):
             onEvent(.queued(position: position))
@@ -86,7 +88,6 @@ final class UpstreamDispatcher: @unchecked Sendable {
                     }
                 }
             }
-            onChange()
             return Ticket(id: id, upstream: nil, entered: now, tenant: tenant)
         case .refused(let queueLength, let retryAfter):
             throw .serverBusy(queueLength: queueLength, retryAfterSeconds: retryAfter)
@@ -124,8 +125,10 @@ final class UpstreamDispatcher: @unchecked Sendable {
 
     /// A generation moves off an unreachable upstream to one that can take it now, if any.
     func retarget(from upstream: Int, since start: ContinuousClock.Instant, tenant: String = "") -> Int? {
-        let (next, actions) = state.withLock {
-            $0.scheduler.retarget(from: upstream, held: .now - start, tenant: tenant)
+        let (next, actions) = state.withLock { s in
+            let result = s.scheduler.retarget(from: upstream, held: .now - start, tenant: tenant)
+            told(s)
+            return result
         }
         perform(actions)
         return next
@@ -133,34 +136,51 @@ final class UpstreamDispatcher: @unchecked Sendable {
 
     /// A generation's place on `upstream` is free.
     func release(_ upstream: Int, since start: ContinuousClock.Instant, tenant: String = "") {
-        let actions = state.withLock { $0.scheduler.release(upstream, held: .now - start, tenant: tenant) }
+        let actions = state.withLock { s in
+            let actions = s.scheduler.release(upstream, held: .now - start, tenant: tenant)
+            told(s)
+            return actions
+        }
         perform(actions)
-        onChange()
     }
 
     /// The health checks marked an upstream up or down.
     func setUp(_ upstream: Int, _ up: Bool) {
-        let actions = state.withLock { $0.scheduler.setUp(upstream, up) }
+        let actions = state.withLock { s in
+            let actions = s.scheduler.setUp(upstream, up)
+            told(s)
+            return actions
+        }
         perform(actions)
-        onChange()
     }
 
     /// Refuses new generations and ends the waiting ones as cancelled.
     func close() {
         let ids = state.withLock { s in
             s.closed = true
-            return s.scheduler.removeAllWaiting()
+            let ids = s.scheduler.removeAllWaiting()
+            told(s)
+            return ids
         }
         for id in ids { resolve(id, .cancelled) }
-        onChange()
     }
 
     private func leaveQueue(_ id: UInt64, as outcome: Admission) {
-        guard let moved = state.withLock({ $0.scheduler.remove(id) }) else { return }
+        let moved: [Scheduler.Action]? = state.withLock { s in
+            let moved = s.scheduler.remove(id)
+            told(s)
+            return moved
+        }
+        guard let moved else { return }
         resolve(id, outcome)
         perform(moved)
-        onChange()
     }
+
+    /// Tells `onChange` the upstreams as they are now; called inside the lock that changed them.
+    private func told(_ s: State) { onChange(s.scheduler.upstreams) }
+
+    /// Tells `onChange` the upstreams as they are (at start).
+    func tell() { state.withLock { told($0) } }
 
     private func perform(_ actions: [Scheduler.Action]) {
         for action in actions {
