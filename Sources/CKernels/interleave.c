@@ -400,6 +400,9 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 // names (CK_INTERLEAVED_*; the packed Q5_0 form, made only where the VNNI kernel reads it, has no
 // AVX2 kernel and runs the portable one if VNNI is switched off later). Tokens go in tiles of
 // four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
+static void interleaved_pass(const ck_matmul_args *p, int g0, int g1, int fast, int base_type, int nb, const char *w,
+                             const char *x);
+
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     if (p->type == CK_TYPE_Q4_K_X8) {
         ck_matmul_q4_kx8_rows(p, r0, r1, fast);
@@ -452,7 +455,19 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     const size_t group_bytes = p->w_row_bytes;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    const int g0 = r0 / 8, g1 = r1 / 8;
+    // Several tokens take the rows a pass at a time (CK_TOKEN_PASS_BYTES of the form, in L2
+    // while every walk of four tokens reads it); one token walks them all at once.
+    const int per = p->n > 4 ? ck_pass_groups(group_bytes) : r1 / 8 - r0 / 8;
+    for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
+        const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;
+        interleaved_pass(p, g0, g1, fast, base_type, nb, w, x);
+    }
+}
+
+// Groups g0..<g1 of a Q4_1, Q5_0 or Q8_0 form against every token, four at a time.
+static void interleaved_pass(const ck_matmul_args *p, int g0, int g1, int fast, int base_type, int nb, const char *w,
+                             const char *x) {
+    const size_t group_bytes = p->w_row_bytes;
     for (int t0 = 0; t0 < p->n; t0 += 4) {
         const int T = p->n - t0 < 4 ? p->n - t0 : 4;
         const void *xs[4];

@@ -189,19 +189,24 @@ typedef struct {
     const float *d;
 } q5_tokens;
 
-// The gathered words live in a buffer per thread, grown as needed (8 × 276 B per super-block).
+// The gathered words live in a buffer per thread, grown as needed (276 B per token and
+// super-block).
 static _Thread_local int32_t *q5_gather_buffer;
 static _Thread_local size_t q5_gather_words;
 
-static int q5_gather(int nb, const ck_block_q8_K *const *x, int T, q5_tokens *out) {
-    const size_t words = (size_t)nb * T * (64 + 4 + 1);
+static int q5_reserve(size_t words) {
     if (words > q5_gather_words) {
         free(q5_gather_buffer);
         q5_gather_buffer = (int32_t *)malloc(words * sizeof(int32_t));
         q5_gather_words = q5_gather_buffer ? words : 0;
         if (!q5_gather_buffer) return 0;
     }
-    int32_t *q = q5_gather_buffer, *bs = q + (size_t)nb * T * 64;
+    return 1;
+}
+
+// T tokens' activations gathered into `at` (nb × T × 69 words).
+static void q5_gather_into(int nb, const ck_block_q8_K *const *x, int T, int32_t *at, q5_tokens *out) {
+    int32_t *q = at, *bs = q + (size_t)nb * T * 64;
     float *d = (float *)(bs + (size_t)nb * T * 4);
     for (int b = 0; b < nb; b++) {
         for (int t = 0; t < T; t++) {
@@ -218,7 +223,6 @@ static int q5_gather(int nb, const ck_block_q8_K *const *x, int T, q5_tokens *ou
     out->q = q;
     out->bs = bs;
     out->d = d;
-    return 1;
 }
 
 // One half of 64-value step j (half 0: the low nibbles, group 2j; 1: the high ones, group
@@ -287,28 +291,26 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q5_kx16_til
     for (int t = 0; t < T; t++) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// Groups g0..<g1 against T <= 8 tokens: pairs through the 16-row kernel (the tokens' words
-// gathered once for all pairs), an odd last group through the 8-row one, four tokens at a time.
+// Groups g0..<g1 against T <= 8 tokens (xt: their words gathered): pairs through the 16-row
+// kernel, an odd last group through the 8-row one, four tokens at a time.
 CK_FORMS_VNNI static void groups_q5_kx8_tiled_vnni(int nb, const char *w, size_t group_bytes, int g0, int g1,
-                                                   const ck_block_q8_K *const *x, float *const *y, int T) {
+                                                   const q5_tokens *xt, const ck_block_q8_K *const *x,
+                                                   float *const *y, int T) {
     int g = g0;
-    q5_tokens xt;
-    if (g1 - g0 >= 2 && q5_gather(nb, x, T, &xt)) {
-        for (; g + 2 <= g1; g += 2) {
-            const ck_block_q5_Kx8 *wa = (const ck_block_q5_Kx8 *)(w + (size_t)g * group_bytes);
-            const ck_block_q5_Kx8 *wb = (const ck_block_q5_Kx8 *)(w + (size_t)(g + 1) * group_bytes);
-            float *yg[8];
-            for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
-            switch (T) {
-            case 8: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 8); break;
-            case 7: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 7); break;
-            case 6: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 6); break;
-            case 5: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 5); break;
-            case 4: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 4); break;
-            case 3: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 3); break;
-            case 2: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 2); break;
-            default: tile_q5_kx16_tiled(nb, wa, wb, &xt, yg, 1); break;
-            }
+    for (; g + 2 <= g1; g += 2) {
+        const ck_block_q5_Kx8 *wa = (const ck_block_q5_Kx8 *)(w + (size_t)g * group_bytes);
+        const ck_block_q5_Kx8 *wb = (const ck_block_q5_Kx8 *)(w + (size_t)(g + 1) * group_bytes);
+        float *yg[8];
+        for (int t = 0; t < T; t++) yg[t] = y[t] + 8 * g;
+        switch (T) {
+        case 8: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 8); break;
+        case 7: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 7); break;
+        case 6: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 6); break;
+        case 5: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 5); break;
+        case 4: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 4); break;
+        case 3: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 3); break;
+        case 2: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 2); break;
+        default: tile_q5_kx16_tiled(nb, wa, wb, xt, yg, 1); break;
         }
     }
     for (; g < g1; g++) {
@@ -328,6 +330,49 @@ CK_FORMS_VNNI static void groups_q5_kx8_tiled_vnni(int nb, const char *w, size_t
             }
         }
     }
+}
+
+// Tiled tokens gathered at a time (eight walks; 276 B per token and super-block).
+#define Q5_PASS_TOKENS 64
+
+static inline int q5_is_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
+
+// Rows r0..<r1 against the tiled tokens on VNNI: up to 64 of them gathered once, then the rows a
+// pass at a time (ck_pass_groups), every walk of eight tokens over each pass. Returns 0, having done nothing, when
+// the buffer could not be had.
+CK_FORMS_VNNI static int q5_kx8_tiled_vnni(const ck_matmul_args *p, int r0, int r1) {
+    const int nb = p->k / CK_QK_K, groups = (r1 - r0) / 8;
+    if (groups <= 0) return 1;
+    if (!q5_reserve((size_t)nb * Q5_PASS_TOKENS * 69)) return 0;
+    const int per = ck_pass_groups(p->w_row_bytes);
+    const char *w = (const char *)p->w;
+    int t = 0;
+    while (t < p->n) {
+        // The next (up to) 64 tiled tokens, in walks of eight, each walk's words gathered.
+        const ck_block_q8_K *xs[Q5_PASS_TOKENS];
+        float *ys[Q5_PASS_TOKENS];
+        int count = 0;
+        for (; t < p->n && count < Q5_PASS_TOKENS; t++) {
+            if (!q5_is_tiled(p, t)) continue;
+            xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+            ys[count++] = p->y + (size_t)t * p->ldy;
+        }
+        if (count == 0) break;
+        q5_tokens xt[Q5_PASS_TOKENS / 8];
+        const int walks = (count + 7) / 8;
+        for (int v = 0; v < walks; v++) {
+            const int T = count - 8 * v < 8 ? count - 8 * v : 8;
+            q5_gather_into(nb, xs + 8 * v, T, q5_gather_buffer + (size_t)nb * 8 * v * 69, &xt[v]);
+        }
+        for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
+            const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;
+            for (int v = 0; v < walks; v++) {
+                const int T = count - 8 * v < 8 ? count - 8 * v : 8;
+                groups_q5_kx8_tiled_vnni(nb, w, p->w_row_bytes, g0, g1, &xt[v], xs + 8 * v, ys + 8 * v, T);
+            }
+        }
+    }
+    return 1;
 }
 
 // Eight rows' scales of group s as int16 in the low half of eight int32 lanes (high half 0):
@@ -381,7 +426,8 @@ static void q5_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
     if (fast != CK_INTERLEAVED_PORTABLE) {
         const int vnni = fast == CK_INTERLEAVED_VNNI;
         if (tiled) {
-            (vnni ? groups_q5_kx8_tiled_vnni : ck_groups_q5_kx8_tiled_avx2)(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count);
+            // (The VNNI kernels take tiled tokens in ck_matmul_q5_kx8_rows.)
+            ck_groups_q5_kx8_tiled_avx2(nb, w, gb, r0 / 8, r1 / 8, xs, ys, count);
             return;
         }
         for (int g = r0 / 8; g < r1 / 8; g++) {
@@ -399,5 +445,17 @@ static void q5_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
 }
 
 void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+#if CK_X86
+    if (fast == CK_INTERLEAVED_VNNI && q5_kx8_tiled_vnni(p, r0, r1)) {
+        // The one-token rows (decode's order) one at a time, as ck_matmul_kx8_by_order does.
+        for (int t = 0; t < p->n; t++) {
+            if (q5_is_tiled(p, t)) continue;
+            const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
+            float *y = p->y + (size_t)t * p->ldy;
+            q5_kx8_tokens(p, r0, r1, fast, 0, &x, &y, 1);
+        }
+        return;
+    }
+#endif
     ck_matmul_kx8_by_order(p, r0, r1, fast, q5_kx8_tokens);
 }

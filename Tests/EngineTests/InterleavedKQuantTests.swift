@@ -242,4 +242,53 @@ struct InterleavedKQuantTests {
             }
         }
     }
+
+    /// A prompt's tiled tokens go over the Q5_K and Q6_K forms a pass of rows at a time (a few
+    /// hundred KiB of the form, so it stays in L2 while every walk of eight tokens reads it), and
+    /// Q5_K gathers 64 tiled tokens at a time: a matrix of several passes with an odd group last,
+    /// 70 tokens (two gatherings, a last walk of six) with one-token rows among them, against the
+    /// per-row kernels bit for bit, with and without the pool (whose chunks start passes mid-matrix).
+    @Test(arguments: [GGMLType.q5_K, .q6_K])
+    func tiledTokensOverPassesOfRowsGiveThePerRowProducts(type: GGMLType) throws {
+        let pool = ComputePool(threads: 2)
+        var rng = SeededRandom(seed: 3_131 + UInt64(type.rawValue))
+        let kernelType = Int32(type.rawValue)
+        let (rows, k, n) = (8 * 13, 8192, 70)
+        let file = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
+        let rowBytes = file.count / rows
+        let groupBytes = ck_interleaved_group_bytes(kernelType, Int32(k))
+        #expect(13 * groupBytes > 512 * 1024, "the matrix is one pass")
+        var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
+        let packedType = file.withUnsafeBytes { src in
+            packed.withUnsafeMutableBytes { dst in
+                ck_interleave(kernelType, src.baseAddress!, rowBytes, Int32(rows), Int32(k), dst.baseAddress!)
+            }
+        }
+        try #require(packedType == Self.form(type))
+        var activations: [UInt8] = []
+        for _ in 0..<n {
+            let x = rng.floats(k, 2)
+            var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
+            q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
+            activations += q
+        }
+        // Tokens 5 and 40 alone (the one-token order), the rest tiled.
+        let orders = (0..<n).map { t in t == 5 || t == 40 ? 0 : Self.group4 | Self.tiled }
+        bothPaths { path in
+            let perRow = Self.expected(
+                type, path: path, file: file, rowBytes: rowBytes, rows: rows, k: k, activations: activations, n: n,
+                orders: orders)
+            for usePool in [false, true] {
+                let got = Self.product(
+                    type: packedType, weights: packed, stride: groupBytes, rows: rows, k: k,
+                    activations: activations, n: n, orders: orders, pool: usePool ? pool : nil)
+                let wrong = got.indices.filter { got[$0].bitPattern != perRow[$0].bitPattern }
+                let count = wrong.count
+                #expect(
+                    count == 0,
+                    "\(path) pool=\(usePool): \(wrong.count) outputs differ, first \(wrong.first.map { "token \($0 / rows) row \($0 % rows)" } ?? "")"
+                )
+            }
+        }
+    }
 }
