@@ -450,6 +450,11 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
         ck_matmul_x16_rows(p, r0, r1);
         return;
     }
+    // Q5_0's prompt kernels: sixteen rows a vector, the -16 as a correction (interleave_q5_0.c).
+    if (fast == CK_INTERLEAVED_VNNI && p->type == CK_TYPE_Q5_0_X8 && p->n >= 2 && has_avx512bw() &&
+        ck_matmul_q5_0x8_tokens(p, r0, r1)) {
+        return;
+    }
 #endif
     const int nb = p->k / CK_QK;
     const size_t group_bytes = p->w_row_bytes;

@@ -275,6 +275,11 @@ typedef void (*ck_corrected_groups_fn)(int nb, const char *w, size_t group_bytes
 int ck_matmul_corrected_passes(const ck_matmul_args *p, int r0, int r1, ck_corrections_fn corrections,
                                ck_corrected_groups_fn groups);
 
+/// Q5_0 × 8 against several tokens with AVX-512 BW and VNNI (interleave_q5_0.c): rows r0..<r1 of
+/// the product, every token, bit for bit the eight-row kernel's. Returns 0, having done nothing,
+/// where it cannot (as ck_matmul_corrected_passes).
+int ck_matmul_q5_0x8_tokens(const ck_matmul_args *p, int r0, int r1);
+
 /// Q5_K × 8 on AVX2 (interleave_q5_k_avx2.c): groups g0..<g1 against T <= 8 tokens in the tiled
 /// order, and one group against one token in the one-token order (dot_q5_k_fast's), bit for bit.
 void ck_groups_q5_kx8_tiled_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1, const ck_block_q8_K *const *x,
