@@ -250,9 +250,21 @@ CK_FORMS_VNNI static void groups_q4_kx8_vnni(int nb, const char *w, size_t group
 
 // MARK: - Matrix product over a range of rows
 
+static void q4_kx8_pass(const ck_matmul_args *p, int g0, int g1, int fast);
+
 // Token t takes ggml's four-token order where the row's order says so (CK_ORDER_GROUP4), or,
-// without orders, in whole groups of four from the first; its one-token order otherwise.
+// without orders, in whole groups of four from the first; its one-token order otherwise. More
+// than four tokens take the rows a pass at a time (ck_pass_groups), every walk over each pass.
 void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
+    const int per = p->n > 4 ? ck_pass_groups(p->w_row_bytes) : r1 / 8 - r0 / 8;
+    for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
+        const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;
+        q4_kx8_pass(p, g0, g1, fast);
+    }
+}
+
+// Groups g0..<g1 against every token, four at a time.
+static void q4_kx8_pass(const ck_matmul_args *p, int g0, int g1, int fast) {
     const int nb = p->k / CK_QK_K;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
@@ -269,12 +281,12 @@ void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
         }
 #if CK_X86
         if (fast == CK_INTERLEAVED_VNNI) {
-            groups_q4_kx8_vnni(nb, w, p->w_row_bytes, r0 / 8, r1 / 8, xs, pairs, ys, T);
+            groups_q4_kx8_vnni(nb, w, p->w_row_bytes, g0, g1, xs, pairs, ys, T);
             continue;
         }
 #endif
         (void)fast;
-        for (int g = r0 / 8; g < r1 / 8; g++) {
+        for (int g = g0; g < g1; g++) {
             const ck_block_q4_Kx8 *wg = (const ck_block_q4_Kx8 *)(w + (size_t)g * p->w_row_bytes);
             for (int t = 0; t < T; t++) group_q4_kx8_portable(nb, wg, xs[t], pairs[t], ys[t] + 8 * g);
         }

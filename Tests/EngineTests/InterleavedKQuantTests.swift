@@ -243,12 +243,12 @@ struct InterleavedKQuantTests {
         }
     }
 
-    /// A prompt's tiled tokens go over the Q5_K and Q6_K forms a pass of rows at a time (a few
-    /// hundred KiB of the form, so it stays in L2 while every walk of eight tokens reads it), and
-    /// Q5_K gathers 64 tiled tokens at a time: a matrix of several passes with an odd group last,
-    /// 70 tokens (two gatherings, a last walk of six) with one-token rows among them, against the
+    /// A prompt's tokens go over the Q4_K, Q5_K and Q6_K forms a pass of rows at a time (a few
+    /// hundred KiB of the form, so it stays in L2 while every walk of tokens reads it), and Q5_K
+    /// gathers 64 tiled tokens at a time: a matrix of several passes with an odd group last, 70
+    /// tokens (two gatherings, a last walk of six) with one-token rows among them, against the
     /// per-row kernels bit for bit, with and without the pool (whose chunks start passes mid-matrix).
-    @Test(arguments: [GGMLType.q5_K, .q6_K])
+    @Test(arguments: [GGMLType.q4_K, .q5_K, .q6_K])
     func tiledTokensOverPassesOfRowsGiveThePerRowProducts(type: GGMLType) throws {
         let pool = ComputePool(threads: 2)
         var rng = SeededRandom(seed: 3_131 + UInt64(type.rawValue))
@@ -257,7 +257,7 @@ struct InterleavedKQuantTests {
         let file = RandomWeights.matrix(type, rows: rows, columns: k, scale: 0.4, rng: &rng)
         let rowBytes = file.count / rows
         let groupBytes = ck_interleaved_group_bytes(kernelType, Int32(k))
-        #expect(13 * groupBytes > 512 * 1024, "the matrix is one pass")
+        #expect(13 * groupBytes > 256 * 1024, "the matrix is one pass")
         var packed = [UInt8](repeating: 0, count: rows / 8 * groupBytes)
         let packedType = file.withUnsafeBytes { src in
             packed.withUnsafeMutableBytes { dst in
