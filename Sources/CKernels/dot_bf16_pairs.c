@@ -237,15 +237,27 @@ CK_BF16 CK_INLINE void tile(int R, int T, int k, const uint16_t *w, size_t ws, c
         break;
 
 // One token block t0..<t1 (narrowed into `a`, k apart) in tinyBLAS's order. k % 32 == 0.
+// A pass of weight rows of a prompt's product (see gemm_block).
+#ifndef BF16_PASS_BYTES
+#define BF16_PASS_BYTES (256 * 1024)
+#endif
+
 CK_BF16 static void gemm_block(int k, const uint16_t *w, size_t ws, int rows, const uint16_t *a, const float *x,
                                size_t xs, int t0, int t1, float *y, int ldy) {
     (void)x;
     (void)xs;
-    for (int r = 0; r < rows; r += 4) {
-        const int R = rows - r < 4 ? rows - r : 4;
+    // Rows in passes of about BF16_PASS_BYTES (in L2), each tile of six tokens (in L1 for k up to
+    // 2,048) over every row of the pass: the tiles' activations were read from L2 once per four
+    // rows. Each output's accumulation is the tile's alone, so the bits are the same.
+    int per = (int)(BF16_PASS_BYTES / ((size_t)k * 2)) & ~3;
+    per = per < 4 ? 4 : per;
+    for (int p0 = 0; p0 < rows; p0 += per) {
+        const int p1 = p0 + per < rows ? p0 + per : rows;
         for (int t = t0; t < t1; t += 6) {
             const int T = t1 - t < 6 ? t1 - t : 6;
-            switch (R * 8 + T) {
+            for (int r = p0; r < p1; r += 4) {
+                const int R = p1 - r < 4 ? p1 - r : 4;
+                switch (R * 8 + T) {
                 CK_PAIRS_CASE(1, 1)
                 CK_PAIRS_CASE(1, 2)
                 CK_PAIRS_CASE(1, 3)
@@ -270,7 +282,8 @@ CK_BF16 static void gemm_block(int k, const uint16_t *w, size_t ws, int rows, co
                 CK_PAIRS_CASE(4, 4)
                 CK_PAIRS_CASE(4, 5)
                 CK_PAIRS_CASE(4, 6)
-            default: break;
+                default: break;
+                }
             }
         }
     }

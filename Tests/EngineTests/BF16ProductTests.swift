@@ -135,8 +135,9 @@ struct BF16ProductTests {
         var rng = SeededRandom(seed: 9300)
         let pool = ComputePool(threads: 2)
         let batch = UInt8(CK_ORDER_BATCH)
-        // (The last: sweeps of 4 tokens, ck_rows_token_block, so 5 tokens and more cross one.)
-        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8), (131_072, 4)] {
+        // (131,072: sweeps of 4 tokens, ck_rows_token_block, so 5 tokens and more cross one;
+        // 8,192 × 40: the tiles' passes of 256 KiB of rows, 16 rows here, a short last one.)
+        for (k, rows) in [(576, 40), (64, 7), (2048, 12), (96, 4), (100, 8), (131_072, 4), (8192, 40)] {
             let w = DotRowsKernelTests.weights(.bf16, count: rows * k, rng: &rng)
             let raw = rng.floats(13 * k, 2)
             var x = [Float](repeating: 0, count: raw.count)
