@@ -67,6 +67,18 @@ struct InterleavedKQuantTests {
         return y
     }
 
+    /// `n` rows of random activations (scale 2) quantized to Q8_K, one after the other.
+    static func activations(n: Int, k: Int, rng: inout SeededRandom) -> [UInt8] {
+        var activations: [UInt8] = []
+        for _ in 0..<n {
+            let x = rng.floats(k, 2)
+            var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
+            q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
+            activations += q
+        }
+        return activations
+    }
+
     @Test(arguments: [(GGMLType.q4_K, 1184), (.q6_K, 1680)])
     func theFormIsMadeWhereTheCPUHasVNNI(type: GGMLType, blockBytes: Int) {
         let t = Int32(type.rawValue)
@@ -141,13 +153,7 @@ struct InterleavedKQuantTests {
             }
             try #require(packedType == form)
             for n in [1, 2, 3, 4, 5, 7, 9] {
-                var activations: [UInt8] = []
-                for _ in 0..<n {
-                    let x = rng.floats(k, 2)
-                    var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
-                    q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
-                    activations += q
-                }
+                let activations = Self.activations(n: n, k: k, rng: &rng)
                 // No orders (whole groups of four from the first), and per-token orders with
                 // groups of four in the middle and tokens alone on both sides.
                 let mixed = (0..<n).map { t in t >= 1 && t < 1 + (n - 1) / 4 * 4 ? Self.group4 | Self.tiled : 0 }
@@ -265,13 +271,7 @@ struct InterleavedKQuantTests {
             }
         }
         try #require(packedType == Self.form(type))
-        var activations: [UInt8] = []
-        for _ in 0..<n {
-            let x = rng.floats(k, 2)
-            var q = [UInt8](repeating: 0, count: GGMLType.q8_K.rowBytes(elements: k)!)
-            q.withUnsafeMutableBytes { GGMLType.q8_K.quantizeActivations(x, into: $0.baseAddress!, count: k) }
-            activations += q
-        }
+        let activations = Self.activations(n: n, k: k, rng: &rng)
         // Tokens 5 and 40 alone (the one-token order), the rest tiled.
         let orders = (0..<n).map { t in t == 5 || t == 40 ? 0 : Self.group4 | Self.tiled }
         bothPaths { path in
