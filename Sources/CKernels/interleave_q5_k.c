@@ -338,8 +338,8 @@ CK_FORMS_VNNI static void groups_q5_kx8_tiled_vnni(int nb, const char *w, size_t
 static inline int q5_is_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
 
 // Rows r0..<r1 against the tiled tokens on VNNI: up to 64 of them gathered once, then the rows a
-// pass at a time (ck_pass_groups), every walk of eight tokens over each pass. Returns 0, having done nothing, when
-// the buffer could not be had.
+// pass at a time (ck_pass_groups), every walk of eight tokens over each pass. Returns 0, having
+// done nothing, when the buffer could not be had.
 CK_FORMS_VNNI static int q5_kx8_tiled_vnni(const ck_matmul_args *p, int r0, int r1) {
     const int nb = p->k / CK_QK_K, groups = (r1 - r0) / 8;
     if (groups <= 0) return 1;
