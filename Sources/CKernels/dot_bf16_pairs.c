@@ -237,19 +237,14 @@ CK_BF16 CK_INLINE void tile(int R, int T, int k, const uint16_t *w, size_t ws, c
         break;
 
 // One token block t0..<t1 (narrowed into `a`, k apart) in tinyBLAS's order. k % 32 == 0.
-// A pass of weight rows of a prompt's product (see gemm_block).
-#ifndef BF16_PASS_BYTES
-#define BF16_PASS_BYTES (256 * 1024)
-#endif
-
 CK_BF16 static void gemm_block(int k, const uint16_t *w, size_t ws, int rows, const uint16_t *a, const float *x,
                                size_t xs, int t0, int t1, float *y, int ldy) {
     (void)x;
     (void)xs;
-    // Rows in passes of about BF16_PASS_BYTES (in L2), each tile of six tokens (in L1 for k up to
-    // 2,048) over every row of the pass: the tiles' activations were read from L2 once per four
+    // Rows in passes of about CK_TOKEN_PASS_BYTES (in L2), each tile of six tokens (in L1 for k up
+    // to 2,048) over every row of the pass: the tiles' activations were read from L2 once per four
     // rows. Each output's accumulation is the tile's alone, so the bits are the same.
-    int per = (int)(BF16_PASS_BYTES / ((size_t)k * 2)) & ~3;
+    int per = (int)(CK_TOKEN_PASS_BYTES / ((size_t)k * 2)) & ~3;
     per = per < 4 ? 4 : per;
     for (int p0 = 0; p0 < rows; p0 += per) {
         const int p1 = p0 + per < rows ? p0 + per : rows;

@@ -399,7 +399,7 @@ CK_VNNI static void groups_q8_0x8_vnni(int nb, const char *w, size_t group_bytes
 // Rows r0..<r1 (multiples of 8) of an interleaved matrix, every token, with the kernels `fast`
 // names (CK_INTERLEAVED_*; the packed Q5_0 form, made only where the VNNI kernel reads it, has no
 // AVX2 kernel and runs the portable one if VNNI is switched off later). Tokens go in tiles of
-// four; a chunk's rows (a few tens of KiB) stay in L2 while the tiles pass over them.
+// four over the rows a pass at a time (ck_pass_groups), so each pass stays in L2 while they go.
 static void interleaved_pass(const ck_matmul_args *p, int g0, int g1, int fast, int base_type, int nb, const char *w,
                              const char *x);
 
@@ -460,8 +460,7 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     const size_t group_bytes = p->w_row_bytes;
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
-    // Several tokens take the rows a pass at a time (CK_TOKEN_PASS_BYTES of the form, in L2
-    // while every walk of four tokens reads it); one token walks them all at once.
+    // One tile of four tokens or fewer walks all the rows at once.
     const int per = p->n > 4 ? ck_pass_groups(group_bytes) : r1 / 8 - r0 / 8;
     for (int g0 = r0 / 8; g0 < r1 / 8; g0 += per) {
         const int g1 = g0 + per < r1 / 8 ? g0 + per : r1 / 8;

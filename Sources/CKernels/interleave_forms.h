@@ -190,20 +190,26 @@ void ck_matmul_q2_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
         }                                                                                                              \
     }
 
-/// Rows r0..<r1 of a product over the Q2_K, Q3_K, Q5_K and Q6_K forms, token by token in its
-/// order: tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of
-/// them without orders) the one-token order, one at a time; each batch goes to `tokens`.
-/// Bytes of a form one pass of a prompt's product covers: every walk of a few tokens then reads
-/// the pass from L2, not the thread's whole share of the matrix from memory (at one thread, the
-/// whole matrix: Q5_K 8192 × 2048 by 64 tokens, weights not in cache, 126 -> 150 GMAC/s).
-#define CK_TOKEN_PASS_BYTES (256 * 1024)
-
-/// Groups of eight rows per pass: whole pairs (the 16-row kernels take two), one pair at least.
+/// Groups of eight rows per pass of a prompt's product (CK_TOKEN_PASS_BYTES, internal.h): whole
+/// pairs (the 16-row kernels take two), one pair at least.
 static inline int ck_pass_groups(size_t group_bytes) {
     const int per = (int)(CK_TOKEN_PASS_BYTES / group_bytes) & ~1;
     return per < 2 ? 2 : per;
 }
 
+/// Whether token t of a product takes the tiled order (CK_ORDER_TILED).
+static inline int ck_token_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
+
+/// Four activation bytes as one int32 (a word to broadcast to every lane of a product).
+static inline int32_t ck_word4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/// Rows r0..<r1 of a product over the Q2_K, Q3_K, Q5_K and Q6_K forms, token by token in its
+/// order: tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of
+/// them without orders) the one-token order, one at a time; each batch goes to `tokens`.
 typedef void (*ck_kx8_tokens_fn)(const ck_matmul_args *p, int r0, int r1, int fast, int tiled,
                                  const ck_block_q8_K *const *xs, float *const *ys, int count);
 void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens);
@@ -218,9 +224,7 @@ void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 // Shared by the AVX2 and VNNI kernels (AVX2 only, so both inline them).
 // Four activation bytes broadcast to the eight lanes (one per row) of a product.
 static inline __attribute__((always_inline)) CK_FAST __m256i ck_bcast4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
+    return _mm256_set1_epi32(ck_word4(p));
 }
 
 // The eight chunk accumulators of a tile added in ck_hsum8's order (lane r: row r).

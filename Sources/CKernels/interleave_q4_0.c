@@ -86,12 +86,6 @@ CK_FAST static void q4_0_corrections_fast(int nb, const ck_block_q8_0 *x, int32_
 #define CK_Q40_AHEAD 18  // blocks of 144 bytes (~2.5 KiB, the Q4_1 kernel's distance)
 #endif
 
-static inline __attribute__((always_inline)) int32_t load4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 // One token's integer sums for the rows in the lanes of q[0..7] (chunk c: elements 4c..4c+3, the
 // low nibbles of vector c for c < 4, the high nibbles of vector c - 4 after), from the block's
 // correction: two chains of four vpdpbusd, added.
@@ -99,8 +93,8 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI __m256i block_sum8(co
                                                                              int32_t correction) {
     __m256i s0 = _mm256_set1_epi32(correction), s1 = _mm256_setzero_si256();
     for (int c = 0; c < 8; c += 2) {
-        s0 = _mm256_dpbusd_epi32(s0, q[c], _mm256_set1_epi32(load4(a->qs + 4 * c)));
-        s1 = _mm256_dpbusd_epi32(s1, q[c + 1], _mm256_set1_epi32(load4(a->qs + 4 * c + 4)));
+        s0 = _mm256_dpbusd_epi32(s0, q[c], _mm256_set1_epi32(ck_word4(a->qs + 4 * c)));
+        s1 = _mm256_dpbusd_epi32(s1, q[c + 1], _mm256_set1_epi32(ck_word4(a->qs + 4 * c + 4)));
     }
     return _mm256_add_epi32(s0, s1);
 }
@@ -111,8 +105,8 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI __m512i block_sum16(c
                                                                               int32_t correction) {
     __m512i s0 = _mm512_set1_epi32(correction), s1 = _mm512_setzero_si512();
     for (int c = 0; c < 8; c += 2) {
-        s0 = _mm512_dpbusd_epi32(s0, q[c], _mm512_set1_epi32(load4(a->qs + 4 * c)));
-        s1 = _mm512_dpbusd_epi32(s1, q[c + 1], _mm512_set1_epi32(load4(a->qs + 4 * c + 4)));
+        s0 = _mm512_dpbusd_epi32(s0, q[c], _mm512_set1_epi32(ck_word4(a->qs + 4 * c)));
+        s1 = _mm512_dpbusd_epi32(s1, q[c + 1], _mm512_set1_epi32(ck_word4(a->qs + 4 * c + 4)));
     }
     return _mm512_add_epi32(s0, s1);
 }

@@ -33,12 +33,6 @@ CK_FAST static void q5_0_corrections(int nb, const ck_block_q8_0 *x, int32_t *co
     }
 }
 
-static inline __attribute__((always_inline)) int32_t q5_0_word(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 // Sixteen rows (two groups: lanes 0-7 group a's, 8-15 group b's) × T <= 2 tokens. Chunk c's
 // unsigned values are made once for the T tokens; each token's eight chunk accumulators are
 // 512-bit, so two tokens take 16 of the 32 registers.
@@ -67,7 +61,7 @@ static inline __attribute__((always_inline)) CK_Q50_FORMS_BW void tile_q5_0x16(i
             const __m512i u = _mm512_or_si512(n, _mm512_maskz_mov_epi8(high, fifth));
             for (int t = 0; t < T; t++) {
                 const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[t][8 * b + c]), u,
-                                                      _mm512_set1_epi32(q5_0_word(x[t][b].qs + 4 * c)));
+                                                      _mm512_set1_epi32(ck_word4(x[t][b].qs + 4 * c)));
                 acc[t][c] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(s), acc[t][c]);
             }
         }
@@ -103,7 +97,7 @@ static inline __attribute__((always_inline)) CK_Q50_FORMS_BW void tile_q5_0x8c(i
             const __m256i u = _mm256_or_si256(n, _mm256_maskz_mov_epi8((__mmask32)w[b].hm[c], fifth));
             for (int t = 0; t < T; t++) {
                 const __m256i s = _mm256_dpbusd_epi32(_mm256_set1_epi32(corr[t][8 * b + c]), u,
-                                                      _mm256_set1_epi32(q5_0_word(x[t][b].qs + 4 * c)));
+                                                      _mm256_set1_epi32(ck_word4(x[t][b].qs + 4 * c)));
                 acc[t][c] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(s), acc[t][c]);
             }
         }

@@ -335,8 +335,6 @@ CK_FORMS_VNNI static void groups_q5_kx8_tiled_vnni(int nb, const char *w, size_t
 // Tiled tokens gathered at a time (eight walks; 276 B per token and super-block).
 #define Q5_PASS_TOKENS 64
 
-static inline int q5_is_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
-
 // Rows r0..<r1 against the tiled tokens on VNNI: up to 64 of them gathered once, then the rows a
 // pass at a time (ck_pass_groups), every walk of eight tokens over each pass. Returns 0, having
 // done nothing, when the buffer could not be had.
@@ -353,7 +351,7 @@ CK_FORMS_VNNI static int q5_kx8_tiled_vnni(const ck_matmul_args *p, int r0, int 
         float *ys[Q5_PASS_TOKENS];
         int count = 0;
         for (; t < p->n && count < Q5_PASS_TOKENS; t++) {
-            if (!q5_is_tiled(p, t)) continue;
+            if (!ck_token_tiled(p, t)) continue;
             xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
             ys[count++] = p->y + (size_t)t * p->ldy;
         }
@@ -449,7 +447,7 @@ void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     if (fast == CK_INTERLEAVED_VNNI && q5_kx8_tiled_vnni(p, r0, r1)) {
         // The one-token rows (decode's order) one at a time, as ck_matmul_kx8_by_order does.
         for (int t = 0; t < p->n; t++) {
-            if (q5_is_tiled(p, t)) continue;
+            if (ck_token_tiled(p, t)) continue;
             const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
             float *y = p->y + (size_t)t * p->ldy;
             q5_kx8_tokens(p, r0, r1, fast, 0, &x, &y, 1);

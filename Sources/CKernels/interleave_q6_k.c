@@ -392,8 +392,6 @@ static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
 static _Thread_local ck_block_q6_Kx8u *q6_unpacked;
 static _Thread_local size_t q6_unpacked_blocks;
 
-static inline int is_tiled(const ck_matmul_args *p, int t) { return p->orders && (p->orders[t] & CK_ORDER_TILED); }
-
 // Rows r0..<r1 on VNNI: tiled tokens a pass of groups at a time from the values unpacked (each
 // pass unpacked once for all of them, eight tokens per walk), then the one-token ones from the
 // form. Returns 0, having done nothing, when the buffer could not be had.
@@ -401,7 +399,7 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
     const int nb = p->k / CK_QK_K, groups = (r1 - r0) / 8;
     const size_t ub = (size_t)nb * sizeof(ck_block_q6_Kx8u);
     int tiled = 0;
-    for (int t = 0; t < p->n; t++) tiled += is_tiled(p, t);
+    for (int t = 0; t < p->n; t++) tiled += ck_token_tiled(p, t);
     if (tiled > 0 && groups > 0) {
         // Whole pairs of groups, at least one: the 16-row kernel takes groups two at a time.
         int per = (int)(Q6_PASS_BYTES / ub) & ~1;
@@ -431,7 +429,7 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
             float *ys[8];
             int count = 0;
             for (int t = 0; t < p->n; t++) {
-                if (!is_tiled(p, t)) continue;
+                if (!ck_token_tiled(p, t)) continue;
                 xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
                 ys[count++] = p->y + (size_t)t * p->ldy + 8 * g0;
                 if (count == 8 || t == p->n - 1) {
@@ -448,7 +446,7 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
         }
     }
     for (int t = 0; t < p->n; t++) {
-        if (is_tiled(p, t)) continue;
+        if (ck_token_tiled(p, t)) continue;
         const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
         float *y = p->y + (size_t)t * p->ldy;
         q6_kx8_tokens(p, r0, r1, CK_INTERLEAVED_VNNI, 0, &x, &y, 1);

@@ -292,4 +292,10 @@ static inline int ck_attention_batched(const ck_attention_args *p) {
     return p->call_rows == 0 ? p->n_tokens >= 2 : p->call_rows >= 2;
 }
 
+/// Bytes of weights one pass of a prompt's product covers (the forms' walks of a few tokens,
+/// BF16's tiles of six): each walk or tile reads the pass from L2, not the thread's whole share
+/// of the matrix from memory (at one thread the whole matrix: Q5_K 8192 × 2048 by 64 tokens,
+/// weights not in cache, 126 -> 150 GMAC/s).
+#define CK_TOKEN_PASS_BYTES (256 * 1024)
+
 #endif

@@ -204,8 +204,8 @@ static int matmul_chunk_rows(int rows, int nth, int per) {
 // weight once, from memory, and each chunk is a stream of its own whose start the prefetchers
 // lose: the 8 chunks of a mixture of experts' 768-row matrices were 57 KiB streams. There the
 // chunks of all the products share out the work, about 8 per thread in all (two threads, eight
-// experts' 768 x 2048 Q4_K and 2048 x 768 Q6_K products, scripts/kquant_decode_bench.c: 27.5 ->
-// 32 GB/s). Several tokens keep 8 per matrix: a chunk's rows stay in L2 while its tokens pass.
+// experts' 768 x 2048 Q4_K and 2048 x 768 Q6_K products, scripts/kquant_decode_bench.c: 27.0 ->
+// 40 GB/s). Several tokens keep 8 per matrix: a chunk's rows stay in L2 while its tokens pass.
 static int matmul_many_per_thread(const ck_matmul_args *a, int count) {
     return a->n > 1 ? 8 : (8 + count - 1) / count;
 }
