@@ -172,9 +172,16 @@ import Testing
             waiting.append(try runner.submit(request(label, tenant: "A", tokens: 4)))
         }
         let positionsOfB = Locked<[Int]>([])
+        let (queued, told) = AsyncStream<Void>.makeStream()
         let b = try runner.submit(request("b0", tenant: "B", tokens: 4)) { e in
-            if case .queued(let position) = e { positionsOfB.withLock { $0.append(position) } }
+            if case .queued(let position) = e {
+                positionsOfB.withLock { $0.append(position) }
+                told.yield()
+            }
         }
+        // The worker tells B its place between a0's steps; cancelling a0 before that could end
+        // it in the same turn that admits B, with no place ever told (seen once under load).
+        for await _ in queued { break }
         first.cancel()
         _ = try await first.result()
         let all = waiting.enumerated().map { ($0.offset + 1, $0.element) }
