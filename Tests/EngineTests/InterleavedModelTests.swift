@@ -48,8 +48,8 @@ struct InterleavedModelTests {
             #expect(ck_interleaving_pays(Int32(only.rawValue)) == 1, "this CPU makes the \(only) form")
         }
         for threads in [1, 2] {
-            let file = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, interleave: false)
-            let packed = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, interleave: true)
+            let file = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, copyWeights: false)
+            let packed = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, copyWeights: true)
             try bothPaths { kernels in
                 if repacked(kernels) { return }
                 // One batch of 11 rows: micro-batches of 8+ take the tiled orders.

@@ -30,7 +30,7 @@ extension LlamaModel {
 
     /// Bytes of the matrices products read in place from the file mapping: the token embedding
     /// (looked up there even when a tied output head reads a copy) and every matrix left without
-    /// an interleaved copy.
+    /// a copy.
     public var mappedWeightBytes: Int {
         var total = tokenEmbedding.matrix.fileBytes
         if output.name != tokenEmbedding.matrix.name && !output.isCopied { total += output.fileBytes }

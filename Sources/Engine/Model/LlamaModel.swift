@@ -34,7 +34,7 @@ public final class LlamaModel: @unchecked Sendable {
         /// Every weight matrix of the layer (the experts' among them).
         var matrices: [WeightMatrix] { [wq, wk, wv, wo] + feedForward.matrices }
 
-        /// Runs `body` on every weight matrix of the layer in place (the interleaver's copies);
+        /// Runs `body` on every weight matrix of the layer in place (the load's copies);
         /// on the experts' own matrices only when `experts`.
         mutating func updateMatrices(experts: Bool = true, _ body: (inout WeightMatrix) -> Void) {
             body(&wq)
@@ -71,8 +71,8 @@ public final class LlamaModel: @unchecked Sendable {
         let ropeBase: Float
     }
 
-    /// The file's bytes, which the token embedding (and any matrix without an interleaved form)
-    /// is read from; the parsed metadata is not kept.
+    /// The file's bytes, which the token embedding (and any matrix left without a copy) is read
+    /// from; the parsed metadata is not kept.
     let fileMapping: GGUFMapping
     let tokenEmbedding: TokenEmbedding
     let layers: [Layer]
@@ -80,14 +80,18 @@ public final class LlamaModel: @unchecked Sendable {
     let output: WeightMatrix
     /// Per-pair RoPE frequency divisors (`rope_freqs.weight`), when the file has them.
     let ropeFrequencyFactors: [Float]?
-    /// Interleaved copies of the weight matrices (nil when the CPU does not use them, or none
-    /// was made: see `weightCopies`).
-    private let interleavedWeights: UnsafeMutableRawBufferPointer?
-    /// Which matrices were copied: all that have an interleaved form, unless the copies would
-    /// pass half the physical memory (`WeightInterleaver.plan`).
+    /// Copies of the weight matrices, interleaved or verbatim (nil when none was made: see
+    /// `weightCopies`).
+    private let weightCopyBuffer: WeightCopyBuffer?
+    /// Which matrices were copied: all, unless the copies would pass half the physical memory
+    /// (`WeightCopier.plan`).
     public let weightCopies: WeightResidency.Copies
-    /// Bytes of `interleavedWeights` (anonymous memory).
-    public var copiedWeightBytes: Int { interleavedWeights?.count ?? 0 }
+    /// Bytes of the copies (anonymous memory; their buffer adds under 4 KiB per matrix so that
+    /// each starts at `WeightCopier.pageOffset`).
+    public var copiedWeightBytes: Int {
+        let copied = { (matrix: WeightMatrix) in matrix.isCopied ? matrix.copyByteCount : 0 }
+        return layers.reduce(copied(output)) { total, layer in layer.matrices.reduce(total) { $0 + copied($1) } }
+    }
     let pool: ComputePool
     /// True when some matrix has a weight type with llama.cpp's batch-dependent product orders
     /// (the K-quants), so a row's products depend on its place in its micro-batch. Decided once
@@ -127,17 +131,18 @@ public final class LlamaModel: @unchecked Sendable {
     /// Most sequences one batched pass takes (their tokens together at most `maxPassTokens`).
     public static let maxSequencesPerBatch = 16
 
-    /// - Parameter interleave: copy the quantized weights into the interleaved forms their
-    ///   fastest kernels read (when the CPU has those kernels). Off only to compare speeds.
+    /// - Parameter copyWeights: copy the weight matrices into anonymous memory, quantized ones
+    ///   into the interleaved forms their fastest kernels read where the CPU has those kernels
+    ///   (`WeightCopier`). Off only to compare speeds.
     /// - Parameter contextLimit: the most tokens a sequence may hold (the `context_length`
     ///   setting); nil keeps the context the model was trained for.
     /// - Parameter kvCacheType: how the caches this model makes store keys and values.
     /// - Parameter sharedPool: another model's compute pool, for a model that only ever runs
     ///   between that one's passes (a draft model); nil makes its own of `threads`.
-    /// - Parameter physicalMemory: the machine's memory in bytes; the interleaved copies may take
+    /// - Parameter physicalMemory: the machine's memory in bytes; the copies may take
     ///   half of it, beyond which the experts' matrices (then all) are read from the mapping.
     public init(
-        gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, interleave: Bool = true,
+        gguf: GGUFFile, threads: Int = ComputePool.defaultThreadCount, copyWeights: Bool = true,
         contextLimit: Int? = nil, kvCacheType: KVCacheType = .f16, sharing sharedPool: ComputePool? = nil,
         physicalMemory: Int = LlamaModel.physicalMemoryBytes
     ) throws {
@@ -211,10 +216,10 @@ public final class LlamaModel: @unchecked Sendable {
             output = embedding
         }
         let copies =
-            interleave && WeightInterleaver.enabledByEnvironment
-            ? WeightInterleaver.plan(layers: layers, output: output, budget: physicalMemory / 2) : .none
+            copyWeights && WeightCopier.enabledByEnvironment
+            ? WeightCopier.plan(layers: layers, output: output, budget: physicalMemory / 2) : .none
         weightCopies = copies
-        interleavedWeights = WeightInterleaver.interleave(layers: &layers, output: &output, copies: copies)
+        weightCopyBuffer = WeightCopier.copy(layers: &layers, output: &output, copies: copies)
         self.layers = layers
         self.output = output
         let kQuants: Set<GGMLType> = [.q2_K, .q3_K, .q4_K, .q5_K, .q6_K]
@@ -279,7 +284,6 @@ public final class LlamaModel: @unchecked Sendable {
 
     deinit {
         for p in allocations { p.deallocate() }
-        interleavedWeights?.deallocate()
     }
 
     /// Bytes of keys and values one token of a sequence holds, over all layers.

@@ -2,7 +2,7 @@ import CKernels
 
 /// A 2-D weight tensor `[rows × columns]` read in place from the mapped GGUF file: row r
 /// (one output feature) is `columns` contiguous values in the tensor's storage type.
-/// Matrix products may read an interleaved copy instead (see `interleave(into:)`).
+/// Matrix products may read a copy in anonymous memory instead (see `copy(into:)`).
 struct WeightMatrix {
     static let supportedTypes: Set<GGMLType> = [
         .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
@@ -14,8 +14,8 @@ struct WeightMatrix {
     let rows: Int
     let data: UnsafeRawPointer
     let rowBytes: Int
-    /// What matrix products read: the file's rows (`rowBytes` apart), or an interleaved copy
-    /// (`ck_interleaved_group_bytes` per group of eight rows).
+    /// What matrix products read: the file's rows (`rowBytes` apart), their verbatim copy, or an
+    /// interleaved copy (`ck_interleaved_group_bytes` per group of eight rows).
     private(set) var productType: Int32
     private(set) var productData: UnsafeRawPointer
     private(set) var productStride: Int
@@ -63,7 +63,7 @@ struct WeightMatrix {
 
     var kernelType: Int32 { Int32(type.rawValue) }
 
-    /// Whether products read an interleaved copy rather than the file's rows.
+    /// Whether products read a copy (`copy(into:)`) rather than the file's rows.
     var isCopied: Bool { productData != data }
 
     /// Bytes of an interleaved copy of this matrix, or 0 when it has no interleaved form (the
@@ -73,14 +73,27 @@ struct WeightMatrix {
         return rows / 8 * ck_interleaved_group_bytes(kernelType, Int32(columns))
     }
 
-    /// Writes the interleaved copy into `destination` (`interleavedByteCount` bytes, kept alive
-    /// by the caller) and points matrix products at it.
-    mutating func interleave(into destination: UnsafeMutableRawPointer) {
-        let type = ck_interleave(kernelType, data, rowBytes, Int32(rows), Int32(columns), destination)
-        guard type >= 0 else { return }
-        productType = type
+    /// Bytes `copy(into:)` writes: the interleaved form, else the rows as the file has them.
+    var copyByteCount: Int {
+        let interleaved = interleavedByteCount
+        return interleaved > 0 ? interleaved : rows * rowBytes
+    }
+
+    /// Writes this matrix's copy into `destination` (`copyByteCount` bytes, kept alive by the
+    /// caller): its interleaved form where it has one, else its rows verbatim; products then
+    /// read the copy.
+    mutating func copy(into destination: UnsafeMutableRawPointer) {
+        if interleavedByteCount > 0 {
+            let type = ck_interleave(kernelType, data, rowBytes, Int32(rows), Int32(columns), destination)
+            if type >= 0 {
+                productType = type
+                productData = UnsafeRawPointer(destination)
+                productStride = ck_interleaved_group_bytes(kernelType, Int32(columns))
+                return
+            }
+        }
+        destination.copyMemory(from: data, byteCount: rows * rowBytes)
         productData = UnsafeRawPointer(destination)
-        productStride = ck_interleaved_group_bytes(kernelType, Int32(columns))
     }
 
     /// Writes row `row` as f32 into `out` (`columns` floats).
