@@ -12,12 +12,6 @@ import Testing
 struct InterleavedModelTests {
     static let tokens: [Int32] = [3, 17, 60, 0, 42, 42, 7, 33, 15, 8, 1]
 
-    func logits(_ model: LlamaModel, _ tokens: [Int32], _ cache: KVCache) throws -> [Float] {
-        var out = [Float](repeating: .nan, count: model.config.vocabularySize)
-        try out.withUnsafeMutableBufferPointer { try model.forward(tokens: tokens, cache: cache, logits: $0) }
-        return out
-    }
-
     /// Every matrix of the wide tiny model in `type` (the embedding stays Q6_K).
     static func uniform(_ tiny: WideTinyModel, _ type: GGMLType) -> [String: (
         shape: [Int], type: GGMLType, data: [UInt8]
@@ -52,19 +46,10 @@ struct InterleavedModelTests {
             let packed = try LlamaModel(gguf: try GGUFFile(path: path), threads: threads, copyWeights: true)
             try bothPaths { kernels in
                 if repacked(kernels) { return }
-                // One batch of 11 rows: micro-batches of 8+ take the tiled orders.
-                let batchFile = try logits(file, Self.tokens, file.makeCache(capacity: 32))
-                let batchPacked = try logits(packed, Self.tokens, packed.makeCache(capacity: 32))
-                #expect(
-                    batchFile.map(\.bitPattern) == batchPacked.map(\.bitPattern), "\(kernels) threads \(threads) batch")
-                // Token by token: the one-token orders.
-                let fileCache = file.makeCache(capacity: 32)
-                let packedCache = packed.makeCache(capacity: 32)
-                for (i, token) in Self.tokens.prefix(5).enumerated() {
-                    let a = try logits(file, [token], fileCache)
-                    let b = try logits(packed, [token], packedCache)
-                    #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "\(kernels) threads \(threads) token \(i)")
-                }
+                // One batch of 11 rows (micro-batches of 8+ take the tiled orders), then token by
+                // token (the one-token orders).
+                try ModelLogits.expectSame(
+                    file, packed, tokens: Self.tokens, stepped: 5, "\(kernels) threads \(threads)")
             }
         }
     }

@@ -22,12 +22,6 @@ struct MoEResidencyTests {
         TestFixtures.referenceRoot.appendingPathComponent("tiny/shapes/\(name).gguf").path
     }
 
-    func logits(_ model: LlamaModel, _ tokens: [Int32], _ cache: KVCache) throws -> [Float] {
-        var out = [Float](repeating: .nan, count: model.config.vocabularySize)
-        try out.withUnsafeMutableBufferPointer { try model.forward(tokens: tokens, cache: cache, logits: $0) }
-        return out
-    }
-
     @Test(arguments: models)
     func expertsStayMappedOverTheBudgetWithTheSameLogits(name: String) throws {
         let gguf = try GGUFFile(path: Self.path(name))
@@ -62,16 +56,7 @@ struct MoEResidencyTests {
         #expect(none.mappedWeightBytes == none.weightBytes)
 
         for other in [mapped, none] {
-            let batchA = try logits(copied, Self.tokens, copied.makeCache(capacity: 32))
-            let batchB = try logits(other, Self.tokens, other.makeCache(capacity: 32))
-            #expect(batchA.map(\.bitPattern) == batchB.map(\.bitPattern), "\(name) \(other.weightCopies): batch")
-            let cacheA = copied.makeCache(capacity: 32)
-            let cacheB = other.makeCache(capacity: 32)
-            for (i, token) in Self.tokens.prefix(5).enumerated() {
-                let a = try logits(copied, [token], cacheA)
-                let b = try logits(other, [token], cacheB)
-                #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "\(name) \(other.weightCopies): token \(i)")
-            }
+            try ModelLogits.expectSame(copied, other, tokens: Self.tokens, stepped: 5, "\(name) \(other.weightCopies)")
         }
 
         // And llama.cpp's answers, read with the experts in place.

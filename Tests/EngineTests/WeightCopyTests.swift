@@ -10,12 +10,6 @@ import Testing
 struct WeightCopyTests {
     static let tokens: [Int32] = [3, 17, 60, 0, 42, 42, 7, 33, 15]
 
-    func logits(_ model: LlamaModel, _ tokens: [Int32], _ cache: KVCache) throws -> [Float] {
-        var out = [Float](repeating: .nan, count: model.config.vocabularySize)
-        try out.withUnsafeMutableBufferPointer { try model.forward(tokens: tokens, cache: cache, logits: $0) }
-        return out
-    }
-
     @Test(arguments: [GGMLType.bf16, .f16, .f32])
     func floatMatricesAreCopiedVerbatimWithTheFilesLogits(type: GGMLType) throws {
         let tiny = WideTinyModel(layerTypes: WideTinyModel.mixedLayerTypes.map { $0.map { _ in type } })
@@ -36,16 +30,7 @@ struct WeightCopyTests {
         #expect(file.copiedWeightBytes == 0 && file.mappedWeightBytes == file.weightBytes)
         #expect(copied.copiedWeightBytes >= matrices.reduce(0) { $0 + $1.rows * $1.rowBytes })
 
-        let batchFile = try logits(file, Self.tokens, file.makeCache(capacity: 32))
-        let batchCopied = try logits(copied, Self.tokens, copied.makeCache(capacity: 32))
-        #expect(batchFile.map(\.bitPattern) == batchCopied.map(\.bitPattern), "\(type): batch")
-        let fileCache = file.makeCache(capacity: 32)
-        let copiedCache = copied.makeCache(capacity: 32)
-        for (i, token) in Self.tokens.prefix(4).enumerated() {
-            let a = try logits(file, [token], fileCache)
-            let b = try logits(copied, [token], copiedCache)
-            #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "\(type): token \(i)")
-        }
+        try ModelLogits.expectSame(file, copied, tokens: Self.tokens, stepped: 4, "\(type)")
     }
 
     @Test func theBufferStartsOnAHugePageBoundary() throws {
