@@ -54,19 +54,51 @@ enum WeightCopier {
             layers[i].updateMatrices(experts: experts) { total += reserved($0) }
         }
         guard let buffer = WeightCopyBuffer(byteCount: total) else { return nil }
+        let base = buffer.bytes.baseAddress!
+        // Where each copy goes, in the order `updateMatrices` visits the matrices.
+        var placed: [(matrix: WeightMatrix, offset: Int)] = []
         var offset = 0
         func place(_ matrix: inout WeightMatrix) {
-            let bytes = matrix.copyByteCount
             offset += (Self.pageOffset - offset) & (Self.page - 1)
-            matrix.copy(into: buffer.bytes.baseAddress! + offset)
-            offset += bytes
-            release(matrix.data, byteCount: matrix.rows * matrix.rowBytes)
+            placed.append((matrix, offset))
+            offset += matrix.copyByteCount
         }
         for i in layers.indices {
             layers[i].updateMatrices(experts: experts) { place(&$0) }
         }
         place(&output)
+        // The copies, on every core: most of their time is the kernel handing out (zeroing) the
+        // buffer's pages as they are first written, which runs on the thread that writes.
+        let jobs = Jobs(placed: placed, base: base)
+        defer { jobs.types.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: placed.count) { jobs.run($0) }
+        var next = 0
+        func point(_ matrix: inout WeightMatrix) {
+            matrix.readCopy(at: base + placed[next].offset, as: jobs.types[next])
+            release(matrix.data, byteCount: matrix.rows * matrix.rowBytes)
+            next += 1
+        }
+        for i in layers.indices {
+            layers[i].updateMatrices(experts: experts) { point(&$0) }
+        }
+        point(&output)
         return buffer
+    }
+
+    /// The copies to write, shared by the threads that write them: job `j` reads its matrix's
+    /// file rows and writes only its own destination and `types[j]`, so they need no lock.
+    private struct Jobs: @unchecked Sendable {
+        let placed: [(matrix: WeightMatrix, offset: Int)]
+        let base: UnsafeMutableRawPointer
+        let types: UnsafeMutableBufferPointer<Int32>
+
+        init(placed: [(matrix: WeightMatrix, offset: Int)], base: UnsafeMutableRawPointer) {
+            self.placed = placed
+            self.base = base
+            types = .allocate(capacity: placed.count)
+        }
+
+        func run(_ j: Int) { types[j] = placed[j].matrix.writeCopy(into: base + placed[j].offset) }
     }
 
     /// Drops the whole pages inside `[start, start + byteCount)` of the read-only file mapping.

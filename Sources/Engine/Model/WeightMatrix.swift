@@ -2,7 +2,7 @@ import CKernels
 
 /// A 2-D weight tensor `[rows × columns]` read in place from the mapped GGUF file: row r
 /// (one output feature) is `columns` contiguous values in the tensor's storage type.
-/// Matrix products may read a copy in anonymous memory instead (see `copy(into:)`).
+/// Matrix products may read a copy in anonymous memory instead (see `writeCopy(into:)`).
 struct WeightMatrix {
     static let supportedTypes: Set<GGMLType> = [
         .f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .mxfp4,
@@ -63,7 +63,7 @@ struct WeightMatrix {
 
     var kernelType: Int32 { Int32(type.rawValue) }
 
-    /// Whether products read a copy (`copy(into:)`) rather than the file's rows.
+    /// Whether products read a copy (`readCopy(at:as:)`) rather than the file's rows.
     var isCopied: Bool { productData != data }
 
     /// Bytes of an interleaved copy of this matrix, or 0 when it has no interleaved form (the
@@ -73,27 +73,31 @@ struct WeightMatrix {
         return rows / 8 * ck_interleaved_group_bytes(kernelType, Int32(columns))
     }
 
-    /// Bytes `copy(into:)` writes: the interleaved form, else the rows as the file has them.
+    /// Bytes `writeCopy(into:)` writes: the interleaved form, else the rows as the file has them.
     var copyByteCount: Int {
         let interleaved = interleavedByteCount
         return interleaved > 0 ? interleaved : rows * rowBytes
     }
 
-    /// Writes this matrix's copy into `destination` (`copyByteCount` bytes, kept alive by the
-    /// caller): its interleaved form where it has one, else its rows verbatim; products then
-    /// read the copy.
-    mutating func copy(into destination: UnsafeMutableRawPointer) {
+    /// Writes this matrix's copy into `destination` (`copyByteCount` bytes): its interleaved
+    /// form where it has one, else its rows verbatim. Returns the type products read the copy
+    /// as, for `readCopy(at:as:)`. Touches nothing but `destination`, so matrices may be
+    /// written on several threads at once.
+    func writeCopy(into destination: UnsafeMutableRawPointer) -> Int32 {
         if interleavedByteCount > 0 {
             let type = ck_interleave(kernelType, data, rowBytes, Int32(rows), Int32(columns), destination)
-            if type >= 0 {
-                productType = type
-                productData = UnsafeRawPointer(destination)
-                productStride = ck_interleaved_group_bytes(kernelType, Int32(columns))
-                return
-            }
+            if type >= 0 { return type }
         }
         destination.copyMemory(from: data, byteCount: rows * rowBytes)
-        productData = UnsafeRawPointer(destination)
+        return kernelType
+    }
+
+    /// Points products at the copy `writeCopy` wrote at `destination` (kept alive by the
+    /// caller), read as `type`.
+    mutating func readCopy(at destination: UnsafeRawPointer, as type: Int32) {
+        productType = type
+        productData = destination
+        productStride = type == kernelType ? rowBytes : ck_interleaved_group_bytes(kernelType, Int32(columns))
     }
 
     /// Writes row `row` as f32 into `out` (`columns` floats).
