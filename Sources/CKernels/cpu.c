@@ -5,6 +5,22 @@
 #include "internal.h"
 
 int ck_prefetch_near = 0;
+int ck_cpu_avx512bw = 0;
+int ck_cpu_vnni512 = 0;
+int ck_cpu_bf16_pairs = 0;
+
+// Read once when the library loads, before any kernel runs (internal.h). Kernels on the pool's
+// threads then only read them; each used to cache its own check on first use, a write that
+// ThreadSanitizer saw race with another thread's read.
+__attribute__((constructor)) static void ck_read_cpu(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    const int f512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+    ck_cpu_avx512bw = __builtin_cpu_supports("avx512bw");
+    ck_cpu_vnni512 = f512 && __builtin_cpu_supports("avx512vnni");
+    ck_cpu_bf16_pairs = f512 && __builtin_cpu_supports("avx512bf16");
+#endif
+}
 
 // Read once when the library loads, before any kernel runs (internal.h, CK_AHEAD).
 __attribute__((constructor)) static void ck_choose_prefetch(void) {

@@ -281,15 +281,7 @@ CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t 
 
 static _Thread_local int ck_vnni_override = -1;
 
-static int ck_cpu_has_vnni_hw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-                 __builtin_cpu_supports("avx512f");
-    }
-    return cached;
-}
+static int ck_cpu_has_vnni_hw(void) { return ck_cpu_vnni512; }
 
 int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_has_vnni_hw(); }
 

@@ -70,15 +70,7 @@ float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int 
 #define CK_BF16 __attribute__((target("avx512f,avx512vl,avx512bf16,avx2,fma,f16c")))
 #define CK_INLINE __attribute__((always_inline)) static inline
 
-static int pairs_hw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f") &&
-                 __builtin_cpu_supports("avx512vl");
-    }
-    return cached;
-}
+static int pairs_hw(void) { return ck_cpu_bf16_pairs; }
 
 // 32 activations (exact bf16 values in f32) as bf16: the low 16 from the first vector.
 CK_BF16 CK_INLINE __m512bh load_a(const float *a) {

@@ -236,14 +236,7 @@ CK_VNNI static void dot4_q5_0_vnni(int k, const ck_block_q5_0 *w, size_t w_row_b
     for (int r = 0; r < 4; r++) out[r] = ck_hsum8(acc[r]);
 }
 
-static int has_avx512_vnni_bw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bw");
-    }
-    return cached && ck_cpu_has_vnni();
-}
+static int has_avx512_vnni_bw(void) { return ck_cpu_avx512bw && ck_cpu_has_vnni(); }
 
 CK_FAST static float dot_q5_1_fast(int k, const ck_block_q5_1 *w, const ck_block_q8_1 *a) {
     __m256 acc = _mm256_setzero_ps();

@@ -27,14 +27,7 @@
 
 #if CK_X86
 // The Q5_0 kernel's fifth-bit masks need AVX-512 BW besides VNNI.
-static int has_avx512bw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bw");
-    }
-    return cached;
-}
+static int has_avx512bw(void) { return ck_cpu_avx512bw; }
 #endif
 
 // The form Q5_0 is interleaved into: its own where the VNNI kernel can unpack it (as the kernels

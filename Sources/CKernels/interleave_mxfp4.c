@@ -173,14 +173,7 @@ CK_FAST static void group_mxfp4x8_avx2(int nb, const ck_block_mxfp4x8 *w, const 
 // The table lookup on 512-bit vectors (vpshufb) needs AVX-512 BW besides VNNI.
 #define CK_MX_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-static int has_avx512bw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bw");
-    }
-    return cached;
-}
+static int has_avx512bw(void) { return ck_cpu_avx512bw; }
 
 // Two groups' eight scales (half_scales8) as one 16-lane vector.
 static inline __attribute__((always_inline)) CK_MX_VNNI __m512 half_scales16(const uint8_t *ea, const uint8_t *eb) {

@@ -88,14 +88,7 @@ static void group_q5_1x8_portable(int nb, const ck_block_q5_1x8 *w, const ck_blo
 #define CK_Q51_AHEAD 13  // blocks of 192 bytes (~2.5 KiB, the Q4_1 kernel's distance)
 #endif
 
-static int has_avx512bw(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512bw");
-    }
-    return cached;
-}
+static int has_avx512bw(void) { return ck_cpu_avx512bw; }
 
 int ck_q5_1x8_cpu_has_bw(void) { return has_avx512bw(); }
 

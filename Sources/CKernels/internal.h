@@ -22,6 +22,11 @@
 // Intel Xeon the far distance was worth 1.3-1.5x). INFERD_PREFETCH=near|far overrides the
 // choice (cpu.c), to measure it on another machine.
 extern int ck_prefetch_near;
+// What the CPU has, read when the library loads (cpu.c): AVX-512 BW; AVX-512 F, VL and VNNI;
+// AVX-512 F, VL and BF16.
+extern int ck_cpu_avx512bw;
+extern int ck_cpu_vnni512;
+extern int ck_cpu_bf16_pairs;
 #define CK_AHEAD(blocks) (ck_prefetch_near ? 0 : (blocks))
 
 #if CK_X86
