@@ -49,13 +49,8 @@ enum WeightCopier {
     ) -> WeightCopyBuffer? {
         guard copies != .none else { return nil }
         let experts = copies == .all
-        var total = reserved(output)
-        for i in layers.indices {
-            layers[i].updateMatrices(experts: experts) { total += reserved($0) }
-        }
-        guard let buffer = WeightCopyBuffer(byteCount: total) else { return nil }
-        let base = buffer.bytes.baseAddress!
-        // Where each copy goes, in the order `updateMatrices` visits the matrices.
+        // Where each copy goes, in the order `updateMatrices` visits the matrices; the buffer is
+        // as long as the placement.
         var placed: [(matrix: WeightMatrix, offset: Int)] = []
         var offset = 0
         func place(_ matrix: inout WeightMatrix) {
@@ -67,6 +62,8 @@ enum WeightCopier {
             layers[i].updateMatrices(experts: experts) { place(&$0) }
         }
         place(&output)
+        guard let buffer = WeightCopyBuffer(byteCount: offset) else { return nil }
+        let base = buffer.bytes.baseAddress!
         // The copies, on every core: most of their time is the kernel handing out (zeroing) the
         // buffer's pages as they are first written, which runs on the thread that writes.
         let jobs = Jobs(placed: placed, base: base)
