@@ -25,6 +25,10 @@ the ggml-cpu library scripts/llama-cpp-build.sh builds without the AMX kernels
 on a CPU without AMX) through LD_LIBRARY_PATH, or, when that library is missing, with `--repack
 0` (no extra buffer types at all, which also turns the repacked layouts off), and says which.
 
+--isa avx2 runs both engines' AVX2 kernels on an AVX-512 machine (what an AMD Zen 3 runs): inferd
+with INFERD_CPU=avx2, llama-bench against the AVX2-only ggml-cpu the build script makes
+(LLAMA/build-avx2/bin) through LD_LIBRARY_PATH.
+
 --shape a3b writes Qwen3-30B-A3B's layers instead (#38: qwen3moe, width 2048, 32 query and 4 KV
 heads of 128, per-head Q/K norms, 128 experts of FFN 768 with 8 used per token, an untied output
 head), --layers of them (default 8 of the real 48, so the F16 source, ~10 GB, fits the disk):
@@ -47,7 +51,7 @@ type whose file is complete does not need it again.
 Usage (from the package root; needs PyPI's gguf and numpy):
     python3 scripts/big-model-bench.py [--shape 1.7b|a3b|gpt-oss-20b|smollm3-3b|phi3-mini|ministral3-3b] [--layers N] [--delete-source] [--dir /work/bigmodels] [--types Q4_0,Q5_K_M,...]
         [--threads 1,2] [--rounds 3] [--inferd .build/release/inferd] [--llama /tmp/llama-cpp]
-        [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only]
+        [--json OUT] [--quiet-wait 10] [--timeout 900] [--seed 20261206] [--files-only] [--isa avx2]
     python3 scripts/big-model-bench.py --report OUT [OUT...]   (the tables again, runs merged)
 
 Figures and how long it takes: docs/performance.md ("A real-size model beside llama.cpp").
@@ -391,13 +395,17 @@ def measured(cmd, env=None, timeout=1800):
 def run_inferd(args, path, threads):
     cmd = [args.inferd, "bench", "--model", path, "--threads", str(threads), "--tests", "pp128,tg32",
            "--repetitions", "1", "--json"]
-    run, seconds, others = measured(cmd, timeout=args.timeout)
+    env = dict(os.environ)
+    if args.isa == "avx2":
+        env["INFERD_CPU"] = "avx2"
+    run, seconds, others = measured(cmd, env, timeout=args.timeout)
     if run.returncode != 0:
         return {"error": f"exit {run.returncode}: {run.stderr[-2000:]}", "command": cmd}
     report = json.loads(run.stdout[run.stdout.index("{"):])
     rows = {r["test"]: r for r in report["results"]}
     probe = report["memory_bandwidth_by_threads_gbps"].get(str(threads), report["memory_bandwidth_gbps"])
     return {"pp128": rows["pp128"]["median"], "tg32": rows["tg32"]["median"], "probe_gbps": probe,
+            "kernels": report.get("kernels"),
             "others_cores_inferd": rows["pp128"]["others_cores"] + rows["tg32"]["others_cores"],
             "model_bytes": report["model_bytes"], "seconds": seconds, "others_cores": others,
             "command": cmd}
@@ -410,7 +418,9 @@ LLAMA_MODES = ["default", "noamx-lib", "no-repack"]
 def llama_command(args, path, threads, mode):
     cmd = [args.llama_bench, "-m", path, "-t", str(threads), "-p", "128", "-n", "32", "-r", "1", "-o", "json"]
     env = dict(os.environ)
-    if mode == "noamx-lib":
+    if args.isa == "avx2":
+        env["LD_LIBRARY_PATH"] = args.avx2lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    elif mode == "noamx-lib":
         env["LD_LIBRARY_PATH"] = args.noamx + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     elif mode == "no-repack":
         cmd += ["--repack", "0"]
@@ -440,7 +450,7 @@ def run_llama(args, path, threads, state):
     tg = next(r for r in rows if r["n_gen"] == 32 and r["n_prompt"] == 0)
     return {"pp128": pp["avg_ts"], "tg32": tg["avg_ts"], "mode": mode, "seconds": seconds, "others_cores": others,
             "model_bytes": pp["model_size"], "command": cmd,
-            "env": {"LD_LIBRARY_PATH": env["LD_LIBRARY_PATH"]} if mode == "noamx-lib" else {}}
+            "env": {"LD_LIBRARY_PATH": env["LD_LIBRARY_PATH"]} if "LD_LIBRARY_PATH" in env else {}}
 
 
 def cpu_model():
@@ -506,7 +516,7 @@ def bench(args, files):
     header = {"started": started, "cpu": cpu_model(), "inferd": args.inferd, "inferd_commit": git_commit(root),
               "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "seed": args.seed,
               "rounds": args.rounds, "threads": args.threads, "types": args.types, "dir": args.dir, "cores": os.cpu_count(),
-              "noamx": args.noamx, "shape": args.shape.name, "shape_description": args.shape.description,
+              "noamx": args.noamx, "isa": args.isa, "avx2lib": args.avx2lib, "shape": args.shape.name, "shape_description": args.shape.description,
               "active_bytes": {t: active_bytes(files[t]) for t in args.types}}
     print(f"# {started}; {header['cpu']}; inferd {header['inferd_commit']}", flush=True)
     samples = []
@@ -558,6 +568,9 @@ def print_tables(header, samples, finished):
     described = header.get("shape_description", "SmolLM2-1.7B's shape")
     print(f"# model: {header.get('shape', 'shape1.7b')}-TYPE.gguf in {header.get('dir', '/work/bigmodels')} "
           f"({described}, random weights, seed {header['seed']})")
+    if header.get("isa") == "avx2":
+        print(f"# --isa avx2: inferd with INFERD_CPU=avx2, llama-bench against the AVX2-only ggml-cpu "
+              f"(LD_LIBRARY_PATH={header.get('avx2lib')}): both run what an AVX2-only CPU would")
     if mode == "noamx-lib":
         print(f"# llama-bench raised SIGILL ({', '.join(crashed)}): run against the ggml-cpu built without AMX "
               f"(LD_LIBRARY_PATH={header.get('noamx', '/tmp/llama-cpp/build-noamx/bin')}, -U__AMX_INT8__; repacked layouts on)")
@@ -647,6 +660,9 @@ def main():
     p.add_argument("--inferd", default=os.path.join(root, ".build/release/inferd"))
     p.add_argument("--llama", default="/tmp/llama-cpp", help="scripts/llama-cpp-build.sh's directory")
     p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--isa", choices=["native", "avx2"], default="native",
+                   help="avx2: both engines run their AVX2 kernels on an AVX-512 CPU (INFERD_CPU=avx2; "
+                        "llama.cpp's AVX2-only ggml-cpu, LLAMA/build-avx2/bin)")
     p.add_argument("--source-model", default=os.path.join(root, SOURCE_MODEL), help="tokenizer source")
     p.add_argument("--json", metavar="OUT", help="write every sample here")
     p.add_argument("--quiet-wait", type=float, default=10,
@@ -667,6 +683,9 @@ def main():
     args.quantize = os.path.join(build, "llama-quantize")
     args.llama_bench = os.path.join(build, "llama-bench")
     args.noamx = os.path.join(args.llama, "build-noamx/bin")
+    args.avx2lib = os.path.join(args.llama, "build-avx2/bin")
+    if args.isa == "avx2" and not os.path.exists(os.path.join(args.avx2lib, "libggml-cpu.so")):
+        sys.exit(f"--isa avx2 needs {args.avx2lib}/libggml-cpu.so: run scripts/llama-cpp-build.sh")
     if os.path.realpath(args.dir).startswith(os.path.realpath(root) + os.sep):
         sys.exit(f"--dir {args.dir} is inside the repository: put the model files elsewhere")
     files = make_files(args)

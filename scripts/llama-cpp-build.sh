@@ -32,6 +32,12 @@ ninja -C "$src/build" llama-server llama-common llama-quantize llama-perplexity 
 cmake -S "$src" -B "$dir/build-noamx" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DGGML_NATIVE=ON -DCMAKE_C_FLAGS=-U__AMX_INT8__ -DCMAKE_CXX_FLAGS=-U__AMX_INT8__ >/dev/null
 ninja -C "$dir/build-noamx" ggml-cpu >/dev/null
+# An AVX2-only ggml-cpu (what an AMD Zen 3 runs: no AVX-512, no VNNI), for big-model-bench.py
+# --isa avx2 on any x86 machine through LD_LIBRARY_PATH.
+cmake -S "$src" -B "$dir/build-avx2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+    -DGGML_BMI2=ON -DGGML_AVX512=OFF >/dev/null
+ninja -C "$dir/build-avx2" ggml-cpu >/dev/null
 g++ -O2 -std=c++17 -o "$dir/llama-cpp-tensors" "$here/llama-cpp-tensors.cpp" \
     -I"$src/include" -I"$src/ggml/include" -I"$src/common" -I"$src/vendor" \
     -L"$src/build/bin" -lllama-common -lllama -lggml -lggml-base -Wl,-rpath,"$src/build/bin"

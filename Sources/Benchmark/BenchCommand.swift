@@ -24,6 +24,8 @@ public enum BenchCommand {
             }
         }
         var model: String
+        /// The C kernels' instruction set (CPUKernels.name).
+        var kernels: String
         var modelBytes: Int
         var parameters: Int
         var results: [Row]
@@ -35,7 +37,7 @@ public enum BenchCommand {
         var http: HTTPBench.Result?
         var load: HTTPBench.LoadResult?
         enum CodingKeys: String, CodingKey {
-            case model, parameters, results, http, load
+            case model, kernels, parameters, results, http, load
             case modelBytes = "model_bytes"
             case decodeBandwidthGBps = "decode_bandwidth_gbps"
             case memoryBandwidthGBps = "memory_bandwidth_gbps"
@@ -169,7 +171,7 @@ public enum BenchCommand {
             }
             if json {
                 let report = Report(
-                    model: name, modelBytes: file.fileSize, parameters: parameters, results: rows,
+                    model: name, kernels: CPUKernels.name, modelBytes: file.fileSize, parameters: parameters, results: rows,
                     decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory,
                     memoryBandwidthByThreadsGBps: Dictionary(
                         uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),
@@ -177,6 +179,7 @@ public enum BenchCommand {
                 print(WireJSON.string(report))
             } else {
                 print("")
+                print("kernels: \(CPUKernels.name)")
                 print(
                     "memory read bandwidth (probe): "
                         + probes.keys.sorted().map { t in

@@ -12,14 +12,27 @@ int ck_cpu_bf16_pairs = 0;
 // Read once when the library loads, before any kernel runs (internal.h). Kernels on the pool's
 // threads then only read them; each used to cache its own check on first use, a write that
 // ThreadSanitizer saw race with another thread's read.
+//
+// INFERD_CPU=avx2 hides AVX-512 from every kernel for the whole process, so an AVX-512 machine
+// runs what an AVX2-only CPU (AMD Zen 3) would: the machines this project runs on vary, and the
+// AVX2 paths have to be measured on whichever one a session has (docs/performance.md). Tests use
+// the per-thread switch instead (ck_set_vnni).
 __attribute__((constructor)) static void ck_read_cpu(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    const char *isa = getenv("INFERD_CPU");
+    if (isa && strcmp(isa, "avx2") == 0) return;
     const int f512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
     ck_cpu_avx512bw = __builtin_cpu_supports("avx512bw");
     ck_cpu_vnni512 = f512 && __builtin_cpu_supports("avx512vnni");
     ck_cpu_bf16_pairs = f512 && __builtin_cpu_supports("avx512bf16");
 #endif
+}
+
+const char *ck_cpu_kernels(void) {
+    if (!ck_cpu_has_avx2_fma()) return "portable";
+    if (ck_cpu_vnni512 && ck_cpu_avx512bw) return ck_cpu_bf16_pairs ? "avx512-vnni-bf16" : "avx512-vnni";
+    return "avx2";
 }
 
 // Read once when the library loads, before any kernel runs (internal.h, CK_AHEAD).

@@ -291,8 +291,8 @@ void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw(
 // Q4_1 and Q8_0, whose AVX2 kernels (interleave_avx2.c, interleave_q4_0.c) beat the per-row
 // ones; Q5_0 goes through the Q8_0 form there.
 int ck_interleaving_pays(int type) {
-    // The K-quants' forms have VNNI kernels only (interleave_q4_k.c, interleave_q6_k.c).
-    if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw();
+    // Q4_K's and Q6_K's forms have AVX2 kernels too (interleave_q4_k_avx2.c, interleave_q6_k_avx2.c).
+    if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     // Q5_K's has AVX2 ones too (interleave_q5_k_avx2.c).
     if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     // So have Q3_K's and Q2_K's (interleave_q3_k.c, interleave_q2_k.c).

@@ -139,6 +139,10 @@ _Static_assert(sizeof(ck_block_q8_0x8) == 272, "Q8_0x8 block");
 size_t ck_q4_kx8_group_bytes(int k);
 void ck_interleave_q4_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q4_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q4_K's AVX2 kernels (interleave_q4_k_avx2.c): groups g0..<g1 against T <= 4 tokens, token t in
+/// the CK_ORDER_GROUP4 order when pairs[t], else the one-token order.
+void ck_groups_q4_kx8_avx2(int nb, const char *w, size_t group_bytes, int g0, int g1,
+                           const ck_block_q8_K *const *x, const int *pairs, float *const *y, int T);
 /// Q4_0's form (interleave_q4_0.c), k a multiple of 32: the same, with the AVX2 kernels for
 /// CK_INTERLEAVED_AVX2.
 size_t ck_q4_0x8_group_bytes(int k);
@@ -216,6 +220,10 @@ void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, c
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q6_K's AVX2 kernels (interleave_q6_k_avx2.c): rows r0..<r1 of a product, every token in its
+/// order, and eight rows against one token in the one-token order.
+void ck_matmul_q6_kx8_rows_avx2(const ck_matmul_args *p, int r0, int r1);
+void ck_group_q6_kx8_lanes_avx2(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y);
 
 #if CK_X86
 // What the forms' VNNI kernels use (Q5_0's also needs AVX-512 BW: CK_VNNI in interleave.c).

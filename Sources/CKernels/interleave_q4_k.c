@@ -8,7 +8,8 @@
 // and token. With eight rows in the lanes of a vector (lane r: row r) the group sums come out
 // of vpdpbusd already separated by row, the scales multiply them lane by lane, and the FMAs are
 // the same FMAs on eight rows at once: every row's arithmetic is that of its per-row kernel, bit
-// for bit, in either order. Only CPUs with AVX-512 VNNI get this form (ck_interleaving_pays).
+// for bit, in either order. CPUs with AVX2 but no VNNI run the same steps with two instructions
+// for each vpdpbusd (interleave_q4_k_avx2.c).
 #include <string.h>
 
 #include "interleave_forms.h"
@@ -282,6 +283,10 @@ static void q4_kx8_pass(const ck_matmul_args *p, int g0, int g1, int fast) {
 #if CK_X86
         if (fast == CK_INTERLEAVED_VNNI) {
             groups_q4_kx8_vnni(nb, w, p->w_row_bytes, g0, g1, xs, pairs, ys, T);
+            continue;
+        }
+        if (fast == CK_INTERLEAVED_AVX2) {
+            ck_groups_q4_kx8_avx2(nb, w, p->w_row_bytes, g0, g1, xs, pairs, ys, T);
             continue;
         }
 #endif

@@ -1,4 +1,5 @@
-// Q6_K re-laid out at load time for eight rows per VNNI instruction (see interleave_q4_k.c).
+// Q6_K re-laid out at load time for eight rows per VNNI instruction (see interleave_q4_k.c); the
+// AVX2 kernels are in interleave_q6_k_avx2.c.
 //
 // The form keeps the file's bytes (210 per row and super-block): ql and qh are interleaved four
 // bytes at a time, as Q4_K's nibbles are. Element e = 128n + 32i + 4L + j (half n, quarter i of
@@ -360,8 +361,8 @@ CK_FORMS_VNNI static void q6_pass_tiled(int nb, const char *u, int groups, const
 // MARK: - Matrix product over a range of rows
 
 // Rows r0..<r1 against `count` tokens all in one order, reading the form as it is: the VNNI
-// one-token kernel, and the portable references (the AVX2 paths give ggml's AVX2 order through
-// them; the form is made only where the CPU has VNNI).
+// one-token kernel, and the portable references (the AVX2 kernels are interleave_q6_k_avx2.c's;
+// the VNNI path falls back here only when its buffer could not be had).
 static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, const ck_block_q8_K *const *xs,
                           float *const *ys, int count) {
     const int nb = p->k / CK_QK_K;
@@ -458,6 +459,10 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
 #if CK_X86
     if (fast == CK_INTERLEAVED_VNNI && q6_kx8_rows_vnni(p, r0, r1)) return;
+    if (fast == CK_INTERLEAVED_AVX2) {
+        ck_matmul_q6_kx8_rows_avx2(p, r0, r1);
+        return;
+    }
 #endif
     ck_matmul_kx8_by_order(p, r0, r1, fast, q6_kx8_tokens);
 }

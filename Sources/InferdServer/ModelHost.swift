@@ -99,6 +99,7 @@ public final class ModelHost: Sendable {
                     "model loaded",
                     [
                         "model": engine.modelName, "architecture": engine.architecture,
+                        "kernels": CPUKernels.name,
                         "weight_types": engine.weightTypes.joined(separator: ","),
                         "weight_copies": engine.weightResidency?.copies.rawValue ?? "",
                         "weight_bytes": "\(engine.weightResidency?.totalBytes ?? 0)",

@@ -4,12 +4,12 @@ import Testing
 @testable import Engine
 
 /// The K-quants' interleaved forms (eight rows per super-block, made at load time where the CPU
-/// has AVX-512 VNNI) against the per-row kernels on the file layout, bit for bit in each of
+/// has AVX2) against the per-row kernels on the file layout, bit for bit in each of
 /// ggml's orders, whichever order each token has, on every path: Q4_K's one-token order (one
 /// FMA per super-block) and four-token order (per 64 values, tokens in whole groups of four);
 /// Q6_K's and Q5_K's one-token order (eight lanes per row) and tiled order (micro-batches of 8+
-/// rows), and Q3_K's and Q2_K's the same two. The forms of Q5_K, Q3_K and Q2_K are made on AVX2
-/// CPUs too (they have AVX2 kernels).
+/// rows), and Q3_K's and Q2_K's the same two. Each has AVX2 kernels besides the VNNI ones
+/// (`bothPaths`' "fast-avx2" runs them on any CPU).
 @Suite(.serialized)
 struct InterleavedKQuantTests {
     static let group4 = UInt8(CK_ORDER_GROUP4)
@@ -79,20 +79,13 @@ struct InterleavedKQuantTests {
         return activations
     }
 
-    @Test(arguments: [(GGMLType.q4_K, 1184), (.q6_K, 1680)])
-    func theFormIsMadeWhereTheCPUHasVNNI(type: GGMLType, blockBytes: Int) {
+    /// 8 rows of k = 256: one super-block per row; k = 640 is not whole super-blocks.
+    @Test(arguments: [(GGMLType.q5_K, 1440), (.q4_K, 1184), (.q6_K, 1680)])
+    func theQ4KQ5KAndQ6KFormsAreMadeWhereTheCPUHasAVX2(type: GGMLType, blockBytes: Int) {
         let t = Int32(type.rawValue)
-        #expect(ck_interleaving_pays(t) == (InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
-        // 8 rows of k = 256: one super-block per row; k = 640 is not whole super-blocks.
-        #expect(ck_interleaved_group_bytes(t, 256) == blockBytes)
-        #expect(ck_interleaved_group_bytes(t, 640) == 0)
-    }
-
-    @Test func theQ5KFormIsMadeWhereTheCPUHasAVX2() {
-        let t = Int32(GGMLType.q5_K.rawValue)
         #expect(ck_interleaving_pays(t) == (ck_cpu_has_avx2_fma() != 0 || InterleavedKernelTests.cpuHasVNNI ? 1 : 0))
-        #expect(ck_interleaved_group_bytes(t, 256) == 1440)
-        #expect(ck_interleaved_group_bytes(t, 8192) == 32 * 1440)
+        #expect(ck_interleaved_group_bytes(t, 256) == blockBytes)
+        #expect(ck_interleaved_group_bytes(t, 8192) == 32 * blockBytes)
         #expect(ck_interleaved_group_bytes(t, 640) == 0)
     }
 

@@ -12,6 +12,10 @@
 /// 1 when this CPU runs the AVX2/FMA/F16C paths, 0 when the portable paths must be used.
 int ck_cpu_has_avx2_fma(void);
 
+/// The kernels this process runs: "avx512-vnni-bf16", "avx512-vnni", "avx2" or "portable"
+/// (INFERD_CPU=avx2 makes an AVX-512 CPU run the AVX2 ones, cpu.c).
+const char *ck_cpu_kernels(void);
+
 /// 1 when the fast paths are in use (CPU supports them and they were not turned off).
 int ck_fast_paths_enabled(void);
 /// Turns the fast paths off (0) or back on (1, only if the CPU supports them) for the calling
