@@ -297,8 +297,9 @@ int ck_interleaving_pays(int type) {
     if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     // So have Q3_K's and Q2_K's (interleave_q3_k.c, interleave_q2_k.c).
     if (type == CK_TYPE_Q3_K || type == CK_TYPE_Q2_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
-    // Q5_1's has VNNI kernels only, which need AVX-512 BW too (interleave_q5_1.c).
-    if (type == CK_TYPE_Q5_1) return ck_cpu_has_vnni_hw() && ck_q5_1x8_cpu_has_bw();
+    // Q5_1's VNNI kernels need AVX-512 BW too (interleave_q5_1.c); it has AVX2 ones
+    // (interleave_q5_1_avx2.c).
+    if (type == CK_TYPE_Q5_1) return (ck_cpu_has_vnni_hw() && ck_q5_1x8_cpu_has_bw()) || ck_cpu_has_avx2_fma();
     // MXFP4's has AVX2 ones too (interleave_mxfp4.c).
     if (type == CK_TYPE_MXFP4) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
     if (type != CK_TYPE_Q4_0 && type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;

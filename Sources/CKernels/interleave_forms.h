@@ -149,10 +149,12 @@ size_t ck_q4_0x8_group_bytes(int k);
 void ck_interleave_q4_0x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q4_0x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
 /// Q5_1's form (interleave_q5_1.c), k a multiple of 32: the same, with the VNNI kernels (AVX-512
-/// BW too) for CK_INTERLEAVED_VNNI, else the portable one.
+/// BW too) for CK_INTERLEAVED_VNNI, the AVX2 ones for CK_INTERLEAVED_AVX2.
 size_t ck_q5_1x8_group_bytes(int k);
 void ck_interleave_q5_1x8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
+/// Q5_1's AVX2 kernels (interleave_q5_1_avx2.c): rows r0..<r1 of a product, every token.
+void ck_matmul_q5_1x8_rows_avx2(const ck_matmul_args *p, int r0, int r1);
 /// Q5_K's form (interleave_q5_k.c): the same, with the AVX2 kernels (interleave_q5_k_avx2.c) for
 /// CK_INTERLEAVED_AVX2.
 size_t ck_q5_kx8_group_bytes(int k);

@@ -21,9 +21,8 @@
 // accumulator vector (lane r: row r) and the m * s chain is one vector for eight rows. The
 // integer sums are exact everywhere (|sum| <= 4 * 31 * 128).
 //
-// The VNNI kernels need AVX-512 BW for the masked byte add (vpaddb with a mask): the loader makes
-// the form only where the CPU has both (ck_interleaving_pays); anywhere else, or with VNNI
-// switched off after loading, the form is read by the portable kernel.
+// The VNNI kernels need AVX-512 BW for the masked byte add (vpaddb with a mask); CPUs with AVX2
+// alone read the form with interleave_q5_1_avx2.c's kernels.
 #include <string.h>
 
 #include "interleave_forms.h"
@@ -174,6 +173,10 @@ void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
             }
             groups_q5_1x8_vnni(nb, w, p->w_row_bytes, r0 / 8, r1 / 8, xs, ys, T);
         }
+        return;
+    }
+    if (fast != CK_INTERLEAVED_PORTABLE) {  // AVX2, or VNNI without BW
+        ck_matmul_q5_1x8_rows_avx2(p, r0, r1);
         return;
     }
 #endif

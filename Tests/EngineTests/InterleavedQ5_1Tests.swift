@@ -7,7 +7,8 @@ import Testing
 /// against the file layout it was made from: every output bit for bit the per-row fast kernel's
 /// (ggml's Q5_1 order), and within rounding of the Swift reference (dequantized, summed in
 /// Double); on the eight-lane VNNI kernels (1-4 tokens), the 16-lane ones (5 tokens or more, an
-/// odd last group read twice), the portable one, with the pool's row chunks and without.
+/// odd last group read twice), the AVX2 ones (tokens in twos over passes of rows), the portable
+/// one, with the pool's row chunks and without.
 @Suite(.serialized)
 struct InterleavedQ5_1Tests {
     static let q5_1 = Int32(GGMLType.q5_1.rawValue)
@@ -44,8 +45,10 @@ struct InterleavedQ5_1Tests {
             }
         }
         #expect(refused == [-1, -1])
-        // The loader makes it where the VNNI kernels (AVX-512 BW too) read it.
-        #expect(ck_interleaving_pays(Self.q5_1) == (InterleavedKernelTests.cpuHasVNNIAndBW ? 1 : 0))
+        // The loader makes it where the VNNI kernels (AVX-512 BW too) or the AVX2 ones read it.
+        #expect(
+            ck_interleaving_pays(Self.q5_1)
+                == (InterleavedKernelTests.cpuHasVNNIAndBW || ck_cpu_has_avx2_fma() != 0 ? 1 : 0))
     }
 
     @Test func interleavedProductsAreThePerRowProducts() throws {
