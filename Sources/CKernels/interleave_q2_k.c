@@ -274,43 +274,48 @@ CK_FORMS_VNNI static void groups_q2_kx8_repacked(int nb, const char *w, size_t g
 }
 
 // The one-token order, eight rows: chunk c of each 32 values goes to lane c's accumulator.
-#define Q2_LANES(NAME, ATTR, VNNI)                                                                                     \
-    ATTR static void NAME(int nb, const ck_block_q2_Kx8 *w, const ck_block_q8_K *a, float *y) {                        \
-        __m256 acc[8];                                                                                                 \
-        for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();                                                      \
-        for (int b = 0; b < nb; b++) {                                                                                 \
-            for (int l = 0; l < (int)sizeof(ck_block_q2_Kx8); l += 64) {                                              \
-                _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q2K_AHEAD)) + l, _MM_HINT_T0);                                   \
-            }                                                                                                          \
-            const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d))); \
-            const __m256 dmin =                                                                                        \
-                _mm256_mul_ps(_mm256_set1_ps(-a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin)));  \
-            for (int L = 0; L < 8; L++) {                                                                              \
-                const __m256i mp = _mm256_madd_epi16(q2_min_pairs(&w[b], L), q2_bsum_pair(&a[b], L));                  \
-                acc[L] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mp), acc[L]);                                        \
-            }                                                                                                          \
-            __m256i lane[8];                                                                                           \
-            for (int c = 0; c < 8; c++) lane[c] = _mm256_setzero_si256();                                              \
-            for (int m = 0; m < 8; m++) {                                                                              \
-                const int h = m / 4, s = m % 4;                                                                        \
-                const __m256i sl = VNNI ? q2_scale_low(w[b].scales[2 * m]) : q2_scale_both(w[b].scales[2 * m]);        \
-                const __m256i su = VNNI ? q2_scale_low(w[b].scales[2 * m + 1]) : q2_scale_both(w[b].scales[2 * m + 1]); \
-                for (int c = 0; c < 8; c++) {                                                                          \
-                    const __m256i q = q2_codes(_mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 * h + c))), s);  \
-                    const __m256i a4 = ck_bcast4(a[b].qs + 32 * m + 4 * c);                                            \
-                    if (VNNI) {                                                                                        \
-                        lane[c] = _mm256_dpwssd_epi32(lane[c], _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, a4),     \
-                                                      c < 4 ? sl : su);                                                \
-                    } else {                                                                                           \
-                        lane[c] = _mm256_add_epi32(lane[c], _mm256_madd_epi16(_mm256_maddubs_epi16(q, a4), c < 4 ? sl : su)); \
-                    }                                                                                                  \
-                }                                                                                                      \
-            }                                                                                                          \
-            for (int c = 0; c < 8; c++) acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane[c]), acc[c]);              \
-        }                                                                                                              \
-        _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));                                                            \
+// Lane c's eight steps are summed in one register before the next lane's: eight sums kept
+// across the steps (as a VNNI kernel with 32 registers could) lived on the stack with AVX2's
+// 16, a store and a load per step. Each accumulator takes the same FMAs in the
+// same order (the mins' first, then the lane's), and the integer sums do not depend on the
+// order they are added in: the same bits.
+CK_FAST static void group_q2_kx8_lanes_avx2(int nb, const ck_block_q2_Kx8 *w, const ck_block_q8_K *a, float *y) {
+    __m256 acc[8];
+    for (int c = 0; c < 8; c++) acc[c] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        for (int l = 0; l < (int)sizeof(ck_block_q2_Kx8); l += 64) {
+            _mm_prefetch((const char *)(w + b + CK_AHEAD(CK_Q2K_AHEAD)) + l, _MM_HINT_T0);
+        }
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
+        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].dmin)));
+        __m256i scales[16];
+        for (int g = 0; g < 16; g++) scales[g] = q2_scale_both(w[b].scales[g]);
+        for (int c = 0; c < 8; c++) {
+            const __m256i mp = _mm256_madd_epi16(q2_min_pairs(&w[b], c), q2_bsum_pair(&a[b], c));
+            acc[c] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(mp), acc[c]);
+            const __m256i v0 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
+            const __m256i v1 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 + c)));
+            __m256i lane = _mm256_setzero_si256();
+#define Q2_LANE_STEP(m)                                                                                          \
+    do {                                                                                                        \
+        const __m256i q = q2_codes((m) < 4 ? v0 : v1, (m) % 4);                                                 \
+        const __m256i a4 = ck_bcast4(a[b].qs + 32 * (m) + 4 * c);                                               \
+        lane = _mm256_add_epi32(lane, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a4), scales[2 * (m) + (c >= 4)])); \
+    } while (0)
+            Q2_LANE_STEP(0);
+            Q2_LANE_STEP(1);
+            Q2_LANE_STEP(2);
+            Q2_LANE_STEP(3);
+            Q2_LANE_STEP(4);
+            Q2_LANE_STEP(5);
+            Q2_LANE_STEP(6);
+            Q2_LANE_STEP(7);
+#undef Q2_LANE_STEP
+            acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[c]);
+        }
     }
-Q2_LANES(group_q2_kx8_lanes_avx2, CK_FAST, 0)
+    _mm256_storeu_ps(y, ck_chunks_in_hsum8_order(acc));
+}
 
 CK_KX8_TILES(groups_q2_kx8_tiled_avx2, ck_block_q2_Kx8, tile_q2_kx8_tiled_avx2, CK_FAST)
 #endif
