@@ -171,7 +171,8 @@ public enum BenchCommand {
             }
             if json {
                 let report = Report(
-                    model: name, kernels: CPUKernels.name, modelBytes: file.fileSize, parameters: parameters, results: rows,
+                    model: name, kernels: CPUKernels.name, modelBytes: file.fileSize, parameters: parameters,
+                    results: rows,
                     decodeBandwidthGBps: decodeGBps, memoryBandwidthGBps: memory,
                     memoryBandwidthByThreadsGBps: Dictionary(
                         uniqueKeysWithValues: probes.map { ("\($0.key)", $0.value) }),

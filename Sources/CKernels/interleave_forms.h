@@ -237,6 +237,19 @@ static inline __attribute__((always_inline)) CK_FAST __m256i ck_bcast4(const int
     return _mm256_set1_epi32(ck_word4(p));
 }
 
+// Lane r: row r's unsigned 8-bit scale at p[r] in both int16 halves: the other operand of the
+// vpmaddwd that gives scale × chunk sum (the AVX2 K-quant kernels).
+static inline __attribute__((always_inline)) CK_FAST __m256i ck_scale_pairs_u8(const uint8_t *p) {
+    const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+}
+
+// Lane r: scale × (row r's four unsigned values in q · the four activation bytes at a), exact
+// where each vpmaddubsw pair sum fits an int16 (the AVX2 stand-in for vpdpbusd and a multiply).
+static inline __attribute__((always_inline)) CK_FAST __m256i ck_scaled_chunk(__m256i q, const int8_t *a, __m256i scale) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, ck_bcast4(a)), scale);
+}
+
 // The eight chunk accumulators of a tile added in ck_hsum8's order (lane r: row r).
 static inline __attribute__((always_inline)) CK_FAST __m256 ck_chunks_in_hsum8_order(const __m256 *acc) {
     return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),

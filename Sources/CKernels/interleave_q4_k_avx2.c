@@ -15,17 +15,6 @@
 #define CK_Q4K_AVX2_AHEAD 4  // super-blocks ahead, as the VNNI kernel's CK_Q4K_AHEAD
 #endif
 
-// Lane r: row r's scale (or min) of a group in both int16 halves (vpmaddwd's other operand).
-CK_FAST static inline __m256i q4k_scale_pairs(const uint8_t *p) {
-    const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
-    return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
-}
-
-// Lane r: scale × (row r's 4 nibbles · the activations' 4 bytes at a), exact.
-CK_FAST static inline __m256i q4k_scaled_chunk(__m256i q, const int8_t *a, __m256i scale) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, ck_bcast4(a)), scale);
-}
-
 // Eight rows × T tokens (a constant after inlining), the weights unpacked once for all T, every
 // token in the order P says (1: a step per 64 values, CK_ORDER_GROUP4; 0: per super-block), a
 // constant too: AVX2 has 16 vector registers, not AVX-512's 32, and a per-token choice kept both
@@ -44,7 +33,7 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q4_kx8_avx2(int n
         for (int t = 0; t < T; t++) sumi[t] = summ[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             // Groups 2j (low nibbles) and 2j + 1 (high nibbles), scaled, per row.
-            const __m256i sl = q4k_scale_pairs(w[b].sc[2 * j]), sh = q4k_scale_pairs(w[b].sc[2 * j + 1]);
+            const __m256i sl = ck_scale_pairs_u8(w[b].sc[2 * j]), sh = ck_scale_pairs_u8(w[b].sc[2 * j + 1]);
             __m256i s[4];
             for (int t = 0; t < T; t++) s[t] = _mm256_setzero_si256();
             for (int c = 0; c < 8; c++) {
@@ -53,7 +42,7 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q4_kx8_avx2(int n
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                 for (int t = 0; t < T; t++) {
                     const int8_t *a = x[t][b].qs + 64 * j + 4 * c;
-                    s[t] = _mm256_add_epi32(s[t], _mm256_add_epi32(q4k_scaled_chunk(lo, a, sl), q4k_scaled_chunk(hi, a + 32, sh)));
+                    s[t] = _mm256_add_epi32(s[t], _mm256_add_epi32(ck_scaled_chunk(lo, a, sl), ck_scaled_chunk(hi, a + 32, sh)));
                 }
             }
             // The mins against the activations' 16-value sums: (bs0 + bs1, bs2 + bs3) as int16

@@ -17,17 +17,6 @@ CK_FAST static inline __m256i q5_join_avx2(__m256i v, __m256i h, int bit) {
     return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi8(0x0f)), _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
 }
 
-// Lane r: row r's scale of a group in both int16 halves (vpmaddwd against a chunk's pair sums).
-CK_FAST static inline __m256i q5_scale_pairs(const uint8_t *p) {
-    const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
-    return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
-}
-
-// Lane r: scale × (row r's chunk of 4 values · the activations' 4 bytes at a), exact.
-CK_FAST static inline __m256i q5_scaled_chunk(__m256i q, const int8_t *a, __m256i scale) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, ck_bcast4(a)), scale);
-}
-
 // The tiled order, eight rows × T tokens (a constant after inlining).
 static inline __attribute__((always_inline)) CK_FAST void tile_q5_kx8_tiled_avx2(int nb, const ck_block_q5_Kx8 *w,
                                                                                 const ck_block_q8_K *const *x,
@@ -38,7 +27,7 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q5_kx8_tiled_avx2
         __m256i s1[4];
         for (int t = 0; t < T; t++) s1[t] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i sl = q5_scale_pairs(w[b].sc[2 * j]), sh = q5_scale_pairs(w[b].sc[2 * j + 1]);
+            const __m256i sl = ck_scale_pairs_u8(w[b].sc[2 * j]), sh = ck_scale_pairs_u8(w[b].sc[2 * j + 1]);
             for (int c = 0; c < 8; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 * j + c)));
                 const __m256i h = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * c));
@@ -46,7 +35,7 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q5_kx8_tiled_avx2
                 const __m256i qu = q5_join_avx2(_mm256_srli_epi16(v, 4), h, 2 * j + 1);
                 for (int t = 0; t < T; t++) {
                     const int8_t *a = x[t][b].qs + 64 * j + 4 * c;
-                    s1[t] = _mm256_add_epi32(s1[t], _mm256_add_epi32(q5_scaled_chunk(ql, a, sl), q5_scaled_chunk(qu, a + 32, sh)));
+                    s1[t] = _mm256_add_epi32(s1[t], _mm256_add_epi32(ck_scaled_chunk(ql, a, sl), ck_scaled_chunk(qu, a + 32, sh)));
                 }
             }
         }
@@ -110,13 +99,13 @@ CK_FAST void ck_group_q5_kx8_lanes_avx2(int nb, const ck_block_q5_Kx8 *w, const 
         __m256i lane[8];
         for (int L = 0; L < 8; L++) lane[L] = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
-            const __m256i sl = q5_scale_pairs(w[b].sc[2 * j]), sh = q5_scale_pairs(w[b].sc[2 * j + 1]);
+            const __m256i sl = ck_scale_pairs_u8(w[b].sc[2 * j]), sh = ck_scale_pairs_u8(w[b].sc[2 * j + 1]);
             for (int c = 0; c < 8; c++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 * j + c)));
                 const __m256i h = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * c));
                 const int8_t *q8 = a[b].qs + 64 * j + 4 * c;
-                const __m256i pl = q5_scaled_chunk(q5_join_avx2(v, h, 2 * j), q8, sl);
-                const __m256i pu = q5_scaled_chunk(q5_join_avx2(_mm256_srli_epi16(v, 4), h, 2 * j + 1), q8 + 32, sh);
+                const __m256i pl = ck_scaled_chunk(q5_join_avx2(v, h, 2 * j), q8, sl);
+                const __m256i pu = ck_scaled_chunk(q5_join_avx2(_mm256_srli_epi16(v, 4), h, 2 * j + 1), q8 + 32, sh);
                 lane[c] = _mm256_add_epi32(lane[c], _mm256_add_epi32(pl, pu));
             }
         }

@@ -40,11 +40,6 @@ CK_FAST static inline __attribute__((always_inline)) __m256i q6_scale_pairs(cons
     return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(s, 16));
 }
 
-// Lane r: scale × (row r's chunk q · the activations' 4 bytes at a), exact.
-CK_FAST static inline __attribute__((always_inline)) __m256i q6_scaled_chunk(__m256i q, const int8_t *a, __m256i scale) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, ck_bcast4(a)), scale);
-}
-
 // Lane r: Σ over groups s of scale[s][r] × bsums[s] (each sum at most 16 × 128: an int16).
 CK_FAST static inline __attribute__((always_inline)) __m256i q6_scaled_bsums(const ck_block_q6_Kx8 *w, const int16_t *bs) {
     __m256i sum = _mm256_setzero_si256();
@@ -78,7 +73,7 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q6_kx8_tiled_avx2
                     q6_chunks_avx2(&w[b], n, L, v);
                     for (int i = 0; i < 4; i++) {
                         const int ch = 32 * n + 8 * i + L;
-                        for (int t = 0; t < T; t++) sumi[t] = _mm256_add_epi32(sumi[t], q6_scaled_chunk(v[i], x[t][b].qs + 4 * ch, sc[i]));
+                        for (int t = 0; t < T; t++) sumi[t] = _mm256_add_epi32(sumi[t], ck_scaled_chunk(v[i], x[t][b].qs + 4 * ch, sc[i]));
                     }
                 }
             }
@@ -119,7 +114,7 @@ CK_FAST void ck_group_q6_kx8_lanes_avx2(int nb, const ck_block_q6_Kx8 *w, const 
                 for (int i = 0; i < 4; i++) {
                     const int ch = 32 * n + 8 * i + L;
                     const __m256i sc = q6_scale_pairs(w[b].scales[8 * n + 2 * i + L / 4]);
-                    lane[L] = _mm256_add_epi32(lane[L], q6_scaled_chunk(v[i], a[b].qs + 4 * ch, sc));
+                    lane[L] = _mm256_add_epi32(lane[L], ck_scaled_chunk(v[i], a[b].qs + 4 * ch, sc));
                 }
             }
         }
