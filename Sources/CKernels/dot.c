@@ -281,30 +281,21 @@ CK_FAST_VNNI static void dot4x4_q4_1_vnni(int k, const ck_block_q4_1 *w, size_t 
 
 static _Thread_local int ck_vnni_override = -1;
 
-static int ck_cpu_has_vnni_hw(void) { return ck_cpu_vnni512; }
+int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_vnni512; }
 
-int ck_cpu_has_vnni(void) { return ck_vnni_override >= 0 ? ck_vnni_override : ck_cpu_has_vnni_hw(); }
+void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_vnni512 : 0; }
 
-void ck_set_vnni(int enabled) { ck_vnni_override = enabled ? ck_cpu_has_vnni_hw() : 0; }
-
-// VNNI: every form (Q5_0's kernel needs AVX-512 BW too, as the per-row one). AVX2 alone: Q4_0,
-// Q4_1 and Q8_0, whose AVX2 kernels (interleave_avx2.c, interleave_q4_0.c) beat the per-row
-// ones; Q5_0 goes through the Q8_0 form there.
+// Every form has AVX2 kernels besides its VNNI ones (interleave_avx2.c, interleave_q4_0.c,
+// interleave_q*_k*.c, interleave_q5_1*.c, interleave_mxfp4.c), so every CPU with AVX2 gets them;
+// Q5_0 goes through the Q8_0 form there (interleave.c), and its own and Q5_1's VNNI kernels need
+// AVX-512 BW too (the AVX2 ones run where it is missing).
 int ck_interleaving_pays(int type) {
-    // Q4_K's and Q6_K's forms have AVX2 kernels too (interleave_q4_k_avx2.c, interleave_q6_k_avx2.c).
-    if (type == CK_TYPE_Q4_K || type == CK_TYPE_Q6_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
-    // Q5_K's has AVX2 ones too (interleave_q5_k_avx2.c).
-    if (type == CK_TYPE_Q5_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
-    // So have Q3_K's and Q2_K's (interleave_q3_k.c, interleave_q2_k.c).
-    if (type == CK_TYPE_Q3_K || type == CK_TYPE_Q2_K) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
-    // Q5_1's VNNI kernels need AVX-512 BW too (interleave_q5_1.c); it has AVX2 ones
-    // (interleave_q5_1_avx2.c).
-    if (type == CK_TYPE_Q5_1) return (ck_cpu_has_vnni_hw() && ck_q5_1x8_cpu_has_bw()) || ck_cpu_has_avx2_fma();
-    // MXFP4's has AVX2 ones too (interleave_mxfp4.c).
-    if (type == CK_TYPE_MXFP4) return ck_cpu_has_vnni_hw() || ck_cpu_has_avx2_fma();
-    if (type != CK_TYPE_Q4_0 && type != CK_TYPE_Q4_1 && type != CK_TYPE_Q5_0 && type != CK_TYPE_Q8_0) return 0;
-    if (ck_cpu_has_vnni_hw()) return 1;
-    return ck_cpu_has_avx2_fma();  // Q5_0 through the Q8_0 form there (interleave.c)
+    switch (type) {
+    case CK_TYPE_Q4_0: case CK_TYPE_Q4_1: case CK_TYPE_Q5_0: case CK_TYPE_Q5_1: case CK_TYPE_Q8_0:
+    case CK_TYPE_Q2_K: case CK_TYPE_Q3_K: case CK_TYPE_Q4_K: case CK_TYPE_Q5_K: case CK_TYPE_Q6_K:
+    case CK_TYPE_MXFP4: return ck_cpu_vnni512 || ck_cpu_has_avx2_fma();
+    default: return 0;
+    }
 }
 
 CK_FAST static void dot4_q8_0_q8_0_fast(int k, const ck_block_q8_0 *w, size_t w_row_blocks, const ck_block_q8_0 *a,

@@ -70,8 +70,6 @@ float ck_dot_bf16_pairs_reference(int k, const uint16_t *w, const float *a, int 
 #define CK_BF16 __attribute__((target("avx512f,avx512vl,avx512bf16,avx2,fma,f16c")))
 #define CK_INLINE __attribute__((always_inline)) static inline
 
-static int pairs_hw(void) { return ck_cpu_bf16_pairs; }
-
 // 32 activations (exact bf16 values in f32) as bf16: the low 16 from the first vector.
 CK_BF16 CK_INLINE __m512bh load_a(const float *a) {
     return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(a + 16), _mm512_loadu_ps(a));
@@ -322,7 +320,7 @@ void ck_set_bf16_pairs(int enabled) { pairs_allowed = enabled != 0; }
 // with AVX512-BF16.
 static int pairs_on(int type, int fast) {
 #if CK_X86
-    return fast && type == CK_TYPE_BF16 && pairs_allowed && ck_cpu_has_vnni() && pairs_hw();
+    return fast && type == CK_TYPE_BF16 && pairs_allowed && ck_cpu_has_vnni() && ck_cpu_bf16_pairs;
 #else
     (void)type;
     (void)fast;

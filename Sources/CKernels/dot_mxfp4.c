@@ -124,21 +124,13 @@ CK_VNNI512 static float dot_mxfp4_vnni(int k, const ck_block_mxfp4 *w, const ck_
     return tail(i, nb, w, a, ck_hsum8(_mm256_add_ps(acc1, acc2)));
 }
 
-// VNNI as the thread's switch has it (ck_set_vnni), and AVX-512 BW for the byte shuffles.
-static int has_vnni512(void) {
-    static int bw = -1;
-    if (bw < 0) {
-        __builtin_cpu_init();
-        bw = __builtin_cpu_supports("avx512bw");
-    }
-    return bw && ck_cpu_has_vnni();
-}
 #endif
 
 ck_dot_fn ck_pick_dot_mxfp4(int type, int fast) {
     if (type != CK_TYPE_MXFP4) return 0;
 #if CK_X86
-    if (fast) return has_vnni512() ? (ck_dot_fn)dot_mxfp4_vnni : (ck_dot_fn)dot_mxfp4_avx2;
+    // VNNI as the thread's switch has it (ck_set_vnni), and AVX-512 BW for the byte shuffles.
+    if (fast) return ck_cpu_avx512bw && ck_cpu_has_vnni() ? (ck_dot_fn)dot_mxfp4_vnni : (ck_dot_fn)dot_mxfp4_avx2;
 #endif
     (void)fast;
     return (ck_dot_fn)dot_mxfp4_portable;

@@ -25,16 +25,11 @@
 
 // The layouts (ck_block_q4_1x8 and the others) are in interleave_forms.h.
 
-#if CK_X86
-// The Q5_0 kernel's fifth-bit masks need AVX-512 BW besides VNNI.
-static int has_avx512bw(void) { return ck_cpu_avx512bw; }
-#endif
-
 // The form Q5_0 is interleaved into: its own where the VNNI kernel can unpack it (as the kernels
 // are picked now: ck_set_vnni(0) makes the AVX2 choice on any CPU), else Q8_0's.
 static int q5_0_form(void) {
 #if CK_X86
-    if (ck_cpu_has_vnni() && has_avx512bw()) return CK_TYPE_Q5_0_X8;
+    if (ck_cpu_has_vnni() && ck_cpu_avx512bw) return CK_TYPE_Q5_0_X8;
 #endif
     return CK_TYPE_Q8_0_X8;
 }
@@ -439,12 +434,12 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     // one thread, CPU ms eight-lane / wide: 1 row 8.2 / 8.9, 2 rows 9.4 / 10.9, 4 rows 14.6 /
     // 15.2, 5 rows 19.5 / 17.2, 6 rows 21.9 / 19.3.
     if (fast == CK_INTERLEAVED_VNNI && (p->type == CK_TYPE_Q4_1_X8 || p->type == CK_TYPE_Q8_0_X8) && p->n >= 5 &&
-        ck_wide_groups_enabled() && has_avx512bw()) {
+        ck_wide_groups_enabled() && ck_cpu_avx512bw) {
         ck_matmul_x16_rows(p, r0, r1);
         return;
     }
     // Q5_0's prompt kernels: sixteen rows a vector, the -16 as a correction (interleave_q5_0.c).
-    if (fast == CK_INTERLEAVED_VNNI && p->type == CK_TYPE_Q5_0_X8 && p->n >= 2 && has_avx512bw() &&
+    if (fast == CK_INTERLEAVED_VNNI && p->type == CK_TYPE_Q5_0_X8 && p->n >= 2 && ck_cpu_avx512bw &&
         ck_matmul_q5_0x8_tokens(p, r0, r1)) {
         return;
     }
@@ -482,7 +477,7 @@ static void interleaved_pass(const ck_matmul_args *p, int g0, int g1, int fast, 
             }
             continue;
         }
-        if (fast == CK_INTERLEAVED_VNNI && (base_type != CK_TYPE_Q5_0 || has_avx512bw())) {
+        if (fast == CK_INTERLEAVED_VNNI && (base_type != CK_TYPE_Q5_0 || ck_cpu_avx512bw)) {
             if (base_type == CK_TYPE_Q4_1) {
                 groups_q4_1x8_vnni(nb, w, group_bytes, g0, g1, (const ck_block_q8_1 *const *)xs, ys, T);
             } else if (base_type == CK_TYPE_Q5_0) {

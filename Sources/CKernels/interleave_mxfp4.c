@@ -173,8 +173,6 @@ CK_FAST static void group_mxfp4x8_avx2(int nb, const ck_block_mxfp4x8 *w, const 
 // The table lookup on 512-bit vectors (vpshufb) needs AVX-512 BW besides VNNI.
 #define CK_MX_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-static int has_avx512bw(void) { return ck_cpu_avx512bw; }
-
 // Two groups' eight scales (half_scales8) as one 16-lane vector.
 static inline __attribute__((always_inline)) CK_MX_VNNI __m512 half_scales16(const uint8_t *ea, const uint8_t *eb) {
     return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(half_scales8(ea))),
@@ -303,7 +301,7 @@ void ck_matmul_mxfp4x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
 #if CK_X86
     if (fast != CK_INTERLEAVED_PORTABLE &&
         ck_matmul_corrected_passes(p, r0, r1, corrections,
-                                   fast == CK_INTERLEAVED_VNNI && has_avx512bw() ? groups_mxfp4x8_vnni
+                                   fast == CK_INTERLEAVED_VNNI && ck_cpu_avx512bw ? groups_mxfp4x8_vnni
                                                                                  : groups_mxfp4x8_avx2)) {
         return;
     }

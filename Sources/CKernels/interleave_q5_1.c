@@ -87,10 +87,6 @@ static void group_q5_1x8_portable(int nb, const ck_block_q5_1x8 *w, const ck_blo
 #define CK_Q51_AHEAD 13  // blocks of 192 bytes (~2.5 KiB, the Q4_1 kernel's distance)
 #endif
 
-static int has_avx512bw(void) { return ck_cpu_avx512bw; }
-
-int ck_q5_1x8_cpu_has_bw(void) { return has_avx512bw(); }
-
 // Eight rows × T tokens (T = 1 or 2 after inlining): each weight vector is loaded and unpacked
 // once for the T tokens; per lane, tile_q4_1x8's arithmetic (interleave.c) on the 5-bit values.
 static inline __attribute__((always_inline)) CK_Q51_VNNI void tile_q5_1x8(int nb, const ck_block_q5_1x8 *w,
@@ -145,7 +141,6 @@ CK_Q51_VNNI static void groups_q5_1x8_vnni(int nb, const char *w, size_t group_b
     }
 }
 #else
-int ck_q5_1x8_cpu_has_bw(void) { return 0; }
 #endif
 
 // MARK: - Matrix product over a range of rows
@@ -158,7 +153,7 @@ void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const char *w = (const char *)p->w;
     const char *x = (const char *)p->x;
 #if CK_X86
-    if (fast == CK_INTERLEAVED_VNNI && has_avx512bw()) {
+    if (fast == CK_INTERLEAVED_VNNI && ck_cpu_avx512bw) {
         if (p->n >= 5 && ck_wide_groups_enabled()) {
             ck_matmul_x16_rows(p, r0, r1);
             return;

@@ -126,9 +126,6 @@ enum { CK_INTERLEAVED_PORTABLE = 0, CK_INTERLEAVED_AVX2 = 1, CK_INTERLEAVED_VNNI
 /// Rows r0..<r1 (multiples of 8) of a matrix in an interleaved form; `fast` (a
 /// CK_INTERLEAVED_*) picks the kernels (the caller checked the CPU and the thread's switches).
 void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fast);
-/// 1 when the CPU has AVX-512 BW, which Q5_1's interleaved VNNI kernels need besides VNNI
-/// (interleave_q5_1.c); 0 elsewhere.
-int ck_q5_1x8_cpu_has_bw(void);
 
 // MARK: Matrix products (dot.c picks the kernels, matmul.c runs them)
 
