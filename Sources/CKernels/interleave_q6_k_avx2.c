@@ -40,15 +40,22 @@ CK_FAST static inline __attribute__((always_inline)) __m256i q6_scale_pairs(cons
     return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(s, 16));
 }
 
-// Lane r: Σ over groups s of scale[s][r] × bsums[s] (each sum at most 16 × 128: an int16).
-CK_FAST static inline __attribute__((always_inline)) __m256i q6_scaled_bsums(const ck_block_q6_Kx8 *w, const int16_t *bs) {
-    __m256i sum = _mm256_setzero_si256();
+// Lane r: groups 2u and 2u + 1's int8 scales as the int16 halves of lane r (u = 0..7).
+CK_FAST static inline __attribute__((always_inline)) void q6_scale_halves(const ck_block_q6_Kx8 *w, __m256i pairs[8]) {
     for (int u = 0; u < 8; u++) {
         const __m256i lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w->scales[2 * u]));
         const __m256i hi = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w->scales[2 * u + 1]));
-        const __m256i pair = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(hi, 16));
+        pairs[u] = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(hi, 16));
+    }
+}
+
+// Lane r: Σ over groups s of scale[s][r] × bsums[s] (each sum at most 16 × 128: an int16), the
+// scales as q6_scale_halves gives them.
+CK_FAST static inline __attribute__((always_inline)) __m256i q6_scaled_bsums(const __m256i pairs[8], const int16_t *bs) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int u = 0; u < 8; u++) {
         const uint32_t b2 = (uint32_t)(uint16_t)bs[2 * u] | (uint32_t)(uint16_t)bs[2 * u + 1] << 16;
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pair, _mm256_set1_epi32((int32_t)b2)));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pairs[u], _mm256_set1_epi32((int32_t)b2)));
     }
     return sum;
 }
@@ -79,8 +86,10 @@ static inline __attribute__((always_inline)) CK_FAST void tile_q6_kx8_tiled_avx2
             }
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d));
+        __m256i halves[8];  // once per block for the T tokens
+        q6_scale_halves(&w[b], halves);
         for (int t = 0; t < T; t++) {
-            const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(q6_scaled_bsums(&w[b], x[t][b].bsums), 5));
+            const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(q6_scaled_bsums(halves, x[t][b].bsums), 5));
             const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(s), dw);
             acc[t] = _mm256_fmadd_ps(r, _mm256_set1_ps(x[t][b].d), acc[t]);
         }
@@ -97,12 +106,11 @@ CK_FAST void ck_group_q6_kx8_lanes_avx2(int nb, const ck_block_q6_Kx8 *w, const 
     for (int b = 0; b < nb; b++) {
         ck_prefetch_block(w + b + CK_AHEAD(2), sizeof *w);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(a[b].d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w[b].d)));
-        __m256i lane[8];
+        __m256i lane[8], halves[8];
+        q6_scale_halves(&w[b], halves);
         for (int L = 0; L < 8; L++) {
             // Lane L's offset: 32 × (its two groups' sums times their scales), taken off first.
-            const __m256i lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w[b].scales[2 * L]));
-            const __m256i hi = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)w[b].scales[2 * L + 1]));
-            const __m256i pair = _mm256_blend_epi16(lo, _mm256_slli_epi32(hi, 16), 0xaa);
+            const __m256i pair = halves[L];
             const uint32_t b2 = (uint32_t)(uint16_t)a[b].bsums[2 * L] | (uint32_t)(uint16_t)a[b].bsums[2 * L + 1] << 16;
             lane[L] = _mm256_sub_epi32(_mm256_setzero_si256(),
                                        _mm256_slli_epi32(_mm256_madd_epi16(pair, _mm256_set1_epi32((int32_t)b2)), 5));
