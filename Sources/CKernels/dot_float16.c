@@ -131,10 +131,11 @@ void *ck_thread_scratch(size_t bytes) {
 CK_FAST CK_INLINE float widen1(int bf, uint16_t h) { return bf ? widen(1, h) : _cvtsh_ss(h); }
 
 // n activation rows (xs floats apart) rounded to the type (nearest even; NaN kept quiet), k
-// apart, in the thread's buffer; NULL without memory. As 16-bit values for the vec order
-// (`floats` 0), whose kernels then load activations as they load weights (on Zen 4 a lone token's F16
-// rows read 28 GB/s so, 20 GB/s with f32 activations), as floats for tinyBLAS's (1), whose
-// compute-bound tiles would otherwise widen each activation once per weight row of a tile.
+// apart, in the thread's buffer; NULL without memory. As 16-bit values (`floats` 0) for the vec
+// order, whose kernels then load activations as they load weights (on Zen 4 a lone token's F16
+// rows read 28 GB/s so, 20 GB/s with f32 activations), and for AVX2's F16 tiles (gemm8); as
+// floats (1) for the other tiles, which would otherwise widen each activation once per weight row
+// of a tile.
 CK_FAST static const void *narrow(int bf, int floats, const float *x, size_t xs, int k, int n) {
     void *buffer = ck_thread_scratch((size_t)n * k * (floats ? 4 : 2));
     if (!buffer) return 0;
@@ -215,20 +216,24 @@ CK_FAST CK_INLINE void vec8(int bf, int T, int k, const uint16_t *w, const uint1
 }
 
 // tinyBLAS<8>'s order: R weight rows x T tokens, one accumulator each (the tile's shape does not
-// change an output's bits). k % 8 == 0. Up to 4 x 2: each activation vector loaded from L2 serves
-// four rows, so a prompt's activations stream past the rows half as often as in 2 x 3 tiles;
-// one thread, INFERD_CPU=avx2, the 1.7B F16 file's pp128: 2 x 3 19.5-20.7 tok/s, 3 x 3 24.7-25.5,
-// 4 x 2 25.4-25.8, 5 x 2 25.0-26.6, 6 x 2 25.9-26.9, 2 x 4 21.7, 4 x 3 14.5 (16 registers
-// are not enough: spills).
-CK_FAST CK_INLINE void gemm8(int bf, int R, int T, int k, const uint16_t *w, size_t ws, const float *x, size_t xs,
+// change an output's bits). k % 8 == 0. F16 takes its activations as 16-bit values, as llama.cpp
+// does (vec_dot_type F16), in tiles up to 6 x 2 (15 of the 16 registers); BF16 takes them as
+// floats (widening BF16 is two integer instructions) in tiles up to 4 x 2. Half-width activations
+// stream past the rows from L2 at half the bytes, which is what the F16 tiles were waiting on: one
+// thread, INFERD_CPU=avx2, Zen 4, k = 2048 / 8192 by 128 tokens, GFLOP/s (FMA peak 117): floats
+// in 4 x 2 89 / 84, 16-bit in 4 x 2 93 / 94, 3 x 3 96 / 98, 2 x 6 95 / 103, 6 x 2 100 / 108;
+// 4 x 3 and 3 x 4 spill (49). BF16 in 4 x 2: floats 69-75, 16-bit 69-73 (no gain).
+CK_FAST CK_INLINE void gemm8(int bf, int R, int T, int k, const uint16_t *w, size_t ws, const void *xv, size_t xs,
                              float *y, int ldy) {
-    __m256 acc[4][2];
+    const float *xf = (const float *)xv;
+    const uint16_t *xh = (const uint16_t *)xv;
+    __m256 acc[6][2];
     for (int r = 0; r < R; r++) {
         for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
     }
     for (int i = 0; i < k; i += 8) {
         __m256 av[2];
-        for (int t = 0; t < T; t++) av[t] = _mm256_loadu_ps(x + t * xs + i);
+        for (int t = 0; t < T; t++) av[t] = bf ? _mm256_loadu_ps(xf + t * xs + i) : load8(0, xh + t * xs + i);
         for (int r = 0; r < R; r++) {
             const __m256 wv = load8(bf, w + r * ws + i);
             for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, av[t], acc[r][t]);
@@ -279,8 +284,9 @@ CK_W16 CK_INLINE void vec16(int bf, int T, int k, const uint16_t *w, const uint1
 
 // tinyBLAS<16>'s order: R weight rows x T tokens, one accumulator each (R * T <= 24 of the 32
 // registers). k % 16 == 0.
-CK_W16 CK_INLINE void gemm16(int bf, int R, int T, int k, const uint16_t *w, size_t ws, const float *x, size_t xs,
-                             float *y, int ldy) {
+CK_W16 CK_INLINE void gemm16(int bf, int R, int T, int k, const uint16_t *w, size_t ws, const void *xv, size_t xs,
+                              float *y, int ldy) {
+    const float *x = (const float *)xv;
     __m512 acc[4][6];
     for (int r = 0; r < R; r++) {
         for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
@@ -324,18 +330,29 @@ typedef void (*block_fn)(int k, const uint16_t *w, size_t ws, int rows, const vo
 
 #define CK_GEMM_CASE(TILE, BF, RR, TT)                                                                   \
     case (RR) * 8 + (TT):                                                                               \
-        TILE(BF, RR, TT, k, w + (size_t)r * ws, ws, x + (size_t)t * k, k, y + (size_t)t * ldy + r, ldy); \
+        TILE(BF, RR, TT, k, w + (size_t)r * ws, ws, x + (size_t)t * k * xb, k, y + (size_t)t * ldy + r, ldy); \
         break;
 
-// tinyBLAS's order in tiles of RMAX rows x TMAX tokens.
-#define CK_GEMM_BLOCK(NAME, TARGET, RMAX, TMAX, CASES)                                                       \
+// tinyBLAS's order in tiles of RMAX rows x TMAX tokens, activations XB bytes each. While a panel
+// of rows passes over the tokens, the next panel is prefetched a slice per tile: its first tile
+// would otherwise wait on memory (a 64-token piece passes each panel 32 times). INFERD_CPU=avx2,
+// one thread, the 1.7B F16 file's pp128, three alternated runs: 25.5-26.0 -> 26.1-27.5 tok/s.
+#define CK_GEMM_BLOCK(NAME, TARGET, RMAX, TMAX, XB, CASES)                                                   \
     TARGET static void NAME(int k, const uint16_t *w, size_t ws, int rows, const void *a, int n, float *y,     \
                             int ldy) {                                                                       \
-        const float *x = (const float *)a;                                                                   \
+        const char *x = (const char *)a;                                                                     \
+        const size_t xb = XB;                                                                                \
         for (int r = 0; r < rows; r += RMAX) {                                                               \
             const int R = rows - r < RMAX ? rows - r : RMAX;                                                 \
+            const int next = rows - r - R < RMAX ? rows - r - R : RMAX;                                      \
+            const char *ahead = (const char *)(w + (size_t)(r + R) * ws);                                    \
+            const size_t lines = (size_t)next * ws * 2 / 64, tiles = (size_t)(n + TMAX - 1) / TMAX;          \
             for (int t = 0; t < n; t += TMAX) {                                                              \
                 const int T = n - t < TMAX ? n - t : TMAX;                                                   \
+                const size_t j = (size_t)t / TMAX;                                                           \
+                for (size_t l = j * lines / tiles; l < (j + 1) * lines / tiles; l++) {                       \
+                    _mm_prefetch(ahead + l * 64, _MM_HINT_T0);                                               \
+                }                                                                                            \
                 switch (R * 8 + T) {                                                                         \
                     CASES                                                                                    \
                 default: break;                                                                              \
@@ -346,6 +363,7 @@ typedef void (*block_fn)(int k, const uint16_t *w, size_t ws, int rows, const vo
 
 #define CK_GEMM8_ROW(BF, RR) CK_GEMM_CASE(gemm8, BF, RR, 1) CK_GEMM_CASE(gemm8, BF, RR, 2)
 #define CK_GEMM8_CASES(BF) CK_GEMM8_ROW(BF, 1) CK_GEMM8_ROW(BF, 2) CK_GEMM8_ROW(BF, 3) CK_GEMM8_ROW(BF, 4)
+#define CK_GEMM8_CASES6(BF) CK_GEMM8_CASES(BF) CK_GEMM8_ROW(BF, 5) CK_GEMM8_ROW(BF, 6)
 #define CK_GEMM16_ROW(BF, RR)                                                                                \
     CK_GEMM_CASE(gemm16, BF, RR, 1) CK_GEMM_CASE(gemm16, BF, RR, 2) CK_GEMM_CASE(gemm16, BF, RR, 3)         \
     CK_GEMM_CASE(gemm16, BF, RR, 4) CK_GEMM_CASE(gemm16, BF, RR, 5) CK_GEMM_CASE(gemm16, BF, RR, 6)
@@ -355,22 +373,22 @@ CK_VEC_BLOCK(vec_f16_8, CK_FAST, vec8, 0)
 CK_VEC_BLOCK(vec_bf16_8, CK_FAST, vec8, 1)
 CK_VEC_BLOCK(vec_f16_16, CK_W16, vec16, 0)
 CK_VEC_BLOCK(vec_bf16_16, CK_W16, vec16, 1)
-CK_GEMM_BLOCK(gemm_f16_8, CK_FAST, 4, 2, CK_GEMM8_CASES(0))
-CK_GEMM_BLOCK(gemm_bf16_8, CK_FAST, 4, 2, CK_GEMM8_CASES(1))
-CK_GEMM_BLOCK(gemm_f16_16, CK_W16, 4, 6, CK_GEMM16_CASES(0))
-CK_GEMM_BLOCK(gemm_bf16_16, CK_W16, 4, 6, CK_GEMM16_CASES(1))
+CK_GEMM_BLOCK(gemm_f16_8, CK_FAST, 6, 2, 2, CK_GEMM8_CASES6(0))
+CK_GEMM_BLOCK(gemm_bf16_8, CK_FAST, 4, 2, 4, CK_GEMM8_CASES(1))
+CK_GEMM_BLOCK(gemm_f16_16, CK_W16, 4, 6, 4, CK_GEMM16_CASES(0))
+CK_GEMM_BLOCK(gemm_bf16_16, CK_W16, 4, 6, 4, CK_GEMM16_CASES(1))
 
 // Rows x tokens (strides in elements: weight rows of uint16_t, activation rows of floats) in
 // sweeps of tokens (ck_rows_token_block), each narrowed once while every row passes over it.
-static void by_blocks(int bf, int lanes, int gemm, block_fn block, int k, const void *wv, size_t wrb, int rows,
-                      const void *xv, size_t xrb, int n, float *y, int ldy) {
+static void by_blocks(int bf, int lanes, int gemm, int floats, block_fn block, int k, const void *wv, size_t wrb,
+                      int rows, const void *xv, size_t xrb, int n, float *y, int ldy) {
     const uint16_t *w = (const uint16_t *)wv;
     const float *x = (const float *)xv;
     const size_t ws = wrb / 2, xs = xrb / 4;
     const int tb = ck_rows_token_block(k);
     for (int t0 = 0; t0 < n; t0 += tb) {
         const int t1 = t0 + tb < n ? t0 + tb : n;
-        const void *a = narrow(bf, gemm, x + (size_t)t0 * xs, xs, k, t1 - t0);
+        const void *a = narrow(bf, floats, x + (size_t)t0 * xs, xs, k, t1 - t0);
         if (!a) {  // no memory for the narrowed rows: the same bits output by output
             for (int t = t0; t < t1; t++) {
                 for (int r = 0; r < rows; r++) {
@@ -383,10 +401,11 @@ static void by_blocks(int bf, int lanes, int gemm, block_fn block, int k, const 
     }
 }
 
-#define CK_ENTRY(NAME, BF, LANES, GEMM, BLOCK)                                                              \
+// FLOATS: the block takes activations rounded to the type but as floats (narrow's form).
+#define CK_ENTRY(NAME, BF, LANES, GEMM, FLOATS, BLOCK)                                                      \
     static void NAME(int k, const void *w, size_t wrb, int rows, const void *x, size_t xrb, int n, float *y, \
                      int ldy) {                                                                             \
-        by_blocks(BF, LANES, GEMM, BLOCK, k, w, wrb, rows, x, xrb, n, y, ldy);                              \
+        by_blocks(BF, LANES, GEMM, FLOATS, BLOCK, k, w, wrb, rows, x, xrb, n, y, ldy);                      \
     }
 
 // One row alone (ck_dot; the products take the entries above).
@@ -397,18 +416,18 @@ static void by_blocks(int bf, int lanes, int gemm, block_fn block, int k, const 
         return y;                                                  \
     }
 
-CK_ENTRY(rows_f16_8, 0, 8, 0, vec_f16_8)
-CK_ENTRY(rows_bf16_8, 1, 8, 0, vec_bf16_8)
-CK_ENTRY(rows_f16_16, 0, 16, 0, vec_f16_16)
-CK_ENTRY(rows_bf16_16, 1, 16, 0, vec_bf16_16)
+CK_ENTRY(rows_f16_8, 0, 8, 0, 0, vec_f16_8)
+CK_ENTRY(rows_bf16_8, 1, 8, 0, 0, vec_bf16_8)
+CK_ENTRY(rows_f16_16, 0, 16, 0, 0, vec_f16_16)
+CK_ENTRY(rows_bf16_16, 1, 16, 0, 0, vec_bf16_16)
 CK_ONE(rows_f16_8)
 CK_ONE(rows_bf16_8)
 CK_ONE(rows_f16_16)
 CK_ONE(rows_bf16_16)
-CK_ENTRY(batch_f16_8, 0, 8, 1, gemm_f16_8)
-CK_ENTRY(batch_bf16_8, 1, 8, 1, gemm_bf16_8)
-CK_ENTRY(batch_f16_16, 0, 16, 1, gemm_f16_16)
-CK_ENTRY(batch_bf16_16, 1, 16, 1, gemm_bf16_16)
+CK_ENTRY(batch_f16_8, 0, 8, 1, 0, gemm_f16_8)
+CK_ENTRY(batch_bf16_8, 1, 8, 1, 1, gemm_bf16_8)
+CK_ENTRY(batch_f16_16, 0, 16, 1, 1, gemm_f16_16)
+CK_ENTRY(batch_bf16_16, 1, 16, 1, 1, gemm_bf16_16)
 
 #endif
 
