@@ -333,10 +333,9 @@ typedef void (*block_fn)(int k, const uint16_t *w, size_t ws, int rows, const vo
         TILE(BF, RR, TT, k, w + (size_t)r * ws, ws, x + (size_t)t * k * xb, k, y + (size_t)t * ldy + r, ldy); \
         break;
 
-// tinyBLAS's order in tiles of RMAX rows x TMAX tokens, activations XB bytes each. While a panel
-// of rows passes over the tokens, the next panel is prefetched a slice per tile: its first tile
-// would otherwise wait on memory (a 64-token piece passes each panel 32 times). INFERD_CPU=avx2,
-// one thread, the 1.7B F16 file's pp128, three alternated runs: 25.5-26.0 -> 26.1-27.5 tok/s.
+// tinyBLAS's order in tiles of RMAX rows x TMAX tokens, activations XB bytes each, the next panel
+// of rows prefetched a slice per tile (ck_prefetch_slice; INFERD_CPU=avx2, one thread, the 1.7B
+// F16 file's pp128, three alternated runs: 25.5-26.0 -> 26.1-27.5 tok/s).
 #define CK_GEMM_BLOCK(NAME, TARGET, RMAX, TMAX, XB, CASES)                                                   \
     TARGET static void NAME(int k, const uint16_t *w, size_t ws, int rows, const void *a, int n, float *y,     \
                             int ldy) {                                                                       \
@@ -345,14 +344,10 @@ typedef void (*block_fn)(int k, const uint16_t *w, size_t ws, int rows, const vo
         for (int r = 0; r < rows; r += RMAX) {                                                               \
             const int R = rows - r < RMAX ? rows - r : RMAX;                                                 \
             const int next = rows - r - R < RMAX ? rows - r - R : RMAX;                                      \
-            const char *ahead = (const char *)(w + (size_t)(r + R) * ws);                                    \
-            const size_t lines = (size_t)next * ws * 2 / 64, tiles = (size_t)(n + TMAX - 1) / TMAX;          \
+            const size_t tiles = (size_t)(n + TMAX - 1) / TMAX;                                              \
             for (int t = 0; t < n; t += TMAX) {                                                              \
                 const int T = n - t < TMAX ? n - t : TMAX;                                                   \
-                const size_t j = (size_t)t / TMAX;                                                           \
-                for (size_t l = j * lines / tiles; l < (j + 1) * lines / tiles; l++) {                       \
-                    _mm_prefetch(ahead + l * 64, _MM_HINT_T0);                                               \
-                }                                                                                            \
+                ck_prefetch_slice(w + (size_t)(r + R) * ws, (size_t)next * ws * 2, (size_t)t / TMAX, tiles);  \
                 switch (R * 8 + T) {                                                                         \
                     CASES                                                                                    \
                 default: break;                                                                              \

@@ -107,6 +107,16 @@ static inline __attribute__((always_inline)) float ck_reduce16(const float *v) {
     return a + b;
 }
 
+/// Slice `j` of `slices` of the `bytes` at `next` prefetched into the caches: a prompt's product
+/// walks each panel (or pass) of weight rows over every token tile, and the first tile of the next
+/// one would wait on memory; a slice per tile of the current one hides it. Never faults.
+static inline __attribute__((always_inline)) void ck_prefetch_slice(const void *next, size_t bytes, size_t j,
+                                                                    size_t slices) {
+    const char *at = (const char *)next;
+    const size_t lines = bytes / 64;
+    for (size_t l = j * lines / slices; l < (j + 1) * lines / slices; l++) __builtin_prefetch(at + l * 64, 0, 3);
+}
+
 /// The calling thread's path override (-1: none, else ck_fast_paths_enabled's answer), read and
 /// set around a pool chunk so a worker computes with the choice of the thread that started the
 /// task (rows.c).
