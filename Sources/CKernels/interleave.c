@@ -506,23 +506,32 @@ static void interleaved_pass(const ck_matmul_args *p, int g0, int g1, int fast, 
     }
 }
 
-void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens) {
-    for (int tiled = 1; tiled >= 0; tiled--) {
-        const int most = tiled ? 8 : 1;
-        const ck_block_q8_K *xs[8];
-        float *ys[8];
+void ck_matmul_kx8_order(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, ck_kx8_tokens_fn tokens) {
+    const int most = tiled ? 8 : 1, g_lo = r0 / 8, g_hi = r1 / 8;
+    const ck_block_q8_K *xs[CK_KX8_BATCH];
+    float *ys[CK_KX8_BATCH];
+    int t = 0;
+    while (t < p->n) {
         int count = 0;
-        for (int t = 0; t < p->n; t++) {
-            if ((p->orders && (p->orders[t] & CK_ORDER_TILED)) != tiled) continue;
+        for (; t < p->n && count < CK_KX8_BATCH; t++) {
+            if (ck_token_tiled(p, t) != tiled) continue;
             xs[count] = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
             ys[count++] = p->y + (size_t)t * p->ldy;
-            if (count == most) {
-                tokens(p, r0, r1, fast, tiled, xs, ys, count);
-                count = 0;
+        }
+        if (count == 0) break;
+        const int per = count > most ? ck_pass_groups(p->w_row_bytes) : g_hi - g_lo;
+        for (int g0 = g_lo; g0 < g_hi; g0 += per) {
+            const int g1 = g0 + per < g_hi ? g0 + per : g_hi;
+            for (int v = 0; v < count; v += most) {
+                tokens(p, 8 * g0, 8 * g1, fast, tiled, xs + v, ys + v, count - v < most ? count - v : most);
             }
         }
-        if (count > 0) tokens(p, r0, r1, fast, tiled, xs, ys, count);
     }
+}
+
+void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens) {
+    ck_matmul_kx8_order(p, r0, r1, fast, 1, tokens);
+    ck_matmul_kx8_order(p, r0, r1, fast, 0, tokens);
 }
 
 #if CK_X86

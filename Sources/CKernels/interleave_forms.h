@@ -215,10 +215,18 @@ static inline int32_t ck_word4(const int8_t *p) {
 
 /// Rows r0..<r1 of a product over the Q2_K, Q3_K, Q5_K and Q6_K forms, token by token in its
 /// order: tokens flagged CK_ORDER_TILED take the tiled order, eight at a time; the others (all of
-/// them without orders) the one-token order, one at a time; each batch goes to `tokens`.
+/// them without orders) the one-token order, one at a time; each batch goes to `tokens`. Up to
+/// CK_KX8_BATCH tokens of an order walk the rows a pass at a time (ck_pass_groups), every batch
+/// over each pass while it is in L2: walking all the rows per eight tokens read a matrix from
+/// memory eight times per 64-token piece at one thread (INFERD_CPU=avx2, the 1.7B Q5_K_M file's
+/// pp128: 25.5 tok/s, llama.cpp's AVX2 build 34.5-35.1), and every row once per sequence of a
+/// batched decode step.
 typedef void (*ck_kx8_tokens_fn)(const ck_matmul_args *p, int r0, int r1, int fast, int tiled,
                                  const ck_block_q8_K *const *xs, float *const *ys, int count);
+#define CK_KX8_BATCH 64
 void ck_matmul_kx8_by_order(const ck_matmul_args *p, int r0, int r1, int fast, ck_kx8_tokens_fn tokens);
+/// ... the tokens of one order only (`tiled` 1 or 0).
+void ck_matmul_kx8_order(const ck_matmul_args *p, int r0, int r1, int fast, int tiled, ck_kx8_tokens_fn tokens);
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);

@@ -445,13 +445,7 @@ static void q5_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
 void ck_matmul_q5_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
 #if CK_X86
     if (fast == CK_INTERLEAVED_VNNI && q5_kx8_tiled_vnni(p, r0, r1)) {
-        // The one-token rows (decode's order) one at a time, as ck_matmul_kx8_by_order does.
-        for (int t = 0; t < p->n; t++) {
-            if (ck_token_tiled(p, t)) continue;
-            const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
-            float *y = p->y + (size_t)t * p->ldy;
-            q5_kx8_tokens(p, r0, r1, fast, 0, &x, &y, 1);
-        }
+        ck_matmul_kx8_order(p, r0, r1, fast, 0, q5_kx8_tokens);  // the one-token rows (decode's order)
         return;
     }
 #endif
