@@ -88,7 +88,8 @@ public struct ChatTemplate: Sendable {
         context["add_generation_prompt"] = .bool(addGenerationPrompt)
         context["bos_token"] = .string(bosToken, origin: .template)
         context["eos_token"] = .string(eosToken, origin: .template)
-        context["tools"] = tools.isEmpty ? .none : .list(tools.map(Self.value(of:)))
+        // Without tools the name stays undefined, as in llama.cpp's renderer (not none).
+        context["tools"] = tools.isEmpty ? nil : JinjaValue.list(tools.map(Self.value(of:)))
         return context
     }
 
