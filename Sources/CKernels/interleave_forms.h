@@ -230,9 +230,9 @@ void ck_matmul_kx8_order(const ck_matmul_args *p, int r0, int r1, int fast, int 
 size_t ck_q6_kx8_group_bytes(int k);
 void ck_interleave_q6_kx8(const void *src, size_t src_row_bytes, int rows, int k, void *dst);
 void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast);
-/// Q6_K's AVX2 kernels (interleave_q6_k_avx2.c): rows r0..<r1 of a product, every token in its
-/// order, and eight rows against one token in the one-token order.
-void ck_matmul_q6_kx8_rows_avx2(const ck_matmul_args *p, int r0, int r1);
+/// Q6_K's AVX2 kernels (interleave_q6_k_avx2.c): rows r0..<r1 of a product for its tiled tokens,
+/// and eight rows against one token in the one-token order.
+void ck_matmul_q6_kx8_tiled_avx2(const ck_matmul_args *p, int r0, int r1);
 void ck_group_q6_kx8_lanes_avx2(int nb, const ck_block_q6_Kx8 *w, const ck_block_q8_K *a, float *y);
 
 #if CK_X86

@@ -369,9 +369,14 @@ static void q6_kx8_tokens(const ck_matmul_args *p, int r0, int r1, int fast, int
     const char *w = (const char *)p->w;
     const size_t gb = p->w_row_bytes;
 #if CK_X86
-    if (fast == CK_INTERLEAVED_VNNI && !tiled) {
+    if (fast != CK_INTERLEAVED_PORTABLE && !tiled) {
         for (int g = r0 / 8; g < r1 / 8; g++) {
-            group_q6_kx8_lanes_vnni(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), xs[0], ys[0] + 8 * g);
+            const ck_block_q6_Kx8 *wg = (const ck_block_q6_Kx8 *)(w + (size_t)g * gb);
+            if (fast == CK_INTERLEAVED_VNNI) {
+                group_q6_kx8_lanes_vnni(nb, wg, xs[0], ys[0] + 8 * g);
+            } else {
+                ck_group_q6_kx8_lanes_avx2(nb, wg, xs[0], ys[0] + 8 * g);
+            }
         }
         return;
     }
@@ -446,12 +451,7 @@ CK_FORMS_VNNI static int q6_kx8_rows_vnni(const ck_matmul_args *p, int r0, int r
             if (count > 0) q6_pass_tiled(nb, (const char *)q6_unpacked, g1 - g0, xs, ys, count);
         }
     }
-    for (int t = 0; t < p->n; t++) {
-        if (ck_token_tiled(p, t)) continue;
-        const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
-        float *y = p->y + (size_t)t * p->ldy;
-        q6_kx8_tokens(p, r0, r1, CK_INTERLEAVED_VNNI, 0, &x, &y, 1);
-    }
+    ck_matmul_kx8_order(p, r0, r1, CK_INTERLEAVED_VNNI, 0, q6_kx8_tokens);  // the one-token rows
     return 1;
 }
 #endif
@@ -460,7 +460,8 @@ void ck_matmul_q6_kx8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
 #if CK_X86
     if (fast == CK_INTERLEAVED_VNNI && q6_kx8_rows_vnni(p, r0, r1)) return;
     if (fast == CK_INTERLEAVED_AVX2) {
-        ck_matmul_q6_kx8_rows_avx2(p, r0, r1);
+        ck_matmul_q6_kx8_tiled_avx2(p, r0, r1);
+        ck_matmul_kx8_order(p, r0, r1, fast, 0, q6_kx8_tokens);  // the one-token rows
         return;
     }
 #endif

@@ -147,9 +147,9 @@ CK_FAST static void q6_groups_tiled_avx2(int nb, const char *w, size_t gb, int g
     }
 }
 
-// Rows r0..<r1: the tiled tokens a pass of groups at a time, four per walk over each pass, then
-// the one-token ones group by group.
-CK_FAST void ck_matmul_q6_kx8_rows_avx2(const ck_matmul_args *p, int r0, int r1) {
+// Rows r0..<r1 for the tiled tokens, a pass of groups at a time, four per walk over each pass
+// (the one-token ones: ck_matmul_kx8_order with ck_group_q6_kx8_lanes_avx2).
+CK_FAST void ck_matmul_q6_kx8_tiled_avx2(const ck_matmul_args *p, int r0, int r1) {
     const int nb = p->k / CK_QK_K;
     const char *w = (const char *)p->w;
     const size_t gb = p->w_row_bytes;
@@ -171,13 +171,6 @@ CK_FAST void ck_matmul_q6_kx8_rows_avx2(const ck_matmul_args *p, int r0, int r1)
             }
         }
         if (count > 0) q6_groups_tiled_avx2(nb, w, gb, g0, g1, xs, ys, count);
-    }
-    for (int t = 0; t < p->n; t++) {
-        if (ck_token_tiled(p, t)) continue;
-        const ck_block_q8_K *x = (const ck_block_q8_K *)((const char *)p->x + (size_t)t * p->x_row_bytes);
-        for (int g = r0 / 8; g < r1 / 8; g++) {
-            ck_group_q6_kx8_lanes_avx2(nb, (const ck_block_q6_Kx8 *)(w + (size_t)g * gb), x, p->y + (size_t)t * p->ldy + 8 * g);
-        }
     }
 }
 
