@@ -44,7 +44,7 @@ struct MXFP4InterleavedTests {
             let file = c.weights + c.weights + c.weights
             let (packed, stride) = try Self.interleaved(file, rows: 3 * rows, k: c.k)
             let (x, _) = ProductFixtures.q8_0Rows(c.activations, k: c.k, n: c.n)
-            try bothPaths { path in
+            bothPaths { path in
                 let y = packed.withUnsafeBytes { w in
                     InterleavedKernelTests.product(
                         type: Self.form, weights: w.baseAddress!, stride: stride, rows: 3 * rows, k: c.k,

@@ -250,7 +250,7 @@ struct PrefixCacheTests {
         // Completed while idle: every token of the conversation, the last answer token too.
         let completed = kept()
         var steps = 1  // calls made, the last one saying nothing is left
-        try scratch.withUnsafeMutableBufferPointer { buffer in
+        scratch.withUnsafeMutableBufferPointer { buffer in
             while completed.completeStep(predictor: model, logits: buffer) { steps += 1 }
             #expect(!completed.hasIncompleteEntries && steps >= answer.count / PrefixCache.completionPiece)
         }

@@ -53,7 +53,7 @@ import Testing
     }
 
     static func parse(_ reader: SSEReader) -> [(name: String, data: [String: Any])] {
-        reader.events.map { ($0.name ?? "", jsonObject($0.data)) }
+        reader.events.map { ($0.name, jsonObject($0.data)) }
     }
 
     func reader(_ s: RunningServer, _ path: String, _ body: String) async throws -> SSEReader {
@@ -114,7 +114,8 @@ import Testing
             let json = try #require(r.json, "\(r.text)")
             let plain = try #require(json["tool_calls"] as? [[String: Any]], "\(r.text)")
             #expect(plain.first?["arguments"] as? String == #"{"city": "Paris"}"#)
-            #expect((plain.first?["id"] as? String ?? "").hasPrefix("call_"))
+            let id = plain.first?["id"] as? String ?? ""
+            #expect(id.hasPrefix("call_"))
         }
     }
 

@@ -54,7 +54,8 @@ import Testing
                     seen += p.ids
                     pages += 1
                     guard p.hasMore == true else { break }
-                    after = try #require(p.lastID)
+                    let last = try #require(p.lastID)
+                    after = last
                     #expect(pages < 10, "paging does not end")
                     if pages >= 10 { break }
                 }
