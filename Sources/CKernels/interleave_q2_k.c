@@ -296,21 +296,13 @@ CK_FAST static void group_q2_kx8_lanes_avx2(int nb, const ck_block_q2_Kx8 *w, co
             const __m256i v0 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
             const __m256i v1 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 + c)));
             __m256i lane = _mm256_setzero_si256();
-#define Q2_LANE_STEP(m)                                                                                          \
-    do {                                                                                                        \
-        const __m256i q = q2_codes((m) < 4 ? v0 : v1, (m) % 4);                                                 \
-        const __m256i a4 = ck_bcast4(a[b].qs + 32 * (m) + 4 * c);                                               \
-        lane = _mm256_add_epi32(lane, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a4), scales[2 * (m) + (c >= 4)])); \
-    } while (0)
-            Q2_LANE_STEP(0);
-            Q2_LANE_STEP(1);
-            Q2_LANE_STEP(2);
-            Q2_LANE_STEP(3);
-            Q2_LANE_STEP(4);
-            Q2_LANE_STEP(5);
-            Q2_LANE_STEP(6);
-            Q2_LANE_STEP(7);
-#undef Q2_LANE_STEP
+            // (Unrolled, so each step's shift and half are constants.)
+#pragma clang loop unroll(full)
+            for (int m = 0; m < 8; m++) {
+                const __m256i q = q2_codes(m < 4 ? v0 : v1, m % 4);
+                const __m256i a4 = ck_bcast4(a[b].qs + 32 * m + 4 * c);
+                lane = _mm256_add_epi32(lane, _mm256_madd_epi16(_mm256_maddubs_epi16(q, a4), scales[2 * m + (c >= 4)]));
+            }
             acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[c]);
         }
     }

@@ -268,22 +268,14 @@ CK_FAST static void group_q3_kx8_lanes_avx2(int nb, const ck_block_q3_Kx8 *w, co
             const __m256i v0 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * c));
             const __m256i v1 = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * (8 + c)));
             __m256i lane = _mm256_setzero_si256();
-#define Q3_LANE_STEP(m)                                                                                          \
-    do {                                                                                                        \
-        const __m256i q = q3_codes_avx2((m) < 4 ? v0 : v1, hm, (m) / 4, (m) % 4);                               \
-        const __m256i p = _mm256_add_epi16(_mm256_set1_epi32(bias[64 * b + 8 * (m) + c]),                      \
-                                           _mm256_maddubs_epi16(q, ck_bcast4(a[b].qs + 32 * (m) + 4 * c)));     \
-        lane = _mm256_add_epi32(lane, _mm256_madd_epi16(p, scales[2 * (m) + (c >= 4)]));                         \
-    } while (0)
-            Q3_LANE_STEP(0);
-            Q3_LANE_STEP(1);
-            Q3_LANE_STEP(2);
-            Q3_LANE_STEP(3);
-            Q3_LANE_STEP(4);
-            Q3_LANE_STEP(5);
-            Q3_LANE_STEP(6);
-            Q3_LANE_STEP(7);
-#undef Q3_LANE_STEP
+            // (Unrolled, so each step's shift and half are constants.)
+#pragma clang loop unroll(full)
+            for (int m = 0; m < 8; m++) {
+                const __m256i q = q3_codes_avx2(m < 4 ? v0 : v1, hm, m / 4, m % 4);
+                const __m256i p = _mm256_add_epi16(_mm256_set1_epi32(bias[64 * b + 8 * m + c]),
+                                                   _mm256_maddubs_epi16(q, ck_bcast4(a[b].qs + 32 * m + 4 * c)));
+                lane = _mm256_add_epi32(lane, _mm256_madd_epi16(p, scales[2 * m + (c >= 4)]));
+            }
             acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane), acc[c]);
         }
     }
