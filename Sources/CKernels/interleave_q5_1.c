@@ -140,7 +140,6 @@ CK_Q51_VNNI static void groups_q5_1x8_vnni(int nb, const char *w, size_t group_b
         if (t < T) tile_q5_1x8(nb, wg, x + t, yg + t, 1);
     }
 }
-#else
 #endif
 
 // MARK: - Matrix product over a range of rows
