@@ -434,8 +434,7 @@ void ck_matmul_interleaved_rows(const ck_matmul_args *p, int r0, int r1, int fas
     // one thread, CPU ms eight-lane / wide: 1 row 8.2 / 8.9, 2 rows 9.4 / 10.9, 4 rows 14.6 /
     // 15.2, 5 rows 19.5 / 17.2, 6 rows 21.9 / 19.3.
     if (fast == CK_INTERLEAVED_VNNI && (p->type == CK_TYPE_Q4_1_X8 || p->type == CK_TYPE_Q8_0_X8) && p->n >= 5 &&
-        ck_wide_groups_enabled() && ck_cpu_avx512bw) {
-        ck_matmul_x16_rows(p, r0, r1);
+        ck_wide_groups_enabled() && ck_cpu_avx512bw && ck_matmul_x16_rows(p, r0, r1)) {
         return;
     }
     // Q5_0's prompt kernels: sixteen rows a vector, the -16 as a correction (interleave_q5_0.c).

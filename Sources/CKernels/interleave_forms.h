@@ -336,8 +336,9 @@ void ck_groups_q8_0x8_avx2(int nb, const char *w, size_t group_bytes, int g0, in
                            float *const *y, int T);
 /// Rows r0..<r1 (multiples of 8) of an interleaved Q4_1, Q5_1 or Q8_0 matrix (CK_TYPE_Q4_1_X8,
 /// CK_TYPE_Q5_1_X8, CK_TYPE_Q8_0_X8), every token, with AVX-512 BW and VNNI, two groups per 16-lane vector
-/// (interleave_wide.c): each output bit for bit that of the eight-lane VNNI kernels.
-void ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1);
+/// (interleave_wide.c): each output bit for bit that of the eight-lane VNNI kernels. Returns 0,
+/// having done nothing, when it has no memory for Q8_0's per-chunk activation sums.
+int ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1);
 #endif
 
 #endif

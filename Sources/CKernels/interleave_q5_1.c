@@ -153,10 +153,7 @@ void ck_matmul_q5_1x8_rows(const ck_matmul_args *p, int r0, int r1, int fast) {
     const char *x = (const char *)p->x;
 #if CK_X86
     if (fast == CK_INTERLEAVED_VNNI && ck_cpu_avx512bw) {
-        if (p->n >= 5 && ck_wide_groups_enabled()) {
-            ck_matmul_x16_rows(p, r0, r1);
-            return;
-        }
+        if (p->n >= 5 && ck_wide_groups_enabled() && ck_matmul_x16_rows(p, r0, r1)) return;
         for (int t0 = 0; t0 < p->n; t0 += 4) {
             const int T = p->n - t0 < 4 ? p->n - t0 : 4;
             const ck_block_q8_1 *xs[4];

@@ -6,7 +6,7 @@ import Testing
 /// The 16-lane kernels of the interleaved Q4_1, Q5_1 and Q8_0 forms (two groups of eight rows per
 /// vector, interleave_wide.c) against the eight-lane VNNI kernels they stand in for: every output
 /// bit for bit, over odd and even group counts (an odd last group is read twice), 5...10 tokens
-/// (tiles of three and two; fewer tokens take the eight-lane kernels), weights with every byte
+/// (tiles of two and a last one; fewer tokens take the eight-lane kernels), weights with every byte
 /// (Q8_0's -128 too), with the pool and without.
 @Suite(.serialized, .enabled(if: InterleavedKernelTests.cpuHasVNNIAndBW))
 struct WideGroupKernelTests {
