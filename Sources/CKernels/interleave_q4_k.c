@@ -152,6 +152,29 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI __m512 halves16_ph(co
                                                    _mm_loadu_si128((const __m128i *)b), 1));
 }
 
+// Step j (64 values) of super-block b, sixteen rows x T tokens: the low and the high nibbles'
+// exact integer sums against each token's activations.
+static inline __attribute__((always_inline)) CK_FORMS_VNNI void q4_k_step16(const ck_block_q4_Kx8 *wa,
+                                                                           const ck_block_q4_Kx8 *wb,
+                                                                           const ck_block_q8_K *const *x, int b, int j,
+                                                                           const int T, __m512i *lo_sum,
+                                                                           __m512i *hi_sum) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int t = 0; t < T; t++) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; c++) {
+        const __m512i v = join_groups(wa->qs + 32 * (8 * j + c), wb->qs + 32 * (8 * j + c));
+        const __m512i lo = _mm512_and_si512(v, m4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
+        for (int t = 0; t < T; t++) {
+            int32_t l4, h4;
+            memcpy(&l4, x[t][b].qs + 64 * j + 4 * c, 4);
+            memcpy(&h4, x[t][b].qs + 64 * j + 32 + 4 * c, 4);
+            lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_set1_epi32(l4));
+            hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_set1_epi32(h4));
+        }
+    }
+}
+
 // tile_q4_kx8 for two neighbouring groups in 512-bit vectors (lanes 0-7 group a's rows, 8-15
 // group b's), each lane's arithmetic exactly the 8-row kernel's in either order: where 512-bit
 // products run on two ports (Intel's server cores) twice the products per cycle, and the
@@ -164,7 +187,6 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_kx16(int
                                                                             const int T) {
     __m512 acc[4], acc_m[4];
     for (int t = 0; t < T; t++) acc[t] = acc_m[t] = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         const __m512 dw = halves16_ph(wa[b].d, wb[b].d), dmw = halves16_ph(wa[b].dmin, wb[b].dmin);
         __m512 d[4], dmin[4];
@@ -177,19 +199,7 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_kx16(int
         }
         for (int j = 0; j < 4; j++) {
             __m512i lo_sum[4], hi_sum[4];
-            for (int t = 0; t < T; t++) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
-            for (int c = 0; c < 8; c++) {
-                const __m512i v = join_groups(wa[b].qs + 32 * (8 * j + c), wb[b].qs + 32 * (8 * j + c));
-                const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
-                for (int t = 0; t < T; t++) {
-                    int32_t l4, h4;
-                    memcpy(&l4, x[t][b].qs + 64 * j + 4 * c, 4);
-                    memcpy(&h4, x[t][b].qs + 64 * j + 32 + 4 * c, 4);
-                    lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_set1_epi32(l4));
-                    hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_set1_epi32(h4));
-                }
-            }
+            q4_k_step16(&wa[b], &wb[b], x, b, j, T, lo_sum, hi_sum);
             const __m512i sl = lanes16_u8(wa[b].sc[2 * j], wb[b].sc[2 * j]);
             const __m512i sh = lanes16_u8(wa[b].sc[2 * j + 1], wb[b].sc[2 * j + 1]);
             const __m512i ml = lanes16_u8(wa[b].m[2 * j], wb[b].m[2 * j]);
@@ -235,24 +245,11 @@ static inline __attribute__((always_inline)) CK_FORMS_VNNI void tile_q4_kx16_pai
                                                                                   const int T) {
     __m512 acc[4], acc_m[4];
     for (int t = 0; t < T; t++) acc[t] = acc_m[t] = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int b = 0; b < nb; b++) {
         const __m512 dw = halves16_ph(wa[b].d, wb[b].d), dmw = halves16_ph(wa[b].dmin, wb[b].dmin);
         for (int j = 0; j < 4; j++) {
             __m512i lo_sum[4], hi_sum[4];
-            for (int t = 0; t < T; t++) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
-            for (int c = 0; c < 8; c++) {
-                const __m512i v = join_groups(wa[b].qs + 32 * (8 * j + c), wb[b].qs + 32 * (8 * j + c));
-                const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), m4);
-                for (int t = 0; t < T; t++) {
-                    int32_t l4, h4;
-                    memcpy(&l4, x[t][b].qs + 64 * j + 4 * c, 4);
-                    memcpy(&h4, x[t][b].qs + 64 * j + 32 + 4 * c, 4);
-                    lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_set1_epi32(l4));
-                    hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_set1_epi32(h4));
-                }
-            }
+            q4_k_step16(&wa[b], &wb[b], x, b, j, T, lo_sum, hi_sum);
             const __m512i sl = lanes16_u8(wa[b].sc[2 * j], wb[b].sc[2 * j]);
             const __m512i sh = lanes16_u8(wa[b].sc[2 * j + 1], wb[b].sc[2 * j + 1]);
             const __m512i mlh = _mm512_or_si512(lanes16_u8(wa[b].m[2 * j], wb[b].m[2 * j]),
