@@ -227,6 +227,9 @@ CK_FORMS_VNNI static void group_q6_kx8_lanes_vnni(int nb, const ck_block_q6_Kx8 
         for (int n = 0; n < 2; n++) {
             __m256i sw[8];  // group 8n + g's scales
             for (int g = 0; g < 8; g++) sw[g] = scale_words(w[b].scales[8 * n + g]);
+            // Unrolled so the eight lane sums stay in registers (rolled, each vpdpwssd loaded and
+            // stored its lane's sum: 33.8-33.9 against 36.7-37.8 GB/s, a 1.7 MB matrix in cache).
+#pragma clang loop unroll(full)
             for (int L = 0; L < 8; L++) {
                 __m256i v[4];
                 q6_chunks(&w[b], n, L, v);
