@@ -339,6 +339,9 @@ void ck_groups_q8_0x8_avx2(int nb, const char *w, size_t group_bytes, int g0, in
 /// (interleave_wide.c): each output bit for bit that of the eight-lane VNNI kernels. Returns 0,
 /// having done nothing, when it has no memory for Q8_0's per-chunk activation sums.
 int ck_matmul_x16_rows(const ck_matmul_args *p, int r0, int r1);
+/// corr[8b + c] = -m * (the sum of activation block b's values 4c..4c+3) for nb blocks of one
+/// Q8_0 row, m <= 128 (interleave_q5_0.c; AVX2): the exact seeds of the unsigned-weight products.
+void ck_chunk_corrections(int nb, const ck_block_q8_0 *x, int m, int32_t *corr);
 #endif
 
 #endif

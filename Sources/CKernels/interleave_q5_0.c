@@ -25,13 +25,19 @@
 #if CK_X86
 #define CK_Q50_FORMS_BW __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
-// corr[8b + c] = -16 * (the sum of x_b's values 4c..4c+3), for the nb blocks of one activation
-// row: one vpmaddubsw of 16 (unsigned) by the bytes, one vpmaddwd by -1 (exact: |pairs| <= 4096).
-CK_FAST static void q5_0_corrections(int nb, const ck_block_q8_0 *x, int32_t *corr) {
+// corr[8b + c] = -m * (the sum of x_b's values 4c..4c+3), for the nb blocks of one activation
+// row: one vpmaddubsw of m (unsigned, at most 128) by the bytes, one vpmaddwd by -1 (exact:
+// |pairs| <= 2 * 128 * 128). Q5_0's prompt kernels take m = 16, the wide Q8_0 tile m = 128.
+CK_FAST void ck_chunk_corrections(int nb, const ck_block_q8_0 *x, int m, int32_t *corr) {
+    const __m256i mm = _mm256_set1_epi8((char)m);
     for (int b = 0; b < nb; b++) {
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(16), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        const __m256i pairs = _mm256_maddubs_epi16(mm, _mm256_loadu_si256((const __m256i *)x[b].qs));
         _mm256_storeu_si256((__m256i *)(corr + 8 * b), _mm256_madd_epi16(pairs, _mm256_set1_epi16(-1)));
     }
+}
+
+CK_FAST static void q5_0_corrections(int nb, const ck_block_q8_0 *x, int32_t *corr) {
+    ck_chunk_corrections(nb, x, 16, corr);
 }
 
 // Sixteen rows (two groups: lanes 0-7 group a's, 8-15 group b's) × T <= 2 tokens. Chunk c's

@@ -166,15 +166,8 @@ CK_WIDE_INLINE void tile_q5_1x16(int nb, const ck_block_q5_1x8 *wa, const ck_blo
 CK_WIDE static const int32_t *q8_0_chunk_biases(const char *x, size_t xrb, int n, int nb) {
     int32_t *bias = (int32_t *)ck_thread_scratch((size_t)n * nb * 8 * sizeof(int32_t));
     if (!bias) return 0;
-    const __m256i ones = _mm256_set1_epi8(1);
     for (int t = 0; t < n; t++) {
-        const ck_block_q8_0 *a = (const ck_block_q8_0 *)(x + (size_t)t * xrb);
-        for (int b = 0; b < nb; b++) {
-            const __m256i sums =
-                _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, _mm256_loadu_si256((const __m256i *)a[b].qs));
-            _mm256_storeu_si256((__m256i *)(bias + ((size_t)t * nb + b) * 8),
-                                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 7)));
-        }
+        ck_chunk_corrections(nb, (const ck_block_q8_0 *)(x + (size_t)t * xrb), 128, bias + (size_t)t * nb * 8);
     }
     return bias;
 }
